@@ -1,0 +1,3 @@
+from stratagate.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""The sidecar application: settings, database, model gateway, job runner and tools, wired together."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from stratagate import __version__
+from stratagate.blocks.summarize import BlockSummarizer
+from stratagate.config import Settings
+from stratagate.jobs.queue import BLOCK_SUMMARY
+from stratagate.jobs.runner import JobRunner
+from stratagate.storage.db import Database
+from stratagate.storage.schema import SCHEMA_VERSION
+from stratagate.tokens import count_tokens
+from stratagate.tools import block_tools, raw_search
+from stratagate.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from stratagate.model import ModelGateway
+
+log = logging.getLogger("stratagate")
+
+
+class App:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.db = Database(settings.db)
+        self.peer: Any = None  # set by the server once stdio is connected
+        self.started = time.monotonic()
+        self.shutdown_requested = asyncio.Event()
+        self.tools = ToolRegistry()
+        for tool in (*block_tools.TOOLS, *raw_search.TOOLS):
+            self.tools.add(tool)
+        self._gateway: ModelGateway | None = None
+        self.tokens_ready: asyncio.Future[int] | None = None
+        self.runner = JobRunner(
+            self.db,
+            {BLOCK_SUMMARY: BlockSummarizer(self.db, self.gateway, count_tokens)},
+            concurrency=settings.model_concurrency,
+            backoff_base=settings.job_backoff_base,
+            backoff_cap=settings.job_backoff_cap,
+            notify=self._notify,
+        )
+
+    def gateway(self) -> ModelGateway:
+        if self._gateway is None:
+            # Imported on first use: the openai package alone costs ~0.9 s of cold start.
+            from stratagate.model.gateway import build_gateway
+
+            self._gateway = build_gateway(self.settings, self.peer)
+        return self._gateway
+
+    async def _notify(self, method: str, params: dict[str, Any]) -> None:
+        if self.peer is not None and not self.peer.closed:
+            await self.peer.notify(method, params)
+
+    async def start(self) -> None:
+        await self.db.open()
+        # Build the tokenizer (~1 s) off the event loop; captures await it, pings do not.
+        self.tokens_ready = asyncio.ensure_future(asyncio.to_thread(count_tokens, "warm up"))
+        await self.runner.start()
+        log.info("stratagate %s ready (db=%s, pid=%d)", __version__, self.settings.db, os.getpid())
+
+    async def stop(self) -> None:
+        await self.runner.stop()
+        await self.db.close()
+
+    def model_route(self) -> str:
+        if self.settings.model_base_url:
+            return f"openai:{self.settings.model_base_url} model={self.settings.model}"
+        return "host:host.llm.complete"
+
+    async def info(self) -> dict[str, Any]:
+        db = self.db
+        counts: dict[str, Any] = {}
+        for table in ("namespaces", "sessions", "turns", "messages"):
+            counts[table] = int(await db.scalar(f"SELECT COUNT(*) FROM {table}") or 0)
+        blocks = await db.fetchall("SELECT status, COUNT(*) AS n FROM blocks GROUP BY status")
+        counts["blocks"] = {"pending": 0, "ready": 0} | {r["status"]: r["n"] for r in blocks}
+        jobs = await db.fetchall("SELECT status, COUNT(*) AS n FROM jobs GROUP BY status")
+        counts["jobs"] = {"queued": 0, "running": 0, "done": 0, "failed": 0} | {r["status"]: r["n"] for r in jobs}
+        return {
+            "version": __version__,
+            "pid": os.getpid(),
+            "db_path": str(self.settings.db),
+            "schema_version": int(await db.scalar("PRAGMA user_version") or 0),
+            "expected_schema_version": SCHEMA_VERSION,
+            "uptime_s": round(time.monotonic() - self.started, 3),
+            "block_turns": self.settings.block_turns,
+            "block_decay_lambda": self.settings.block_decay_lambda,
+            "model_route": self.model_route(),
+            "counts": counts,
+            "last_job_error": self.runner.last_error,
+        }

@@ -1,0 +1,121 @@
+"""Deterministic views L5 (source), L4 (near-verbatim) and L3 (pruned), with the length guard."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from stratagate.blocks.prune import PasteDeduper, prune_text
+from stratagate.blocks.source import SourceMessage
+from stratagate.blocks.toolsummary import summarize_result
+
+L4_ARGUMENT_CHARS = 600
+L4_RESULT_CHARS = 1200
+
+LEVEL_LABELS = {
+    0: "L0 title and tags",
+    1: "L1 summary",
+    2: "L2 key facts",
+    3: "L3 pruned transcript",
+    4: "L4 near-verbatim transcript",
+    5: "L5 source transcript",
+}
+
+
+def _turn_header(msg: SourceMessage, with_time: bool) -> str:
+    return f"[turn {msg.turn_seq} · {msg.created_at}]" if with_time else f"[turn {msg.turn_seq}]"
+
+
+def _grouped(messages: Sequence[SourceMessage]) -> list[list[SourceMessage]]:
+    groups: list[list[SourceMessage]] = []
+    for msg in messages:
+        if not groups or groups[-1][0].turn_seq != msg.turn_seq:
+            groups.append([])
+        groups[-1].append(msg)
+    return groups
+
+
+def render_l5(messages: Sequence[SourceMessage]) -> str:
+    """Every word and every tool record exactly as captured."""
+    chunks: list[str] = []
+    for turn in _grouped(messages):
+        lines = [_turn_header(turn[0], with_time=True)]
+        for msg in turn:
+            if msg.role == "tool":
+                lines.append(f"Tool call: {msg.tool_name} {msg.arguments_text()}")
+                label = "Tool result (error)" if msg.is_error else "Tool result"
+                lines.append(f"{label}: {msg.result_text()}")
+            else:
+                lines.append(f"{msg.role.capitalize()}: {msg.content}")
+        chunks.append("\n".join(lines))
+    return "\n\n".join(chunks)
+
+
+def _tidy(text: str) -> str:
+    text = "\n".join(line.rstrip() for line in text.strip().splitlines())
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" […{len(text) - limit} more characters in L5]"
+
+
+def render_l4(messages: Sequence[SourceMessage]) -> str:
+    """Near-verbatim: whitespace tidied, long tool payloads clipped with a pointer to L5."""
+    chunks: list[str] = []
+    for turn in _grouped(messages):
+        lines = [_turn_header(turn[0], with_time=True)]
+        for msg in turn:
+            if msg.role == "tool":
+                args = _clip(" ".join(msg.arguments_text().split()), L4_ARGUMENT_CHARS)
+                lines.append(f"Tool call: {msg.tool_name} {args}")
+                label = "Tool result (error)" if msg.is_error else "Tool result"
+                lines.append(f"{label}: {_clip(_tidy(msg.result_text()), L4_RESULT_CHARS)}")
+            elif text := _tidy(msg.content):
+                lines.append(f"{msg.role.capitalize()}: {text}")
+        if len(lines) > 1:
+            chunks.append("\n".join(lines))
+    return "\n\n".join(chunks)
+
+
+def render_l3(messages: Sequence[SourceMessage]) -> str:
+    """Pruned: no filler, repeated pastes replaced, tool records reduced to name and outcome."""
+    dedup = PasteDeduper()
+    chunks: list[str] = []
+    for turn in _grouped(messages):
+        lines = [_turn_header(turn[0], with_time=False)]
+        for msg in turn:
+            if msg.role == "tool":
+                outcome = summarize_result(msg.result_value())
+                if msg.is_error and not outcome.startswith("failed"):
+                    outcome = "failed: " + outcome
+                lines.append(f"Tool {msg.tool_name} → {outcome}")
+            elif text := prune_text(msg.content, dedup):
+                lines.append(f"{msg.role.capitalize()}: {text}")
+        if len(lines) > 1:
+            chunks.append("\n".join(lines))
+    return "\n\n".join(chunks)
+
+
+class SealedViews:
+    __slots__ = ("l3", "l3_tokens", "l4", "l4_tokens", "l5", "l5_tokens")
+
+    def __init__(self, l5: str, l5_tokens: int, l4: str, l4_tokens: int, l3: str, l3_tokens: int):
+        self.l5, self.l5_tokens = l5, l5_tokens
+        self.l4, self.l4_tokens = l4, l4_tokens
+        self.l3, self.l3_tokens = l3, l3_tokens
+
+
+def seal_views(messages: Sequence[SourceMessage], count: Callable[[str], int]) -> SealedViews:
+    """Compute L5/L4/L3 and enforce tokens(L3) <= tokens(L4) <= tokens(L5)."""
+    l5 = render_l5(messages)
+    l4 = render_l4(messages)
+    l3 = render_l3(messages)
+    t5, t4, t3 = count(l5), count(l4), count(l3)
+    if t4 > t5:
+        l4, t4 = l5, t5
+    if t3 > t4:
+        l3, t3 = l4, t4
+    return SealedViews(l5, t5, l4, t4, l3, t3)

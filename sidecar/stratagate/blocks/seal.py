@@ -1,0 +1,86 @@
+"""Cutting blocks: every N complete turns of a session become one block, sealed in the capture transaction.
+
+L5/L4/L3 are computed here by code, before any model call; the block starts 'pending' and a
+block_summary job asks the model for L0–L2 later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import aiosqlite
+
+from stratagate import ids
+from stratagate.blocks.render import seal_views
+from stratagate.blocks.source import ROW_COLUMNS, from_row
+from stratagate.jobs.queue import BLOCK_SUMMARY, enqueue
+from stratagate.storage.db import audit
+from stratagate.timeutil import now_iso
+
+
+async def seal_full_runs(
+    conn: aiosqlite.Connection,
+    namespace_id: int,
+    session_id: int,
+    block_turns: int,
+    count: Callable[[str], int],
+    max_attempts: int,
+) -> list[int]:
+    """Seal as many full blocks as the session's open turns allow; return the new block keys."""
+    open_turns = await conn.execute_fetchall(
+        "SELECT id, seq FROM turns WHERE session_id = ? AND block_id IS NULL ORDER BY seq", (session_id,)
+    )
+    sealed: list[int] = []
+    while len(open_turns) >= block_turns:
+        run, open_turns = open_turns[:block_turns], open_turns[block_turns:]
+        turn_ids = [r["id"] for r in run]
+        marks = ",".join("?" * len(turn_ids))
+        rows = await conn.execute_fetchall(
+            f"SELECT {ROW_COLUMNS} FROM messages m JOIN turns t ON t.id = m.turn_id"
+            f" WHERE m.turn_id IN ({marks}) ORDER BY t.seq, m.position",
+            turn_ids,
+        )
+        views = seal_views([from_row(r) for r in rows], count)
+        seq_row = await (
+            await conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM blocks WHERE session_id = ?", (session_id,))
+        ).fetchone()
+        seq = int(seq_row[0])
+        cur = await conn.execute(
+            "INSERT INTO blocks(namespace_id, session_id, seq, first_turn, last_turn, status, sealed_at,"
+            " l5_tokens, l4, l4_tokens, l3, l3_tokens, anchor_level, anchor_pos)"
+            " VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, 5, ?)",
+            (
+                namespace_id,
+                session_id,
+                seq,
+                run[0]["seq"],
+                run[-1]["seq"],
+                now_iso(),
+                views.l5_tokens,
+                views.l4,
+                views.l4_tokens,
+                views.l3,
+                views.l3_tokens,
+                seq,
+            ),
+        )
+        block_id = int(cur.lastrowid or 0)
+        await conn.execute(f"UPDATE turns SET block_id = ? WHERE id IN ({marks})", [block_id, *turn_ids])
+        await enqueue(conn, namespace_id, BLOCK_SUMMARY, block_id, max_attempts)
+        await audit(
+            conn,
+            namespace_id,
+            "capture",
+            "block.sealed",
+            "block",
+            ids.make("blk", block_id),
+            None,
+            {
+                "seq": seq,
+                "turns": [run[0]["seq"], run[-1]["seq"]],
+                "status": "pending",
+                "tokens": {"l5": views.l5_tokens, "l4": views.l4_tokens, "l3": views.l3_tokens},
+            },
+        )
+        sealed.append(block_id)
+    return sealed

@@ -1,0 +1,211 @@
+"""Reading blocks: current display level from decay, the view at any level, and expansion."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel
+
+from stratagate import ids
+from stratagate.blocks.decay import display_level, weight
+from stratagate.blocks.render import LEVEL_LABELS, render_l5
+from stratagate.blocks.source import ROW_COLUMNS, from_row
+from stratagate.blocks.summarize import render_l0, render_l2
+from stratagate.errors import invalid_params, not_found
+from stratagate.storage.db import Database, audit
+from stratagate.timeutil import now_iso
+
+_BLOCK_COLUMNS = (
+    "b.id, b.namespace_id, b.session_id, s.key AS session, b.seq, b.first_turn, b.last_turn, b.status,"
+    " b.sealed_at, b.ready_at, b.l5_tokens, b.l4, b.l4_tokens, b.l3, b.l3_tokens, b.l2, b.l2_tokens, b.l1,"
+    " b.l1_tokens, b.l0_title, b.l0_tags, b.l0_tokens, b.anchor_level, b.anchor_pos, b.lifted_at, b.lifted_by"
+)
+
+
+class BlockRow(BaseModel):
+    id: int
+    namespace_id: int
+    session_id: int
+    session: str
+    seq: int
+    first_turn: int
+    last_turn: int
+    status: str
+    sealed_at: str
+    ready_at: str | None
+    l5_tokens: int
+    l4: str
+    l4_tokens: int
+    l3: str
+    l3_tokens: int
+    l2: str | None
+    l2_tokens: int | None
+    l1: str | None
+    l1_tokens: int | None
+    l0_title: str | None
+    l0_tags: str | None
+    l0_tokens: int | None
+    anchor_level: int
+    anchor_pos: int
+    lifted_at: str | None
+    lifted_by: str | None
+    age: int = 0
+    level: int = 5
+
+    @property
+    def ready(self) -> bool:
+        return self.status == "ready"
+
+    @property
+    def ref(self) -> str:
+        return ids.make("blk", self.id)
+
+    def tokens_at(self, level: int) -> int:
+        return {
+            5: self.l5_tokens,
+            4: self.l4_tokens,
+            3: self.l3_tokens,
+            2: self.l2_tokens,
+            1: self.l1_tokens,
+            0: self.l0_tokens,
+        }[level] or 0
+
+    def available_levels(self) -> list[int]:
+        return [0, 1, 2, 3, 4, 5] if self.ready else [3, 4, 5]
+
+    def meta(self, lam: float) -> dict[str, Any]:
+        return {
+            "id": self.ref,
+            "session": self.session,
+            "seq": self.seq,
+            "status": self.status,
+            "turns": [self.first_turn, self.last_turn],
+            "sealed_at": self.sealed_at,
+            "ready_at": self.ready_at,
+            "level": self.level,
+            "label": LEVEL_LABELS[self.level],
+            "age": self.age,
+            "weight": round(weight(self.age, lam), 4) if self.ready else 1.0,
+            "tokens": {f"L{lv}": self.tokens_at(lv) for lv in self.available_levels()},
+            "title": self.l0_title,
+        }
+
+
+def _with_decay(rows: list[BlockRow], lam: float) -> list[BlockRow]:
+    ready_seqs = [b.seq for b in rows if b.ready]
+    for block in rows:
+        block.age = sum(1 for s in ready_seqs if s > block.anchor_pos)
+        block.level = display_level(block.anchor_level, block.age, lam, block.ready)
+    return rows
+
+
+async def session_blocks(db: Database, ns_id: int, session_id: int, lam: float) -> list[BlockRow]:
+    rows = await db.fetchall(
+        f"SELECT {_BLOCK_COLUMNS} FROM blocks b JOIN sessions s ON s.id = b.session_id"
+        " WHERE b.namespace_id = ? AND b.session_id = ? ORDER BY b.seq",
+        (ns_id, session_id),
+    )
+    return _with_decay([BlockRow(**dict(r)) for r in rows], lam)
+
+
+async def get_block(db: Database, ns_id: int, block_id: int, lam: float) -> BlockRow:
+    row = await db.fetchone("SELECT session_id FROM blocks WHERE id = ? AND namespace_id = ?", (block_id, ns_id))
+    if row is None:
+        raise not_found(f"unknown block {ids.make('blk', block_id)} in this namespace")
+    for block in await session_blocks(db, ns_id, row["session_id"], lam):
+        if block.id == block_id:
+            return block
+    raise not_found(f"unknown block {ids.make('blk', block_id)} in this namespace")
+
+
+async def block_messages(db: Database, ns_id: int, block_id: int) -> list[Any]:
+    rows = await db.fetchall(
+        f"SELECT {ROW_COLUMNS} FROM messages m JOIN turns t ON t.id = m.turn_id"
+        " WHERE t.block_id = ? AND m.namespace_id = ? ORDER BY t.seq, m.position",
+        (block_id, ns_id),
+    )
+    return [from_row(r) for r in rows]
+
+
+async def view_text(db: Database, block: BlockRow, level: int) -> str:
+    if level == 5:
+        return render_l5(await block_messages(db, block.namespace_id, block.id))
+    if level == 4:
+        return block.l4
+    if level == 3:
+        return block.l3
+    facts = json.loads(block.l2 or "[]")
+    if level == 2:
+        return render_l2(facts) if facts else block.l3
+    if level == 1:
+        return block.l1 or block.l3
+    return render_l0(block.l0_title or "", json.loads(block.l0_tags or "[]"))
+
+
+def parse_level(spec: object, current: int) -> int:
+    """0–5, "L0".."L5", "raw"/"source" (5) or "next" (one level more detail than now)."""
+    if isinstance(spec, bool):
+        raise invalid_params("level must be 0–5, 'L0'–'L5' or 'next'")
+    if isinstance(spec, int) and 0 <= spec <= 5:
+        return spec
+    if isinstance(spec, str):
+        text = spec.strip().lower()
+        if text in ("next", "+1"):
+            return min(5, current + 1)
+        if text in ("raw", "source"):
+            return 5
+        text = text.removeprefix("l")
+        if text.isdigit() and 0 <= int(text) <= 5:
+            return int(text)
+    raise invalid_params(f"level must be 0–5, 'L0'–'L5' or 'next' (got {spec!r})")
+
+
+async def expand_block(
+    db: Database, ns_id: int, block_id: int, level_spec: object, caller_session: int | None, lam: float, actor: str
+) -> dict[str, Any]:
+    """The view at the requested level. Expanding a block of the caller's session re-anchors its decay here."""
+    block = await get_block(db, ns_id, block_id, lam)
+    target = parse_level(level_spec, block.level)
+    note = None
+    if target not in block.available_levels():
+        note = f"L{target} is written by the model and this block is still pending; showing L3"
+        target = 3
+    reanchored = False
+    if caller_session == block.session_id and target > block.level:
+        async with db.transaction() as conn:
+            pos = await (
+                await conn.execute("SELECT MAX(seq) FROM blocks WHERE session_id = ?", (block.session_id,))
+            ).fetchone()
+            stamp = now_iso()
+            await conn.execute(
+                "UPDATE blocks SET anchor_level = ?, anchor_pos = ?, lifted_at = ?, lifted_by = ? WHERE id = ?",
+                (target, int(pos[0]), stamp, actor, block.id),
+            )
+            await audit(
+                conn,
+                ns_id,
+                actor,
+                "block.expanded",
+                "block",
+                block.ref,
+                {"level": block.level, "anchor_level": block.anchor_level, "anchor_pos": block.anchor_pos},
+                {"level": target, "anchor_level": target, "anchor_pos": int(pos[0])},
+            )
+        block.anchor_level, block.anchor_pos, block.level, block.age = target, int(pos[0]), target, 0
+        block.lifted_at, block.lifted_by = stamp, actor
+        reanchored = True
+    result = block.meta(lam)
+    result.update(
+        level=target,
+        label=LEVEL_LABELS[target],
+        view=await view_text(db, block, target),
+        view_tokens=block.tokens_at(target),
+        reanchored=reanchored,
+        available_levels=block.available_levels(),
+    )
+    if target == 5:
+        result["messages"] = [m.public() for m in await block_messages(db, ns_id, block.id)]
+    if note:
+        result["note"] = note
+    return result

@@ -1,0 +1,1 @@
+"""Capture: a completed turn becomes durable rows before anything else happens."""

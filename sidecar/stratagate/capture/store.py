@@ -1,0 +1,160 @@
+"""turn.capture: one transaction writes the turn, its messages, search terms, any sealed block and audit."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+import aiosqlite
+
+from stratagate import ids
+from stratagate.blocks.seal import seal_full_runs
+from stratagate.capture.models import CaptureParams, CaptureResult
+from stratagate.config import Settings
+from stratagate.errors import STORAGE_ERROR, RpcError
+from stratagate.search.terms import fts_document
+from stratagate.storage.db import Database, StorageError, audit
+from stratagate.timeutil import now_iso, to_iso
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+async def ensure_namespace(conn: aiosqlite.Connection, name: str) -> int:
+    await conn.execute(
+        "INSERT INTO namespaces(name, created_at) VALUES (?, ?) ON CONFLICT(name) DO NOTHING", (name, now_iso())
+    )
+    row = await (await conn.execute("SELECT id FROM namespaces WHERE name = ?", (name,))).fetchone()
+    return int(row[0])
+
+
+async def ensure_session(conn: aiosqlite.Connection, namespace_id: int, key: str) -> tuple[int, int]:
+    await conn.execute(
+        "INSERT INTO sessions(namespace_id, key, created_at) VALUES (?, ?, ?)"
+        " ON CONFLICT(namespace_id, key) DO NOTHING",
+        (namespace_id, key, now_iso()),
+    )
+    row = await (
+        await conn.execute(
+            "SELECT id, turn_count FROM sessions WHERE namespace_id = ? AND key = ?", (namespace_id, key)
+        )
+    ).fetchone()
+    return int(row[0]), int(row[1])
+
+
+def _message_rows(p: CaptureParams, captured_at: str) -> list[dict[str, Any]]:
+    """user → tool records → assistant: the order in which they happened within the turn."""
+    started = to_iso(p.started_at) if p.started_at else captured_at
+    ended = to_iso(p.ended_at) if p.ended_at else started
+    rows: list[dict[str, Any]] = []
+    if p.user:
+        rows.append({"role": "user", "content": p.user, "created_at": started})
+    for tool in p.tools:
+        rows.append(
+            {
+                "role": "tool",
+                "content": "",
+                "tool_name": tool.name,
+                "tool_call_id": tool.call_id,
+                "tool_arguments": _json(tool.arguments),
+                "tool_result": _json(tool.result),
+                "is_error": int(tool.is_error),
+                "created_at": ended,
+            }
+        )
+    if p.assistant:
+        rows.append({"role": "assistant", "content": p.assistant, "created_at": ended})
+    return rows
+
+
+def _search_text(row: dict[str, Any]) -> str:
+    if row["role"] != "tool":
+        return row["content"]
+    return " ".join([row["tool_name"], row["tool_arguments"] or "", row["tool_result"] or ""])
+
+
+async def capture_turn(
+    db: Database, settings: Settings, p: CaptureParams, count: Callable[[str], int]
+) -> CaptureResult:
+    try:
+        async with db.transaction() as conn:
+            return await _capture(conn, settings, p, count)
+    except (sqlite3.Error, StorageError) as exc:
+        raise RpcError(
+            STORAGE_ERROR,
+            f"the turn was NOT stored ({exc}); nothing partial was kept, re-send it with the same receipt",
+        ) from exc
+
+
+async def _capture(
+    conn: aiosqlite.Connection, settings: Settings, p: CaptureParams, count: Callable[[str], int]
+) -> CaptureResult:
+    namespace_id = await ensure_namespace(conn, p.namespace)
+    existing = await (
+        await conn.execute("SELECT id FROM turns WHERE namespace_id = ? AND receipt = ?", (namespace_id, p.receipt))
+    ).fetchone()
+    if existing is not None:
+        return CaptureResult(turn_id=ids.make("turn", existing[0]), duplicate=True, sealed_block_ids=[])
+
+    session_id, turn_count = await ensure_session(conn, namespace_id, p.session)
+    seq = turn_count + 1
+    captured_at = now_iso()
+    await conn.execute("UPDATE sessions SET turn_count = ? WHERE id = ?", (seq, session_id))
+    cur = await conn.execute(
+        "INSERT INTO turns(namespace_id, session_id, seq, receipt, started_at, ended_at, end_reason, captured_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            namespace_id,
+            session_id,
+            seq,
+            p.receipt,
+            to_iso(p.started_at) if p.started_at else None,
+            to_iso(p.ended_at) if p.ended_at else None,
+            p.end_reason,
+            captured_at,
+        ),
+    )
+    turn_id = int(cur.lastrowid or 0)
+    rows = _message_rows(p, captured_at)
+    for position, row in enumerate(rows):
+        cur = await conn.execute(
+            "INSERT INTO messages(namespace_id, session_id, turn_id, position, role, content, tool_name,"
+            " tool_call_id, tool_arguments, tool_result, is_error, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                namespace_id,
+                session_id,
+                turn_id,
+                position,
+                row["role"],
+                row["content"],
+                row.get("tool_name"),
+                row.get("tool_call_id"),
+                row.get("tool_arguments"),
+                row.get("tool_result"),
+                row.get("is_error", 0),
+                row["created_at"],
+            ),
+        )
+        await conn.execute(
+            "INSERT INTO message_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, fts_document(_search_text(row)))
+        )
+    await audit(
+        conn,
+        namespace_id,
+        "capture",
+        "turn.captured",
+        "turn",
+        ids.make("turn", turn_id),
+        None,
+        {"session": p.session, "seq": seq, "receipt": p.receipt, "messages": len(rows)},
+    )
+    sealed = await seal_full_runs(
+        conn, namespace_id, session_id, settings.block_turns, count, settings.job_max_attempts
+    )
+    return CaptureResult(
+        turn_id=ids.make("turn", turn_id), duplicate=False, sealed_block_ids=[ids.make("blk", b) for b in sealed]
+    )

@@ -1,0 +1,63 @@
+"""Sidecar settings: defaults, overridden by STRATAGATE_* environment variables, overridden by flags."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+
+def default_db_path() -> Path:
+    home = os.environ.get("DSH_HOME") or str(Path.home() / ".dsh")
+    return Path(home) / "stratagate" / "memory.db"
+
+
+class Settings(BaseModel):
+    """Every knob the sidecar has. Field name ``x`` maps to env ``STRATAGATE_X``."""
+
+    db: Path = Field(default_factory=default_db_path)
+    block_turns: int = Field(6, ge=1, le=1000)
+    block_decay_lambda: float = Field(0.30, gt=0, le=10)
+
+    model_base_url: str | None = None
+    model_api_key: str | None = None
+    model: str | None = None
+    model_timeout: float = Field(120.0, gt=0)
+    model_max_tokens: int = Field(4096, ge=256)
+    model_concurrency: int = Field(2, ge=1, le=32)
+    host_llm_timeout: float = Field(180.0, gt=0)
+
+    job_max_attempts: int = Field(5, ge=1, le=100)
+    job_backoff_base: float = Field(5.0, ge=0)
+    job_backoff_cap: float = Field(600.0, ge=0)
+
+    max_line_bytes: int = Field(8 * 1024 * 1024, ge=1024)
+
+    @property
+    def direct_model_route(self) -> bool:
+        return bool(self.model_base_url)
+
+
+class SettingsError(ValueError):
+    pass
+
+
+def load_settings(overrides: dict[str, object] | None = None, environ: dict[str, str] | None = None) -> Settings:
+    """Build settings from the environment, then apply explicit overrides (CLI flags)."""
+    env = os.environ if environ is None else environ
+    values: dict[str, object] = {}
+    for name in Settings.model_fields:
+        raw = env.get("STRATAGATE_" + name.upper())
+        if raw is not None and raw != "":
+            values[name] = raw
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            values[key] = value
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"STRATAGATE_{'.'.join(str(p) for p in err['loc']).upper()}: {err['msg']}" for err in exc.errors()
+        )
+        raise SettingsError(f"invalid configuration: {problems}") from exc

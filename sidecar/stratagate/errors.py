@@ -1,0 +1,40 @@
+"""Error codes every JSON-RPC caller can rely on (documented in docs/protocol.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jsonrpcserver.exceptions import JsonRpcError
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+NOT_FOUND = -32004
+PAYLOAD_TOO_LARGE = -32005
+SHUTTING_DOWN = -32006
+STORAGE_ERROR = -32010
+TOOL_ERROR = -32011
+CONFLICT = -32012
+
+
+class RpcError(JsonRpcError):
+    """Raised anywhere below the RPC layer; becomes a JSON-RPC error with this code and message."""
+
+    def __init__(self, code: int, message: str, data: Any = None):
+        if data is None:
+            super().__init__(code, message)
+        else:
+            super().__init__(code, message, data)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def invalid_params(message: str, data: Any = None) -> RpcError:
+    return RpcError(INVALID_PARAMS, message, data)
+
+
+def not_found(message: str) -> RpcError:
+    return RpcError(NOT_FOUND, message)

@@ -1,0 +1,21 @@
+"""Public ids are typed strings (``blk_12``) so a ref names its kind; storage keys are integers."""
+
+from __future__ import annotations
+
+import re
+
+PREFIXES = {"blk": "block", "msg": "message", "turn": "turn", "job": "job"}
+_ID = re.compile(r"^(blk|msg|turn|job)_([1-9][0-9]{0,17})$")
+
+
+def make(prefix: str, key: int) -> str:
+    return f"{prefix}_{key}"
+
+
+def parse(value: object, prefix: str) -> int | None:
+    """The integer key of ``value`` if it is an id of that kind, else None."""
+    if isinstance(value, str):
+        m = _ID.match(value.strip())
+        if m and m.group(1) == prefix:
+            return int(m.group(2))
+    return None

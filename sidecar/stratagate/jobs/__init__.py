@@ -1,0 +1,1 @@
+"""Persisted background jobs: attempts, capped exponential backoff, no head-of-line blocking."""

@@ -1,0 +1,202 @@
+"""Job rows: enqueue inside the caller's transaction, claim, finish, fail with backoff, retry by hand."""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+import aiosqlite
+from pydantic import BaseModel
+
+from stratagate import ids
+from stratagate.storage.db import Database, audit
+from stratagate.timeutil import now_iso
+
+BLOCK_SUMMARY = "block_summary"
+
+
+class JobRow(BaseModel):
+    id: int
+    namespace_id: int
+    namespace: str
+    kind: str
+    subject_id: int
+    status: str
+    attempts: int
+    max_attempts: int
+    next_run_at: float
+    last_error: str | None
+    created_at: str
+    updated_at: str
+
+    def public(self) -> dict[str, Any]:
+        subject_prefix = "blk" if self.kind == BLOCK_SUMMARY else "obj"
+        return {
+            "id": ids.make("job", self.id),
+            "namespace": self.namespace,
+            "kind": self.kind,
+            "subject": f"{subject_prefix}_{self.subject_id}",
+            "status": self.status,
+            "attempts": self.attempts,
+            "max_attempts": self.max_attempts,
+            "next_run_at": self.next_run_at if self.status == "queued" else None,
+            "last_error": self.last_error,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+
+
+_SELECT = (
+    "SELECT j.id, j.namespace_id, n.name AS namespace, j.kind, j.subject_id, j.status, j.attempts,"
+    " j.max_attempts, j.next_run_at, j.last_error, j.created_at, j.updated_at"
+    " FROM jobs j JOIN namespaces n ON n.id = j.namespace_id"
+)
+
+
+def backoff_seconds(attempts: int, base: float, cap: float) -> float:
+    """Capped exponential backoff with ±20 % jitter so failing jobs do not retry in lockstep."""
+    delay = min(cap, base * (2 ** max(0, attempts - 1)))
+    return delay * random.uniform(0.8, 1.2)
+
+
+async def enqueue(conn: aiosqlite.Connection, namespace_id: int, kind: str, subject_id: int, max_attempts: int) -> int:
+    now = now_iso()
+    cur = await conn.execute(
+        "INSERT INTO jobs(namespace_id, kind, subject_id, status, attempts, max_attempts, next_run_at,"
+        " created_at, updated_at) VALUES (?, ?, ?, 'queued', 0, ?, ?, ?, ?)"
+        " ON CONFLICT(kind, subject_id) DO NOTHING",
+        (namespace_id, kind, subject_id, max_attempts, time.time(), now, now),
+    )
+    job_id = cur.lastrowid or 0
+    await audit(
+        conn,
+        namespace_id,
+        "system",
+        "job.enqueued",
+        "job",
+        ids.make("job", job_id),
+        None,
+        {"kind": kind, "subject_id": subject_id},
+    )
+    return job_id
+
+
+async def requeue_interrupted(db: Database) -> int:
+    """Jobs left 'running' by a process that died run again (their attempt did not finish)."""
+    async with db.transaction() as conn:
+        cur = await conn.execute(
+            "UPDATE jobs SET status = 'queued', next_run_at = ?, updated_at = ?,"
+            " last_error = COALESCE(last_error, 'interrupted by a restart') WHERE status = 'running'",
+            (time.time(), now_iso()),
+        )
+        if cur.rowcount:
+            await audit(conn, None, "system", "jobs.requeued_after_restart", "job", None, None, {"count": cur.rowcount})
+        return cur.rowcount
+
+
+async def claim_due(db: Database, limit: int, now: float | None = None) -> list[JobRow]:
+    """Atomically move up to ``limit`` due jobs to 'running' (oldest due first)."""
+    now = time.time() if now is None else now
+    async with db.transaction() as conn:
+        rows = await conn.execute_fetchall(
+            _SELECT + " WHERE j.status = 'queued' AND j.next_run_at <= ? ORDER BY j.next_run_at, j.id LIMIT ?",
+            (now, limit),
+        )
+        jobs = [JobRow(**dict(r)) for r in rows]
+        stamp = now_iso()
+        for job in jobs:
+            await conn.execute(
+                "UPDATE jobs SET status = 'running', attempts = attempts + 1, updated_at = ? WHERE id = ?",
+                (stamp, job.id),
+            )
+            job.status, job.attempts = "running", job.attempts + 1
+    return jobs
+
+
+async def next_due_at(db: Database) -> float | None:
+    return await db.scalar("SELECT MIN(next_run_at) FROM jobs WHERE status = 'queued'")
+
+
+async def mark_done(conn: aiosqlite.Connection, job: JobRow) -> None:
+    await conn.execute(
+        "UPDATE jobs SET status = 'done', last_error = NULL, updated_at = ? WHERE id = ?", (now_iso(), job.id)
+    )
+    await audit(
+        conn, job.namespace_id, "system", "job.done", "job", ids.make("job", job.id), None, {"attempts": job.attempts}
+    )
+
+
+async def mark_failed_attempt(
+    db: Database, job: JobRow, error: str, base: float, cap: float, retryable: bool = True
+) -> str:
+    """Record a failed attempt: back off and retry, or give up when attempts are exhausted."""
+    give_up = (not retryable) or job.attempts >= job.max_attempts
+    status = "failed" if give_up else "queued"
+    next_run = time.time() + (0 if give_up else backoff_seconds(job.attempts, base, cap))
+    async with db.transaction() as conn:
+        await conn.execute(
+            "UPDATE jobs SET status = ?, next_run_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
+            (status, next_run, error[:4000], now_iso(), job.id),
+        )
+        await audit(
+            conn,
+            job.namespace_id,
+            "system",
+            "job.failed" if give_up else "job.attempt_failed",
+            "job",
+            ids.make("job", job.id),
+            None,
+            {"attempts": job.attempts, "error": error[:500], "next_run_at": None if give_up else next_run},
+        )
+    return status
+
+
+async def retry(db: Database, job_id: int | None, namespace: str | None, actor: str) -> list[int]:
+    """Put failed (or waiting) jobs back at the front of the queue with a fresh attempt budget."""
+    clauses, params = ["j.status IN ('failed', 'queued')"], []
+    if job_id is not None:
+        clauses.append("j.id = ?")
+        params.append(job_id)
+    else:
+        clauses.append("j.status = 'failed'")
+    if namespace is not None:
+        clauses.append("n.name = ?")
+        params.append(namespace)
+    async with db.transaction() as conn:
+        rows = await conn.execute_fetchall(_SELECT + " WHERE " + " AND ".join(clauses), params)
+        jobs = [JobRow(**dict(r)) for r in rows]
+        for job in jobs:
+            await conn.execute(
+                "UPDATE jobs SET status = 'queued', attempts = 0, next_run_at = ?, updated_at = ? WHERE id = ?",
+                (time.time(), now_iso(), job.id),
+            )
+            await audit(
+                conn,
+                job.namespace_id,
+                actor,
+                "job.retried",
+                "job",
+                ids.make("job", job.id),
+                {"status": job.status, "attempts": job.attempts},
+                {"status": "queued", "attempts": 0},
+            )
+    return [job.id for job in jobs]
+
+
+async def list_jobs(db: Database, namespace: str | None, status: str | None, limit: int) -> list[JobRow]:
+    clauses, params = [], []
+    if namespace is not None:
+        clauses.append("n.name = ?")
+        params.append(namespace)
+    if status is not None:
+        clauses.append("j.status = ?")
+        params.append(status)
+    where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+    rows = await db.fetchall(_SELECT + where + " ORDER BY j.id DESC LIMIT ?", [*params, limit])
+    return [JobRow(**dict(r)) for r in rows]
+
+
+async def get_job(db: Database, job_id: int) -> JobRow | None:
+    row = await db.fetchone(_SELECT + " WHERE j.id = ?", (job_id,))
+    return None if row is None else JobRow(**dict(row))

@@ -1,0 +1,138 @@
+"""The background loop that runs due jobs with bounded concurrency.
+
+A failing job only delays itself (backoff on its own row); the loop keeps claiming other due jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from stratagate import ids
+from stratagate.jobs import queue
+from stratagate.jobs.queue import JobRow
+from stratagate.storage.db import Database
+
+log = logging.getLogger("stratagate.jobs")
+
+Handler = Callable[[JobRow], Awaitable[None]]
+Notify = Callable[[str, dict], Awaitable[None]]
+
+
+class PermanentJobError(Exception):
+    """The job can never succeed (e.g. its subject is gone): fail now, no retries."""
+
+
+class JobRunner:
+    def __init__(
+        self,
+        db: Database,
+        handlers: dict[str, Handler],
+        *,
+        concurrency: int,
+        backoff_base: float,
+        backoff_cap: float,
+        notify: Notify | None = None,
+    ):
+        self._db = db
+        self._handlers = handlers
+        self._concurrency = concurrency
+        self._base, self._cap = backoff_base, backoff_cap
+        self._notify = notify
+        self._wake = asyncio.Event()
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._loop_task: asyncio.Task[None] | None = None
+        self.last_error: str | None = None
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    @property
+    def running(self) -> int:
+        return len(self._inflight)
+
+    async def start(self) -> None:
+        requeued = await queue.requeue_interrupted(self._db)
+        if requeued:
+            log.info("requeued %d job(s) interrupted by a restart", requeued)
+        self._loop_task = asyncio.create_task(self._loop(), name="stratagate-jobs")
+
+    async def stop(self) -> None:
+        tasks = [t for t in (self._loop_task, *self._inflight) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        # Jobs cancelled mid-attempt stay 'running' and run again after the next start.
+
+    async def _loop(self) -> None:
+        while True:
+            self._wake.clear()
+            free = self._concurrency - len(self._inflight)
+            if free > 0:
+                try:
+                    for job in await queue.claim_due(self._db, free):
+                        task = asyncio.create_task(self._execute(job), name=f"job-{job.id}")
+                        self._inflight.add(task)
+                        task.add_done_callback(self._inflight.discard)
+                except Exception as exc:  # storage trouble: report and try again shortly
+                    self.last_error = f"job queue: {exc}"
+                    log.exception("claiming jobs failed")
+            timeout: float | None = None
+            if len(self._inflight) < self._concurrency:
+                due = await self._safe_next_due()
+                if due is not None:
+                    timeout = max(0.0, due - time.time())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+
+    async def _safe_next_due(self) -> float | None:
+        try:
+            return await queue.next_due_at(self._db)
+        except Exception:
+            log.exception("reading the job queue failed")
+            return time.time() + 5
+
+    async def _execute(self, job: JobRow) -> None:
+        handler = self._handlers.get(job.kind)
+        status = "done"
+        error: str | None = None
+        try:
+            if handler is None:
+                raise PermanentJobError(f"no handler for job kind {job.kind!r}")
+            await handler(job)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            error = str(exc) or exc.__class__.__name__
+            retryable = not isinstance(exc, PermanentJobError) and getattr(exc, "retryable", True)
+            log.warning("job %s (%s) attempt %d failed: %s", job.id, job.kind, job.attempts, error)
+            try:
+                status = await queue.mark_failed_attempt(self._db, job, error, self._base, self._cap, retryable)
+            except Exception:
+                log.exception("recording the failure of job %s failed", job.id)
+                status = "unknown"
+            if status == "failed":
+                self.last_error = f"{ids.make('job', job.id)} ({job.kind}) failed: {error}"
+        finally:
+            # Free the slot before waking the loop so it can claim the next job at once.
+            current = asyncio.current_task()
+            if current is not None:
+                self._inflight.discard(current)
+            self._wake.set()
+        if self._notify is not None:
+            payload = {
+                "job": ids.make("job", job.id),
+                "namespace": job.namespace,
+                "kind": job.kind,
+                "subject_id": job.subject_id,
+                "status": status,
+                "attempts": job.attempts,
+                "error": error,
+            }
+            with contextlib.suppress(Exception):
+                await self._notify("jobs.changed", payload)

@@ -1,0 +1,123 @@
+"""The JSON-RPC method table. Each method validates its params with pydantic and returns plain JSON."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from jsonrpcserver import Success
+from pydantic import BaseModel, ValidationError
+
+from stratagate import __version__, ids
+from stratagate.app import App
+from stratagate.capture.models import CaptureParams
+from stratagate.capture.store import capture_turn
+from stratagate.errors import INTERNAL_ERROR, STORAGE_ERROR, RpcError, invalid_params, not_found
+from stratagate.jobs import queue
+from stratagate.rpc.params import Empty, JobsListParams, JobsRetryParams, ToolsCallParams
+from stratagate.tokens import count_tokens
+from stratagate.tools.registry import ToolContext
+
+log = logging.getLogger("stratagate.rpc")
+
+Handler = Callable[[App, Any], Awaitable[Any]]
+
+
+def explain(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "params"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def rpc_method(model: type[BaseModel], handler: Handler) -> Callable[..., Awaitable[Any]]:
+    """Adapt a typed handler to jsonrpcserver: params by name only, validated, errors made clear."""
+
+    async def method(app: App, *args: Any, **params: Any) -> Any:
+        if args:
+            raise invalid_params("params must be an object (named parameters), not an array")
+        try:
+            parsed = model.model_validate(params)
+        except ValidationError as exc:
+            raise invalid_params(
+                f"invalid params: {explain(exc)}", exc.errors(include_url=False, include_context=False)
+            ) from exc
+        try:
+            return Success(await handler(app, parsed))
+        except RpcError:
+            raise
+        except sqlite3.Error as exc:
+            log.exception("storage error")
+            raise RpcError(STORAGE_ERROR, f"storage error: {exc}") from exc
+        except Exception as exc:
+            log.exception("internal error")
+            raise RpcError(INTERNAL_ERROR, f"internal error: {exc.__class__.__name__}: {exc}") from exc
+
+    return method
+
+
+async def ping(app: App, _: Empty) -> dict[str, Any]:
+    return {"pong": True, "version": __version__}
+
+
+async def info(app: App, _: Empty) -> dict[str, Any]:
+    return await app.info()
+
+
+async def shutdown(app: App, _: Empty) -> dict[str, Any]:
+    app.shutdown_requested.set()
+    return {"ok": True}
+
+
+async def capture(app: App, params: CaptureParams) -> dict[str, Any]:
+    if app.tokens_ready is not None:
+        await app.tokens_ready
+    result = await capture_turn(app.db, app.settings, params, count_tokens)
+    if result.sealed_block_ids:
+        app.runner.wake()
+    return result.model_dump()
+
+
+async def tools_list(app: App, _: Empty) -> list[dict[str, Any]]:
+    return app.tools.specs()
+
+
+async def tools_call(app: App, p: ToolsCallParams) -> Any:
+    ctx = ToolContext(app.db, app.settings, p.namespace, p.session, p.call_id)
+    return await app.tools.call(ctx, p.name, p.arguments)
+
+
+async def jobs_list(app: App, p: JobsListParams) -> dict[str, Any]:
+    rows = await queue.list_jobs(app.db, p.namespace, p.status, p.limit)
+    return {"jobs": [r.public() for r in rows]}
+
+
+async def jobs_retry(app: App, p: JobsRetryParams) -> dict[str, Any]:
+    job_key = None
+    if p.id is not None:
+        job_key = ids.parse(p.id, "job")
+        if job_key is None:
+            raise invalid_params(f"id must look like 'job_7' (got {p.id!r})")
+        job = await queue.get_job(app.db, job_key)
+        if job is None or (p.namespace is not None and job.namespace != p.namespace):
+            raise not_found(f"unknown job {p.id}")
+        if job.status in ("running", "done"):
+            raise invalid_params(f"job {p.id} is {job.status}; only failed or queued jobs can be retried")
+    retried = await queue.retry(app.db, job_key, p.namespace, "user")
+    app.runner.wake()
+    return {"retried": [ids.make("job", j) for j in retried]}
+
+
+METHODS: dict[str, Callable[..., Awaitable[Any]]] = {
+    "system.ping": rpc_method(Empty, ping),
+    "system.info": rpc_method(Empty, info),
+    "system.shutdown": rpc_method(Empty, shutdown),
+    "turn.capture": rpc_method(CaptureParams, capture),
+    "tools.list": rpc_method(Empty, tools_list),
+    "tools.call": rpc_method(ToolsCallParams, tools_call),
+    "jobs.list": rpc_method(JobsListParams, jobs_list),
+    "jobs.retry": rpc_method(JobsRetryParams, jobs_retry),
+}

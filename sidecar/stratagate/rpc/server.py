@@ -1,0 +1,133 @@
+"""`stratagate serve`: wire stdin/stdout to the peer, run until shutdown, EOF or a broken pipe."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+from jsonrpcserver.async_main import dispatch_to_serializable
+
+from stratagate import errors
+from stratagate.app import App
+from stratagate.config import Settings
+from stratagate.rpc.methods import METHODS
+from stratagate.rpc.peer import Peer, error_response
+
+log = logging.getLogger("stratagate.server")
+
+
+class _BlockingWriter:
+    """Fallback when stdout is a regular file (no pipe transport): plain blocking writes."""
+
+    def __init__(self, file: Any):
+        self._file = file
+
+    def write(self, data: bytes) -> None:
+        self._file.write(data)
+
+    async def drain(self) -> None:
+        return None
+
+
+async def _stdio(in_fd: int, out_fd: int) -> tuple[asyncio.StreamReader, Any]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    stdin = os.fdopen(in_fd, "rb", 0)
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+    except ValueError:  # stdin is a regular file: feed the reader from a thread
+
+        def pump() -> None:
+            while chunk := stdin.read(1 << 16):
+                loop.call_soon_threadsafe(reader.feed_data, chunk)
+            loop.call_soon_threadsafe(reader.feed_eof)
+
+        threading.Thread(target=pump, daemon=True, name="stdin-pump").start()
+    stdout = os.fdopen(out_fd, "wb", 0)
+    try:
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, stdout)
+        writer: Any = asyncio.StreamWriter(transport, protocol, reader, loop)
+    except ValueError:
+        writer = _BlockingWriter(stdout)
+    return reader, writer
+
+
+def _clarify(response: Any) -> Any:
+    """jsonrpcserver's stock messages name the problem class only; say what exactly was wrong."""
+    if isinstance(response, list):
+        return [_clarify(r) for r in response]
+    if isinstance(response, dict) and isinstance(response.get("error"), dict):
+        err = response["error"]
+        if err.get("code") == errors.METHOD_NOT_FOUND:
+            err["message"] = f"unknown method {err.get('data')!r}"
+        elif err.get("code") == errors.INVALID_REQUEST:
+            err["message"] = f"not a valid JSON-RPC 2.0 request: {err.get('data')}"
+        elif err.get("code") == errors.INVALID_PARAMS and err.get("message") == "Invalid params":
+            err["message"] = f"invalid params: {err.get('data')}"
+    return response
+
+
+async def serve(settings: Settings, in_fd: int | None = None, out_fd: int | None = None) -> int:
+    # Keep fd 1 for protocol lines only: anything else printing to stdout lands on stderr instead.
+    if out_fd is None:
+        out_fd = os.dup(1)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    in_fd = 0 if in_fd is None else in_fd
+
+    app = App(settings)
+    reader, writer = await _stdio(in_fd, out_fd)
+
+    async def dispatch(message: Any) -> Any:
+        if app.shutdown_requested.is_set() and not (
+            isinstance(message, dict) and message.get("method") == "system.shutdown"
+        ):
+            request_id = message.get("id") if isinstance(message, dict) else None
+            return (
+                None
+                if request_id is None
+                else error_response(
+                    request_id, errors.SHUTTING_DOWN, "the sidecar is shutting down; retry after it restarts"
+                )
+            )
+        response = await dispatch_to_serializable("", methods=METHODS, context=app, deserializer=lambda _raw: message)
+        return _clarify(response)
+
+    peer = Peer(reader, writer, dispatch, settings.max_line_bytes)
+    app.peer = peer
+    peer.on_output_closed = app.shutdown_requested.set  # nobody can hear us any more: stop cleanly
+    try:
+        await app.start()
+    except Exception as exc:
+        log.error("cannot start: %s", exc)
+        with contextlib.suppress(Exception):
+            await peer.notify("system.fatal", {"message": str(exc)})
+        return 2
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, app.shutdown_requested.set)
+
+    reading = asyncio.create_task(peer.serve(), name="stdin")
+    stopping = asyncio.create_task(app.shutdown_requested.wait(), name="shutdown")
+    await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    why = "stdout closed" if peer.closed else "system.shutdown" if stopping.done() else "stdin closed"
+    log.info("stopping (%s)", why)
+    # Finish what is in flight (captures become durable, the shutdown reply is written).
+    await peer.drain_tasks(timeout=10)
+    for task in (reading, stopping):
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+    await app.stop()
+    with contextlib.suppress(Exception):
+        if hasattr(writer, "close"):
+            writer.close()
+    return 0

@@ -1,0 +1,1 @@
+"""Search: one tokenizer for every index, BM25 over SQLite FTS5."""

@@ -1,0 +1,182 @@
+"""The sidecar's single SQLite database.
+
+One writer connection guarded by an asyncio lock (SQLite allows one writer anyway) and one reader
+connection, so reads never wait behind a write transaction (WAL gives readers a consistent snapshot).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from stratagate.storage.schema import MIGRATIONS, SCHEMA_VERSION
+from stratagate.timeutil import now_iso
+
+Actor = str  # 'capture' | 'model' | 'agent' | 'user' | 'system'
+
+
+class SchemaError(RuntimeError):
+    pass
+
+
+class StorageError(RuntimeError):
+    """A write failed; the message says what happened and that nothing partial was kept."""
+
+
+def _secure_dir(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+
+
+def _secure_files(db_path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        p = Path(str(db_path) + suffix)
+        if p.exists():
+            os.chmod(p, 0o600)
+
+
+class Database:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._writer: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None
+        self._write_lock = asyncio.Lock()
+
+    async def open(self) -> None:
+        _secure_dir(self.path.parent)
+        old_umask = os.umask(0o077)  # -wal/-shm files are created lazily by SQLite: keep them private too
+        try:
+            self._writer = await self._connect()
+            await self._migrate(self._writer)
+            self._reader = await self._connect()
+            await self._reader.execute("PRAGMA query_only = ON")
+        finally:
+            os.umask(old_umask)
+        _secure_files(self.path)
+
+    async def _connect(self) -> aiosqlite.Connection:
+        conn = await aiosqlite.connect(str(self.path), isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        await conn.execute("PRAGMA journal_mode = WAL")
+        # FULL: a turn acknowledged by turn.capture survives power loss, not only a process crash.
+        await conn.execute("PRAGMA synchronous = FULL")
+        await conn.execute("PRAGMA foreign_keys = ON")
+        await conn.execute("PRAGMA busy_timeout = 5000")
+        return conn
+
+    async def _migrate(self, conn: aiosqlite.Connection) -> None:
+        row = await (await conn.execute("PRAGMA user_version")).fetchone()
+        version = int(row[0])
+        if version > SCHEMA_VERSION:
+            raise SchemaError(
+                f"database {self.path} has schema version {version}, newer than this sidecar "
+                f"understands ({SCHEMA_VERSION}); upgrade stratagate instead of downgrading"
+            )
+        for index in range(version, SCHEMA_VERSION):
+            await conn.execute("BEGIN IMMEDIATE")
+            try:
+                await _run_script(conn, MIGRATIONS[index])
+                await conn.execute(f"PRAGMA user_version = {index + 1}")
+                await audit(
+                    conn,
+                    None,
+                    "system",
+                    "schema.migrated",
+                    "database",
+                    str(self.path),
+                    {"version": index},
+                    {"version": index + 1},
+                )
+                await conn.execute("COMMIT")
+            except BaseException:
+                await conn.execute("ROLLBACK")
+                raise
+
+    async def close(self) -> None:
+        for conn in (self._reader, self._writer):
+            if conn is not None:
+                await conn.close()
+        self._reader = self._writer = None
+
+    @property
+    def writer(self) -> aiosqlite.Connection:
+        assert self._writer is not None, "database is not open"
+        return self._writer
+
+    @property
+    def reader(self) -> aiosqlite.Connection:
+        assert self._reader is not None, "database is not open"
+        return self._reader
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """An IMMEDIATE write transaction: all or nothing."""
+        async with self._write_lock:
+            conn = self.writer
+            await conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                await conn.execute("ROLLBACK")
+                raise
+            try:
+                await conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                await conn.execute("ROLLBACK")
+                raise StorageError(f"commit failed, nothing was written: {exc}") from exc
+
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        return list(await self.reader.execute_fetchall(sql, tuple(params)))
+
+    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    async def scalar(self, sql: str, params: Iterable[Any] = ()) -> Any:
+        row = await self.fetchone(sql, params)
+        return None if row is None else row[0]
+
+
+async def _run_script(conn: aiosqlite.Connection, script: str) -> None:
+    # executescript() would COMMIT our open transaction; run statement by statement instead.
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            if statement.strip():
+                await conn.execute(statement)
+            statement = ""
+    if statement.strip():
+        raise SchemaError(f"incomplete SQL statement in migration: {statement[:80]!r}")
+
+
+def _dump(value: Any) -> str | None:
+    if value is None:
+        return None
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+async def audit(
+    conn: aiosqlite.Connection,
+    namespace_id: int | None,
+    actor: Actor,
+    action: str,
+    subject_type: str | None,
+    subject_id: str | None,
+    before: Any = None,
+    after: Any = None,
+) -> None:
+    """Append one audit row inside the caller's transaction."""
+    await conn.execute(
+        "INSERT INTO audit_log(namespace_id, at, actor, action, subject_type, subject_id, before, after)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (namespace_id, now_iso(), actor, action, subject_type, subject_id, _dump(before), _dump(after)),
+    )

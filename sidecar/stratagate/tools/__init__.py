@@ -1,0 +1,1 @@
+"""Agent tools: schemas for tools.list, execution for tools.call."""

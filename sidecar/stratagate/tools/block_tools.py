@@ -1,0 +1,71 @@
+"""memory_get_blocks and memory_expand_block."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from stratagate import ids
+from stratagate.blocks.views import expand_block, session_blocks, view_text
+from stratagate.errors import invalid_params
+from stratagate.storage import lookup
+from stratagate.tools.registry import Tool, ToolContext
+
+
+class GetBlocksArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExpandBlockArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="Block id from memory_get_blocks or memory_search_raw, e.g. 'blk_12'.")
+    level: int | str = Field(
+        "next",
+        description="0–5 (5 = source transcript with every tool call), 'L0'–'L5', or 'next' for one level more.",
+    )
+
+
+async def get_blocks(ctx: ToolContext, _args: GetBlocksArgs) -> dict[str, Any]:
+    ns = await lookup.namespace_id(ctx.db, ctx.namespace)
+    sess = await lookup.session_id(ctx.db, ns, ctx.session)
+    if sess is None:
+        return {"session": ctx.session, "blocks": [], "open_turns": 0}
+    lam = ctx.settings.block_decay_lambda
+    blocks = await session_blocks(ctx.db, ns, sess, lam)
+    out = []
+    for block in blocks:
+        item = block.meta(lam)
+        item["view"] = await view_text(ctx.db, block, block.level)
+        out.append(item)
+    open_turns = await ctx.db.scalar("SELECT COUNT(*) FROM turns WHERE session_id = ? AND block_id IS NULL", (sess,))
+    return {"session": ctx.session, "blocks": out, "open_turns": int(open_turns or 0)}
+
+
+async def expand(ctx: ToolContext, args: ExpandBlockArgs) -> dict[str, Any]:
+    block_id = ids.parse(args.id, "blk")
+    if block_id is None:
+        raise invalid_params(f"id must look like 'blk_12' (got {args.id!r})")
+    ns = await lookup.namespace_id(ctx.db, ctx.namespace)
+    sess = await lookup.session_id(ctx.db, ns, ctx.session)
+    return await expand_block(ctx.db, ns, block_id, args.level, sess, ctx.settings.block_decay_lambda, "agent")
+
+
+TOOLS = [
+    Tool(
+        "memory_get_blocks",
+        "List this session's sealed memory blocks (oldest first) with status, turn range and the view at "
+        "each block's current decay level. Older blocks show shorter views; expand one to read more.",
+        GetBlocksArgs,
+        get_blocks,
+    ),
+    Tool(
+        "memory_expand_block",
+        "Read one memory block at a chosen level: 5 is the source transcript with every tool call and result, "
+        "4 near-verbatim, 3 pruned, 2 key facts, 1 summary, 0 title. Expanding a block of this session keeps "
+        "it at that level for a while.",
+        ExpandBlockArgs,
+        expand,
+    ),
+]

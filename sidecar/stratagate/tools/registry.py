@@ -1,0 +1,67 @@
+"""The agent tool table. Each tool is a pydantic argument model plus an async function.
+
+The JSON Schema the host registers comes from the argument model, so schema and validation can never drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from stratagate.config import Settings
+from stratagate.errors import invalid_params, not_found
+from stratagate.storage.db import Database
+
+
+@dataclass
+class ToolContext:
+    db: Database
+    settings: Settings
+    namespace: str
+    session: str
+    call_id: str | None
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    args: type[BaseModel]
+    run: Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]
+
+    def spec(self) -> dict[str, Any]:
+        schema = self.args.model_json_schema()
+        schema.pop("title", None)
+        return {"name": self.name, "description": self.description, "parameters": schema}
+
+
+class ToolRegistry:
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+
+    def add(self, tool: Tool) -> None:
+        self._tools[tool.name] = tool
+
+    def specs(self) -> list[dict[str, Any]]:
+        return [t.spec() for t in self._tools.values()]
+
+    async def call(self, ctx: ToolContext, name: str, arguments: Any) -> dict[str, Any]:
+        tool = self._tools.get(name)
+        if tool is None:
+            raise not_found(f"unknown tool {name!r}; tools.list names the available tools")
+        try:
+            args = tool.args.model_validate(arguments if arguments is not None else {})
+        except ValidationError as exc:
+            raise invalid_params(f"bad arguments for {name}: {_explain(exc)}") from exc
+        return await tool.run(ctx, args)
+
+
+def _explain(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)

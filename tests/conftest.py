@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from support.model_server import ScriptedModelServer, auto_tool_call  # noqa: E402
+from support.sidecar import SidecarClient  # noqa: E402
+
+
+def summary_arguments(tool_name: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A valid block summary derived from the transcript the sidecar sent."""
+    payload = json.loads(body["messages"][-1]["content"])
+    first, last = payload["turns"]
+    lines = [ln for ln in payload["transcript"].splitlines() if ln.startswith("User: ")]
+    return {
+        "title": f"Turns {first}–{last}",
+        "tags": ["test"],
+        "summary": f"Turns {first} to {last}.",
+        "key_facts": [ln[6:][:60] or "empty" for ln in lines[:2]] or [f"turns {first}-{last}"],
+        "has_durable_facts": True,
+    }
+
+
+@pytest.fixture
+def model_server() -> Iterator[ScriptedModelServer]:
+    server = ScriptedModelServer()
+    server.default = auto_tool_call(summary_arguments)
+    with server:
+        yield server
+
+
+def model_env(server: ScriptedModelServer, **extra: str) -> dict[str, str]:
+    env = {
+        "STRATAGATE_MODEL_BASE_URL": server.base_url,
+        "STRATAGATE_MODEL": "scripted-model",
+        "STRATAGATE_MODEL_TIMEOUT": "10",
+        "STRATAGATE_JOB_BACKOFF_BASE": "0.05",
+        "STRATAGATE_JOB_BACKOFF_CAP": "0.2",
+    }
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+async def sidecar(tmp_path: Path, model_server: ScriptedModelServer) -> AsyncIterator[SidecarClient]:
+    client = await SidecarClient.start(tmp_path / "memory.db", env=model_env(model_server))
+    yield client
+    await client.close()
+
+
+def turn(i: int, namespace: str = "proj", session: str = "s1", **extra: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "namespace": namespace,
+        "session": session,
+        "receipt": f"dsh:{session}:turn:{i}",
+        "user": f"User message number {i} about topic{i}.",
+        "assistant": f"Assistant reply {i}.",
+        "started_at": f"2026-05-01T10:{i % 60:02d}:00Z",
+        "ended_at": f"2026-05-01T10:{i % 60:02d}:30Z",
+        "end_reason": "stop",
+    }
+    params.update(extra)
+    return params
