@@ -10,8 +10,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from support.model_server import ScriptedModelServer, auto_tool_call  # noqa: E402
-from support.sidecar import SidecarClient  # noqa: E402
+from support.model_server import ScriptedModelServer, auto_tool_call
+from support.sidecar import SidecarClient
 
 
 def summary_arguments(tool_name: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 from conftest import model_env, turn
+from stratagate.tokens import count_tokens
 from support.model_server import ScriptedModelServer, tool_call
 from support.sidecar import SidecarClient
-
-from stratagate.tokens import count_tokens
 
 TOOLS_TURN = [
     {"name": "read_file", "arguments": {"path": "src/app.ts", "lines": [1, 40]},
@@ -24,7 +23,11 @@ async def capture_13(client: SidecarClient) -> list[dict]:
     for i in range(1, 14):
         extra = {}
         if i == 2:
-            extra = {"tools": TOOLS_TURN, "user": "Run the tests please.\nok\n好的", "assistant": "好的\nThe api test fails."}
+            extra = {
+                "tools": TOOLS_TURN,
+                "user": "Run the tests please.\nok\n好的",
+                "assistant": "好的\nThe api test fails.",
+            }
         results.append(await client.call("turn.capture", turn(i, **extra)))
     return results
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import turn
 from support.sidecar import REPO, RpcFailure, SidecarClient
 

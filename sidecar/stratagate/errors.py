@@ -38,3 +38,15 @@ def invalid_params(message: str, data: Any = None) -> RpcError:
 
 def not_found(message: str) -> RpcError:
     return RpcError(NOT_FOUND, message)
+
+
+class HostRequestError(Exception):
+    """A JSON-RPC error answer from the host to one of our requests (raised by the peer).
+
+    Lives here, not in stratagate.model, so the RPC layer does not import the openai package at start-up.
+    """
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"host error {code}: {message}")
+        self.code = code
+        self.message = message

@@ -33,6 +33,7 @@ class SidecarClient:
         self.notifications: list[dict[str, Any]] = []
         self.orphans: list[dict[str, Any]] = []  # responses with id null (parse errors, oversized lines)
         self.host_requests: list[dict[str, Any]] = []
+        self._host_tasks: set[asyncio.Task[None]] = set()
         self._changed = asyncio.Condition()
         self._reader = asyncio.create_task(self._read())
         self.stderr_lines: list[str] = []
@@ -74,7 +75,9 @@ class SidecarClient:
             message = json.loads(line)
             if "method" in message and "id" in message:
                 self.host_requests.append(message)
-                asyncio.create_task(self._answer_host(message))
+                task = asyncio.create_task(self._answer_host(message))
+                self._host_tasks.add(task)
+                task.add_done_callback(self._host_tasks.discard)
             elif "method" in message:
                 self.notifications.append(message)
             elif message.get("id") in self._pending:

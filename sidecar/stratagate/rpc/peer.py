@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from stratagate import errors
-from stratagate.model.host_route import HostRequestError
+from stratagate.errors import HostRequestError
 
 log = logging.getLogger("stratagate.rpc")
 

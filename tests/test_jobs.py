@@ -1,0 +1,92 @@
+"""Persisted job queue: backoff, attempt cap, manual retry, and no head-of-line blocking."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conftest import model_env, summary_arguments, turn
+from stratagate.jobs.queue import backoff_seconds
+from support.model_server import ScriptedModelServer, auto_tool_call, http_error
+from support.sidecar import SidecarClient
+
+
+@given(st.integers(min_value=1, max_value=60), st.floats(min_value=0.01, max_value=30),
+       st.floats(min_value=0.01, max_value=600))
+def test_backoff_is_exponential_capped_and_jittered(attempts: int, base: float, cap: float):
+    delay = backoff_seconds(attempts, base, cap)
+    nominal = min(cap, base * 2 ** (attempts - 1))
+    assert 0.8 * nominal - 1e-9 <= delay <= 1.2 * nominal + 1e-9
+
+
+async def test_poisoned_job_never_delays_the_others(tmp_path: Path, model_server: ScriptedModelServer):
+    healthy = auto_tool_call(summary_arguments)
+
+    def decide(body: dict):
+        if "POISON" in body["messages"][-1]["content"]:
+            return http_error(500, "poisoned block")
+        return healthy(body)
+
+    model_server.default = decide
+    env = model_env(model_server, STRATAGATE_JOB_MAX_ATTEMPTS="100", STRATAGATE_MODEL_CONCURRENCY="1")
+    client = await SidecarClient.start(tmp_path / "m.db", env=env, args=["--block-turns", "1"])
+    try:
+        await client.call("turn.capture", turn(1, user="POISON pill"))
+        for i in range(2, 6):
+            await client.call("turn.capture", turn(i))
+        for subject in range(2, 6):
+            await client.wait_notification("jobs.changed",
+                                           lambda p, s=subject: p["subject_id"] == s and p["status"] == "done")
+        listing = await client.tool("proj", "s1", "memory_get_blocks")
+        assert [b["status"] for b in listing["blocks"]] == ["pending", "ready", "ready", "ready", "ready"]
+        jobs = (await client.call("jobs.list", {"namespace": "proj"}))["jobs"]
+        poisoned = [j for j in jobs if j["subject"] == "blk_1"]
+        assert poisoned[0]["status"] in ("queued", "running")  # still retrying, with backoff, on its own row
+        assert poisoned[0]["attempts"] >= 1 and "500" in poisoned[0]["last_error"]
+        assert all(j["status"] == "done" for j in jobs if j["subject"] != "blk_1")
+    finally:
+        await client.close()
+
+
+async def test_failed_attempts_back_off_and_stop_at_the_cap(tmp_path: Path, model_server: ScriptedModelServer):
+    model_server.default = lambda body: http_error(503, "overloaded")
+    env = model_env(model_server, STRATAGATE_JOB_MAX_ATTEMPTS="3")
+    client = await SidecarClient.start(tmp_path / "m.db", env=env, args=["--block-turns", "1"])
+    try:
+        await client.call("turn.capture", turn(1))
+        failed = await client.wait_notification("jobs.changed", lambda p: p["status"] == "failed")
+        assert failed["attempts"] == 3
+        assert "503" in failed["error"]
+        queued_notes = [n["params"] for n in client.notifications if n["params"]["status"] == "queued"]
+        assert [n["attempts"] for n in queued_notes] == [1, 2]
+    finally:
+        await client.close()
+    import sqlite3
+
+    conn = sqlite3.connect(tmp_path / "m.db")
+    rows = conn.execute("SELECT at, after FROM audit_log WHERE action = 'job.attempt_failed' ORDER BY id").fetchall()
+    assert len(rows) == 2
+    waits = [json.loads(after)["next_run_at"] for _, after in rows]
+    assert all(w is not None for w in waits)
+    assert conn.execute("SELECT COUNT(*) FROM audit_log WHERE action = 'job.failed'").fetchone()[0] == 1
+    conn.close()
+
+
+async def test_retry_all_failed_jobs_of_a_namespace(tmp_path: Path, model_server: ScriptedModelServer):
+    model_server.default = lambda body: http_error(400, "bad request forever")  # not retryable: fails at once
+    client = await SidecarClient.start(tmp_path / "m.db", env=model_env(model_server), args=["--block-turns", "1"])
+    try:
+        await client.call("turn.capture", turn(1))
+        await client.call("turn.capture", turn(1, namespace="other"))
+        await client.wait_for(lambda: sum(1 for n in client.notifications if n["params"]["status"] == "failed") >= 2)
+        model_server.default = auto_tool_call(summary_arguments)
+        retried = await client.call("jobs.retry", {"namespace": "proj"})
+        assert len(retried["retried"]) == 1
+        await client.wait_notification("jobs.changed", lambda p: p["status"] == "done")
+        assert (await client.call("jobs.list", {"namespace": "other", "status": "failed"}))["jobs"]
+        assert not (await client.call("jobs.list", {"namespace": "proj", "status": "failed"}))["jobs"]
+    finally:
+        await client.close()
