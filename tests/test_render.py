@@ -1,0 +1,116 @@
+"""Deterministic views: L5 keeps everything, L3 drops filler and repeated pastes, and L3 ≤ L4 ≤ L5 always."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stratagate.blocks.prune import REPEATED_PASTE, is_filler
+from stratagate.blocks.render import render_l3, render_l4, render_l5, seal_views
+from stratagate.blocks.source import SourceMessage
+from stratagate.blocks.toolsummary import summarize_result
+from stratagate.tokens import count_tokens
+
+
+def msg(i: int, role: str, content: str = "", turn: int = 1, **tool) -> SourceMessage:
+    fields = {"id": i, "turn_seq": turn, "role": role, "content": content, "created_at": "2026-05-01T10:00:00.000Z"}
+    if role == "tool":
+        fields.update(
+            tool_name=tool.get("name", "bash"),
+            tool_arguments=json.dumps(tool.get("arguments", {})),
+            tool_result=json.dumps(tool.get("result")),
+            is_error=tool.get("is_error", False),
+        )
+    return SourceMessage(**fields)
+
+
+def test_l5_renders_tool_calls_with_arguments_and_results():
+    messages = [
+        msg(1, "user", "list files"),
+        msg(2, "tool", name="bash", arguments={"command": "ls -la /srv"}, result={"stdout": "a\nb"}),
+        msg(3, "assistant", "Two files."),
+    ]
+    l5 = render_l5(messages)
+    assert 'Tool call: bash {"command": "ls -la /srv"}' in l5
+    assert 'Tool result: {"stdout": "a\\nb"}' in l5
+    assert l5.index("User: list files") < l5.index("Tool call") < l5.index("Assistant: Two files.")
+
+
+def test_l3_filler_and_repeated_paste():
+    paste = "```python\ndef handler(event):\n    return {'status': 200, 'body': event['body']}\n```"
+    messages = [
+        msg(1, "user", f"Here is the code:\n\n{paste}"),
+        msg(2, "assistant", "好的"),
+        msg(3, "user", f"Again:\n\n{paste}\n\nThanks!", turn=2),
+        msg(4, "assistant", "OK.\nI changed the status to 201.", turn=2),
+    ]
+    l3 = render_l3(messages)
+    assert l3.count("def handler(event)") == 1
+    assert REPEATED_PASTE in l3
+    assert "好的" not in l3 and "Thanks!" not in l3 and "OK." not in l3
+    assert "I changed the status to 201." in l3
+
+
+def test_l3_tool_records_are_name_and_outcome():
+    big = {"matches": list(range(500)), "arguments": [1]}
+    messages = [msg(1, "tool", name="grep", arguments={"pattern": "x" * 300}, result=big),
+                msg(2, "tool", name="bash", result="boom", is_error=True)]
+    l3 = render_l3(messages)
+    assert "Tool grep → matches: 500" in l3 and "x" * 300 not in l3
+    assert "Tool bash → failed: boom" in l3
+
+
+@given(st.one_of(st.none(), st.booleans(), st.integers(), st.text(), st.lists(st.integers()),
+                 st.dictionaries(st.text(max_size=10), st.one_of(st.text(), st.integers(), st.lists(st.none())))))
+def test_tool_summaries_are_short_single_lines(value):
+    summary = summarize_result(value)
+    assert "\n" not in summary and len(summary) <= 170
+
+
+def test_filler_detection():
+    for piece in ("ok", "OK.", " 好的！", "Thanks!", "嗯嗯", "收到。", "got it"):
+        assert is_filler(piece), piece
+    for piece in ("ok, use pnpm", "好的，用 pnpm", "not ok", "thanks to the cache it is fast"):
+        assert not is_filler(piece), piece
+
+
+TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300)
+FILLERS = st.sampled_from(["ok", "好的", "Thanks!", "嗯嗯", "sure.", "收到"])
+PASTE = st.sampled_from(["```js\nconst a = 1;\nexport default a;\n```", "x = 1\n" * 20, "长文本重复" * 30])
+
+
+@st.composite
+def messages(draw):
+    out = []
+    n = draw(st.integers(1, 12))
+    for i in range(1, n + 1):
+        role = draw(st.sampled_from(["user", "assistant", "tool"]))
+        turn = 1 + i // 3
+        if role == "tool":
+            out.append(msg(i, "tool", turn=turn, name=draw(st.sampled_from(["bash", "read", "编辑"])),
+                           arguments={"a": draw(TEXT)}, result=draw(st.one_of(TEXT, st.dictionaries(TEXT, TEXT))),
+                           is_error=draw(st.booleans())))
+        else:
+            parts = draw(st.lists(st.one_of(TEXT, FILLERS, PASTE), min_size=1, max_size=5))
+            out.append(msg(i, role, "\n\n".join(parts), turn=turn))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(messages())
+def test_length_guard_and_l5_completeness(msgs):
+    views = seal_views(msgs, count_tokens)
+    assert views.l3_tokens <= views.l4_tokens <= views.l5_tokens
+    assert (views.l5_tokens, views.l4_tokens, views.l3_tokens) == (
+        count_tokens(views.l5), count_tokens(views.l4), count_tokens(views.l3))
+    for m in msgs:
+        if m.role == "tool":
+            assert m.arguments_text() in views.l5 and m.result_text() in views.l5
+        else:
+            assert m.content in views.l5
+    # Deterministic: sealing the same messages again gives byte-identical views.
+    again = seal_views(msgs, count_tokens)
+    assert (again.l3, again.l4, again.l5) == (views.l3, views.l4, views.l5)
+    assert render_l4(msgs) == render_l4(list(msgs))
