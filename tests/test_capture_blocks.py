@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from pathlib import Path
 
 from conftest import model_env, turn
 from stratagate.tokens import count_tokens
-from support.model_server import ScriptedModelServer, tool_call
+from support.model_server import ScriptedModelServer, delay, tool_call
 from support.sidecar import SidecarClient
 
 TOOLS_TURN = [
@@ -90,23 +92,34 @@ async def test_blocks_become_ready_after_the_model_answers(sidecar: SidecarClien
     assert l0["view"].startswith("Turns 1–6\nTags: test")
     l2 = await sidecar.tool("proj", "s1", "memory_expand_block", {"id": sealed[1], "level": 2})
     assert l2["view"].startswith("- User message number 7")
+    # One level per answer: an L3 read carries no other level's text.
+    l3 = await sidecar.tool("proj", "s1", "memory_expand_block", {"id": sealed[0], "level": 3})
+    dumped = json.dumps(l3, ensure_ascii=False)
+    assert "Turns 1–6" not in dumped and "Turns 1 to 6." not in dumped and "messages" not in l3
 
 
 async def test_malformed_model_answer_leaves_block_pending_then_retried(tmp_path: Path,
                                                                         model_server: ScriptedModelServer):
-    # Two bad answers exhaust the gateway's one correction retry: the attempt fails, the job backs off.
+    # Two bad answers exhaust the gateway's one correction retry: the attempt fails and the job backs off.
+    # The next attempt is held at a gate so the pending state can be observed without racing it.
+    hold = threading.Event()
     model_server.push(tool_call("stratagate_summarize_block", '{"title": "x", "summary": '),
-                      tool_call("stratagate_summarize_block", {"title": "only a title"}))
+                      tool_call("stratagate_summarize_block", {"title": "only a title"}),
+                      delay(60, until=hold))
     client = await SidecarClient.start(tmp_path / "m.db", env=model_env(model_server), args=["--block-turns", "2"])
     try:
-        await client.call("turn.capture", turn(1))
-        res = await client.call("turn.capture", turn(2))
-        (block_id,) = res["sealed_block_ids"]
-        failed = await client.wait_notification("jobs.changed", lambda p: p["status"] == "queued")
-        assert "stratagate_summarize_block" in failed["error"] or "valid" in failed["error"]
-        # Between attempts the block is pending and its L3–L5 are readable.
-        mid = await client.tool("proj", "s1", "memory_expand_block", {"id": block_id, "level": 1})
-        assert mid["status"] in ("pending", "ready")
+        with model_server.gate(hold):
+            await client.call("turn.capture", turn(1))
+            res = await client.call("turn.capture", turn(2))
+            (block_id,) = res["sealed_block_ids"]
+            failed = await client.wait_notification("jobs.changed", lambda p: p["status"] == "queued")
+            assert "not a valid stratagate_summarize_block call" in failed["error"]
+            assert failed["attempts"] == 1
+            await asyncio.to_thread(model_server.wait_for_requests, 3, 30)
+            mid = await client.tool("proj", "s1", "memory_expand_block", {"id": block_id, "level": 1})
+            assert mid["status"] == "pending" and mid["level"] == 3  # L1 not written: L3 is shown
+            assert "User message number 1" in mid["view"]
+            hold.set()
         await client.wait_notification("jobs.changed", lambda p: p["status"] == "done")
         listing = await client.tool("proj", "s1", "memory_get_blocks")
         assert listing["blocks"][0]["status"] == "ready"

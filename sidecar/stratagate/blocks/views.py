@@ -88,7 +88,6 @@ class BlockRow(BaseModel):
             "age": self.age,
             "weight": round(weight(self.age, lam), 4) if self.ready else 1.0,
             "tokens": {f"L{lv}": self.tokens_at(lv) for lv in self.available_levels()},
-            "title": self.l0_title,
         }
 
 
