@@ -85,3 +85,31 @@ async def test_job_running_when_the_process_died_runs_again(tmp_path: Path, mode
         assert listing["blocks"][0]["status"] == "ready"
     finally:
         await client.close()
+
+
+async def test_full_database_refuses_the_turn_clearly_and_keeps_everything_else(tmp_path: Path):
+    """SQLITE_FULL (a full disk, or the STRATAGATE_DB_MAX_MB cap) rejects one capture, loses nothing."""
+    from support.sidecar import RpcFailure
+
+    client = await SidecarClient.start(tmp_path / "m.db", env={"STRATAGATE_DB_MAX_MB": "1"})
+    try:
+        stored = 0
+        failure = None
+        for i in range(1, 400):
+            try:
+                await client.call("turn.capture", turn(i, user=f"turn {i} " + "lorem ipsum dolor " * 200))
+                stored += 1
+            except RpcFailure as exc:
+                failure = exc
+                break
+        assert failure is not None and stored > 0
+        assert failure.code == -32010
+        assert "NOT stored" in failure.message and "full" in failure.message
+        assert "same receipt" in failure.message
+        # Still serving; what was stored is intact and readable.
+        info = await client.call("system.info")
+        assert info["counts"]["turns"] == stored
+        hits = await client.tool("proj", "s1", "memory_search_raw", {"query": "lorem", "limit": 50})
+        assert len(hits["hits"]) == min(50, stored)
+    finally:
+        await client.close()

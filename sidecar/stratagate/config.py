@@ -33,6 +33,8 @@ class Settings(BaseModel):
     job_backoff_cap: float = Field(600.0, ge=0)
 
     max_line_bytes: int = Field(8 * 1024 * 1024, ge=1024)
+    # Optional cap on the database size; writes beyond it fail cleanly like a full disk.
+    db_max_mb: int | None = Field(None, ge=1)
 
     @property
     def direct_model_route(self) -> bool:

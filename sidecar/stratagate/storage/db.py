@@ -44,8 +44,9 @@ def _secure_files(db_path: Path) -> None:
 
 
 class Database:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, max_bytes: int | None = None):
         self.path = Path(path)
+        self._max_bytes = max_bytes
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
@@ -70,6 +71,9 @@ class Database:
         await conn.execute("PRAGMA synchronous = FULL")
         await conn.execute("PRAGMA foreign_keys = ON")
         await conn.execute("PRAGMA busy_timeout = 5000")
+        if self._max_bytes is not None:
+            page_size = (await (await conn.execute("PRAGMA page_size")).fetchone())[0]
+            await conn.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // int(page_size))}")
         return conn
 
     async def _migrate(self, conn: aiosqlite.Connection) -> None:
@@ -97,7 +101,7 @@ class Database:
                 )
                 await conn.execute("COMMIT")
             except BaseException:
-                await conn.execute("ROLLBACK")
+                await _rollback(conn)
                 raise
 
     async def close(self) -> None:
@@ -125,12 +129,12 @@ class Database:
             try:
                 yield conn
             except BaseException:
-                await conn.execute("ROLLBACK")
+                await _rollback(conn)
                 raise
             try:
                 await conn.execute("COMMIT")
             except sqlite3.Error as exc:
-                await conn.execute("ROLLBACK")
+                await _rollback(conn)
                 raise StorageError(f"commit failed, nothing was written: {exc}") from exc
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
@@ -143,6 +147,16 @@ class Database:
     async def scalar(self, sql: str, params: Iterable[Any] = ()) -> Any:
         row = await self.fetchone(sql, params)
         return None if row is None else row[0]
+
+
+async def _rollback(conn: aiosqlite.Connection) -> None:
+    # SQLite already rolled back on errors such as SQLITE_FULL; a second ROLLBACK would raise
+    # "no transaction is active" and hide the real error.
+    if conn.in_transaction:
+        try:
+            await conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
 
 
 async def _run_script(conn: aiosqlite.Connection, script: str) -> None:
