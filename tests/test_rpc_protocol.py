@@ -175,3 +175,15 @@ async def test_default_db_lives_under_dsh_home(tmp_path: Path):
     info = json.loads(out)
     assert info["db_path"] == str(home / "stratagate" / "memory.db")
     assert (home / "stratagate").stat().st_mode & 0o777 == 0o700
+
+
+async def test_reads_see_captures_sent_before_them(sidecar: SidecarClient):
+    """Pipelined without waiting: capture, then search, then info. Each later request sees the turn."""
+    capture = await sidecar.request("turn.capture", turn(1, namespace="fresh", user="pipelined pnpm decision"))
+    search = await sidecar.request("tools.call", {"namespace": "fresh", "session": "s1", "name": "memory_search_raw",
+                                                  "arguments": {"query": "pnpm"}})
+    info = await sidecar.request("system.info")
+    results = await asyncio.wait_for(asyncio.gather(capture, search, info), 30)
+    assert results[0]["result"]["duplicate"] is False
+    assert [h["text"] for h in results[1]["result"]["hits"]] == ["pipelined pnpm decision"]
+    assert results[2]["result"]["counts"]["turns"] == 1

@@ -84,7 +84,25 @@ async def serve(settings: Settings, in_fd: int | None = None, out_fd: int | None
     app = App(settings)
     reader, writer = await _stdio(in_fd, out_fd)
 
+    # Read-your-writes: a request waits for every capture that arrived before it, so a client that
+    # pipelines "capture, then search" sees its own turn. Captures never wait on model calls.
+    captures_in_flight: set[asyncio.Future[None]] = set()
+
     async def dispatch(message: Any) -> Any:
+        method = message.get("method") if isinstance(message, dict) else None
+        if method == "turn.capture":
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            captures_in_flight.add(done)
+            try:
+                return await _dispatch(message)
+            finally:
+                done.set_result(None)
+                captures_in_flight.discard(done)
+        if captures_in_flight:
+            await asyncio.wait(list(captures_in_flight))
+        return await _dispatch(message)
+
+    async def _dispatch(message: Any) -> Any:
         if app.shutdown_requested.is_set() and not (
             isinstance(message, dict) and message.get("method") == "system.shutdown"
         ):
