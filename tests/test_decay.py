@@ -36,7 +36,9 @@ async def ready_blocks(client: SidecarClient, n: int, start: int = 1) -> None:
     for i in range(start, start + n):
         await client.call("turn.capture", turn(i))
     for i in range(start, start + n):
-        await client.wait_notification("jobs.changed", lambda p, s=i: p["subject_id"] == s and p["status"] == "done")
+        await client.wait_notification(
+            "jobs.changed", lambda p, s=i: p["subject"] == f"blk_{s}" and p["status"] == "done"
+        )
 
 
 async def test_levels_follow_ready_block_distance_and_expand_reanchors(tmp_path: Path,

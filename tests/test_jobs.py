@@ -39,7 +39,7 @@ async def test_poisoned_job_never_delays_the_others(tmp_path: Path, model_server
             await client.call("turn.capture", turn(i))
         for subject in range(2, 6):
             await client.wait_notification("jobs.changed",
-                                           lambda p, s=subject: p["subject_id"] == s and p["status"] == "done")
+                                           lambda p, s=subject: p["subject"] == f"blk_{s}" and p["status"] == "done")
         listing = await client.tool("proj", "s1", "memory_get_blocks")
         assert [b["status"] for b in listing["blocks"]] == ["pending", "ready", "ready", "ready", "ready"]
         jobs = (await client.call("jobs.list", {"namespace": "proj"}))["jobs"]

@@ -375,8 +375,9 @@ async def test_build_gateway_routes() -> None:
     via_host = build_gateway(Settings(host_llm_timeout=9), host_caller=FakePeer())
     assert isinstance(via_host.route, HostRoute) and via_host.route.timeout == 9
 
-    with pytest.raises(ValueError, match="STRATAGATE_MODEL must name the model"):
-        build_gateway(Settings(model_base_url="http://127.0.0.1:9/v1"), host_caller=None)
+    # A direct route without a model name is refused when the settings are built, before any job runs.
+    with pytest.raises(ValueError, match=r"STRATAGATE_MODEL \(the model name\) is not"):
+        Settings(model_base_url="http://127.0.0.1:9/v1")
 
 
 async def test_default_max_tokens_from_settings(server: ScriptedModelServer) -> None:

@@ -56,7 +56,11 @@ async def test_exits_cleanly_when_stdout_pipe_breaks(tmp_path: Path):
         (b"this is not json", -32700, "not valid JSON"),
         (b"\xff\xfe{}", -32700, "UTF-8"),
         (b'{"jsonrpc": "2.0", "id": 5, "method": 7}', -32600, "JSON-RPC"),
-        (b"[]", -32600, "JSON-RPC"),
+        (b"[]", -32600, "empty batch"),
+        (b'{"jsonrpc": "2.0", "method": "system.ping", "params": null, "id": "x"}', -32600, '"params"'),
+        (b'{"jsonrpc": "1.0", "method": "system.ping", "id": "x"}', -32600, '"jsonrpc"'),
+        (b'{"jsonrpc": "2.0", "method": "system.ping", "id": "x", "extra": 1}', -32600, "'extra'"),
+        (b'{"jsonrpc": "2.0", "method": "system.ping", "id": [1]}', -32600, '"id"'),
     ],
 )
 async def test_malformed_lines_get_errors_and_serving_continues(sidecar: SidecarClient, line: bytes, code: int,
@@ -165,16 +169,28 @@ async def test_database_files_are_private(sidecar: SidecarClient, tmp_path: Path
             assert p.stat().st_mode & 0o777 == 0o600
 
 
-async def test_default_db_lives_under_dsh_home(tmp_path: Path):
+async def test_default_db_lives_under_dsh_home_and_existing_folders_keep_their_mode(tmp_path: Path):
     home = tmp_path / "dshhome"
     env = {**os.environ, "PYTHONPATH": str(REPO / "sidecar"), "DSH_HOME": str(home)}
     env.pop("STRATAGATE_DB", None)
+    # `info` on a missing database says so and creates nothing.
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "stratagate", "info", stdout=asyncio.subprocess.PIPE, env=env)
     out, _ = await proc.communicate()
-    info = json.loads(out)
+    assert json.loads(out) == {"db_path": str(home / "stratagate" / "memory.db"), "exists": False}
+    assert not home.exists()
+
+    tmp_path.chmod(0o755)
+    client = await SidecarClient.start(None, env={"DSH_HOME": str(home)})
+    try:
+        await client.call("turn.capture", turn(1))
+        info = await client.call("system.info")
+    finally:
+        await client.close()
     assert info["db_path"] == str(home / "stratagate" / "memory.db")
     assert (home / "stratagate").stat().st_mode & 0o777 == 0o700
+    assert home.stat().st_mode & 0o777 == 0o700
+    assert tmp_path.stat().st_mode & 0o777 == 0o755  # an existing folder is not ours to lock down
 
 
 async def test_reads_see_captures_sent_before_them(sidecar: SidecarClient):
@@ -187,3 +203,57 @@ async def test_reads_see_captures_sent_before_them(sidecar: SidecarClient):
     assert results[0]["result"]["duplicate"] is False
     assert [h["text"] for h in results[1]["result"]["hits"]] == ["pipelined pnpm decision"]
     assert results[2]["result"]["counts"]["turns"] == 1
+
+
+async def test_batches_are_answered_per_request(sidecar: SidecarClient):
+    await sidecar.send_line(json.dumps([
+        {"jsonrpc": "2.0", "id": "b1", "method": "system.ping"},
+        {"jsonrpc": "2.0", "method": "system.ping"},  # a notification: no reply
+        {"jsonrpc": "2.0", "id": "b2", "method": "no.such"},
+    ]).encode())
+    replies = await sidecar.wait_for(lambda: next((o for o in sidecar.orphans if isinstance(o, list)), None))
+    by_id = {r["id"]: r for r in replies}
+    assert set(by_id) == {"b1", "b2"}
+    assert by_id["b1"]["result"]["pong"] is True
+    assert by_id["b2"]["error"]["code"] == -32601
+
+
+async def test_odd_host_error_replies_do_not_stop_the_reader(tmp_path: Path):
+    client = await SidecarClient.start(tmp_path / "m.db", args=["--block-turns", "1"],
+                                       env={"STRATAGATE_JOB_BACKOFF_BASE": "30"})
+    client.raw_host_reply = lambda msg: {"jsonrpc": "2.0", "id": msg["id"], "error": "boom, not an object"}
+    try:
+        await client.call("turn.capture", turn(1))
+        note = await client.wait_notification("jobs.changed", lambda p: p["status"] == "queued")
+        assert "boom, not an object" in note["error"]
+        assert (await client.call("system.ping"))["pong"] is True
+    finally:
+        await client.close()
+
+
+async def test_direct_route_without_model_name_refuses_to_start(tmp_path: Path):
+    env = {**os.environ, "PYTHONPATH": str(REPO / "sidecar"), "STRATAGATE_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
+    env.pop("STRATAGATE_MODEL", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "stratagate", "serve", "--db", str(tmp_path / "m.db"),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 2
+    assert b"STRATAGATE_MODEL" in err and b"not" in err
+
+
+async def test_newer_schema_is_refused_and_the_process_exits(tmp_path: Path):
+    import sqlite3
+
+    db = tmp_path / "m.db"
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version = 999")
+    conn.close()
+    env = {**os.environ, "PYTHONPATH": str(REPO / "sidecar")}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "stratagate", "serve", "--db", str(db),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
+    out, _ = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 2
+    fatal = json.loads(out.splitlines()[0])
+    assert fatal["method"] == "system.fatal" and "schema version 999" in fatal["params"]["message"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from stratagate import __version__
 from stratagate.blocks.summarize import BlockSummarizer
 from stratagate.config import Settings
-from stratagate.jobs.queue import BLOCK_SUMMARY
+from stratagate.jobs.queue import BLOCK_SUMMARY, latest_failure
 from stratagate.jobs.runner import JobRunner
 from stratagate.storage.db import Database
 from stratagate.storage.schema import SCHEMA_VERSION
@@ -66,6 +67,9 @@ class App:
         log.info("stratagate %s ready (db=%s, pid=%d)", __version__, self.settings.db, os.getpid())
 
     async def stop(self) -> None:
+        if self.tokens_ready is not None:
+            with contextlib.suppress(Exception):
+                await self.tokens_ready
         await self.runner.stop()
         await self.db.close()
 
@@ -94,5 +98,5 @@ class App:
             "block_decay_lambda": self.settings.block_decay_lambda,
             "model_route": self.model_route(),
             "counts": counts,
-            "last_job_error": self.runner.last_error,
+            "last_job_error": await latest_failure(db) or self.runner.last_error,
         }

@@ -48,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "info":
         from stratagate.app import App
 
+        if not settings.db.exists():
+            print(json.dumps({"db_path": str(settings.db), "exists": False}, indent=2))
+            return 0
+
         async def show() -> None:
             app = App(settings)
             await app.db.open()

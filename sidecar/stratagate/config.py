@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 
 def default_db_path() -> Path:
@@ -36,6 +36,12 @@ class Settings(BaseModel):
     # Optional cap on the database size; writes beyond it fail cleanly like a full disk.
     db_max_mb: int | None = Field(None, ge=1)
 
+    @model_validator(mode="after")
+    def _direct_route_needs_a_model(self) -> Settings:
+        if self.model_base_url and not self.model:
+            raise ValueError("STRATAGATE_MODEL_BASE_URL is set but STRATAGATE_MODEL (the model name) is not")
+        return self
+
     @property
     def direct_model_route(self) -> bool:
         return bool(self.model_base_url)
@@ -60,6 +66,7 @@ def load_settings(overrides: dict[str, object] | None = None, environ: dict[str,
         return Settings(**values)
     except ValidationError as exc:
         problems = "; ".join(
-            f"STRATAGATE_{'.'.join(str(p) for p in err['loc']).upper()}: {err['msg']}" for err in exc.errors()
+            (f"STRATAGATE_{'.'.join(str(p) for p in err['loc']).upper()}: " if err["loc"] else "") + err["msg"]
+            for err in exc.errors()
         )
         raise SettingsError(f"invalid configuration: {problems}") from exc

@@ -33,6 +33,7 @@ class SidecarClient:
         self.notifications: list[dict[str, Any]] = []
         self.orphans: list[dict[str, Any]] = []  # responses with id null (parse errors, oversized lines)
         self.host_requests: list[dict[str, Any]] = []
+        self.raw_host_reply: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # whole reply, as given
         self._host_tasks: set[asyncio.Task[None]] = set()
         self._changed = asyncio.Condition()
         self._reader = asyncio.create_task(self._read())
@@ -42,7 +43,7 @@ class SidecarClient:
     @classmethod
     async def start(
         cls,
-        db: Path,
+        db: Path | None,
         *,
         env: dict[str, str] | None = None,
         args: list[str] | None = None,
@@ -56,8 +57,7 @@ class SidecarClient:
             "-m",
             "stratagate",
             "serve",
-            "--db",
-            str(db),
+            *(["--db", str(db)] if db else []),
             *(args or []),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
@@ -73,7 +73,9 @@ class SidecarClient:
         assert self.proc.stdout is not None
         while line := await self.proc.stdout.readline():
             message = json.loads(line)
-            if "method" in message and "id" in message:
+            if isinstance(message, list):  # a batch reply
+                self.orphans.append(message)
+            elif "method" in message and "id" in message:
                 self.host_requests.append(message)
                 task = asyncio.create_task(self._answer_host(message))
                 self._host_tasks.add(task)
@@ -101,7 +103,9 @@ class SidecarClient:
 
     async def _answer_host(self, message: dict[str, Any]) -> None:
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
-        if self.host_handler is None:
+        if self.raw_host_reply is not None:
+            reply = self.raw_host_reply(message)
+        elif self.host_handler is None:
             reply["error"] = {"code": -32601, "message": "test host has no handler"}
         else:
             try:

@@ -77,11 +77,14 @@ class BlockSummarizer:
         t3 = block["l3_tokens"]
         t2, t1, t0 = self._count(l2), self._count(l1), self._count(l0)
         # Keep the ladder monotone: a model view may never be longer than the view below it.
-        key_facts = summary.key_facts
+        key_facts, tags = summary.key_facts, summary.tags
         if t2 > t3:
             key_facts, t2 = [], t3
         if t1 > t2:
             l1, t1 = (l2 if key_facts else block["l3"]), t2
+        if t0 > t1:  # drop the tags before letting L0 outgrow L1
+            tags = []
+            t0 = self._count(render_l0(summary.title, tags))
         async with self._db.transaction() as conn:
             cur = await conn.execute(
                 "UPDATE blocks SET status = 'ready', ready_at = ?, l2 = ?, l2_tokens = ?, l1 = ?, l1_tokens = ?,"
@@ -94,7 +97,7 @@ class BlockSummarizer:
                     l1,
                     t1,
                     summary.title,
-                    json.dumps(summary.tags, ensure_ascii=False),
+                    json.dumps(tags, ensure_ascii=False),
                     t0,
                     route,
                     int(summary.has_durable_facts),

@@ -161,7 +161,14 @@ def parse_level(spec: object, current: int) -> int:
 
 
 async def expand_block(
-    db: Database, ns_id: int, block_id: int, level_spec: object, caller_session: int | None, lam: float, actor: str
+    db: Database,
+    ns_id: int,
+    block_id: int,
+    level_spec: object,
+    caller_session: int | None,
+    lam: float,
+    actor: str,
+    call_id: str | None = None,
 ) -> dict[str, Any]:
     """The view at the requested level. Expanding a block of the caller's session re-anchors its decay here."""
     block = await get_block(db, ns_id, block_id, lam)
@@ -189,7 +196,7 @@ async def expand_block(
                 "block",
                 block.ref,
                 {"level": block.level, "anchor_level": block.anchor_level, "anchor_pos": block.anchor_pos},
-                {"level": target, "anchor_level": target, "anchor_pos": int(pos[0])},
+                {"level": target, "anchor_level": target, "anchor_pos": int(pos[0]), "call_id": call_id},
             )
         block.anchor_level, block.anchor_pos, block.level, block.age = target, int(pos[0]), target, 0
         block.lifted_at, block.lifted_by = stamp, actor

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import aiosqlite
@@ -11,9 +12,10 @@ from pydantic import BaseModel
 
 from stratagate import ids
 from stratagate.storage.db import Database, audit
-from stratagate.timeutil import now_iso
+from stratagate.timeutil import now_iso, to_iso
 
 BLOCK_SUMMARY = "block_summary"
+SUBJECT_PREFIX = {BLOCK_SUMMARY: "blk"}
 
 
 class JobRow(BaseModel):
@@ -30,17 +32,20 @@ class JobRow(BaseModel):
     created_at: str
     updated_at: str
 
+    @property
+    def subject(self) -> str:
+        return f"{SUBJECT_PREFIX.get(self.kind, 'obj')}_{self.subject_id}"
+
     def public(self) -> dict[str, Any]:
-        subject_prefix = "blk" if self.kind == BLOCK_SUMMARY else "obj"
         return {
             "id": ids.make("job", self.id),
             "namespace": self.namespace,
             "kind": self.kind,
-            "subject": f"{subject_prefix}_{self.subject_id}",
+            "subject": self.subject,
             "status": self.status,
             "attempts": self.attempts,
             "max_attempts": self.max_attempts,
-            "next_run_at": self.next_run_at if self.status == "queued" else None,
+            "next_run_at": to_iso(datetime.fromtimestamp(self.next_run_at, UTC)) if self.status == "queued" else None,
             "last_error": self.last_error,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
@@ -62,13 +67,16 @@ def backoff_seconds(attempts: int, base: float, cap: float) -> float:
 
 async def enqueue(conn: aiosqlite.Connection, namespace_id: int, kind: str, subject_id: int, max_attempts: int) -> int:
     now = now_iso()
-    cur = await conn.execute(
+    await conn.execute(
         "INSERT INTO jobs(namespace_id, kind, subject_id, status, attempts, max_attempts, next_run_at,"
         " created_at, updated_at) VALUES (?, ?, ?, 'queued', 0, ?, ?, ?, ?)"
         " ON CONFLICT(kind, subject_id) DO NOTHING",
         (namespace_id, kind, subject_id, max_attempts, time.time(), now, now),
     )
-    job_id = cur.lastrowid or 0
+    row = await (
+        await conn.execute("SELECT id FROM jobs WHERE kind = ? AND subject_id = ?", (kind, subject_id))
+    ).fetchone()
+    job_id = int(row[0])
     await audit(
         conn,
         namespace_id,
@@ -83,15 +91,23 @@ async def enqueue(conn: aiosqlite.Connection, namespace_id: int, kind: str, subj
 
 
 async def requeue_interrupted(db: Database) -> int:
-    """Jobs left 'running' by a process that died run again (their attempt did not finish)."""
+    """Jobs left 'running' by a process that died run again, unless that was their last attempt."""
     async with db.transaction() as conn:
+        stamp = now_iso()
+        failed = await conn.execute(
+            "UPDATE jobs SET status = 'failed', updated_at = ?,"
+            " last_error = 'interrupted by a restart during its last attempt; use jobs.retry'"
+            " WHERE status = 'running' AND attempts >= max_attempts",
+            (stamp,),
+        )
         cur = await conn.execute(
             "UPDATE jobs SET status = 'queued', next_run_at = ?, updated_at = ?,"
             " last_error = COALESCE(last_error, 'interrupted by a restart') WHERE status = 'running'",
-            (time.time(), now_iso()),
+            (time.time(), stamp),
         )
-        if cur.rowcount:
-            await audit(conn, None, "system", "jobs.requeued_after_restart", "job", None, None, {"count": cur.rowcount})
+        if cur.rowcount or failed.rowcount:
+            await audit(conn, None, "system", "jobs.recovered_after_restart", "job", None, None,
+                        {"requeued": cur.rowcount, "failed": failed.rowcount})
         return cur.rowcount
 
 
@@ -200,3 +216,11 @@ async def list_jobs(db: Database, namespace: str | None, status: str | None, lim
 async def get_job(db: Database, job_id: int) -> JobRow | None:
     row = await db.fetchone(_SELECT + " WHERE j.id = ?", (job_id,))
     return None if row is None else JobRow(**dict(row))
+
+
+async def latest_failure(db: Database) -> str | None:
+    """The error of the most recently failed job that is still failed (for system.info)."""
+    row = await db.fetchone(
+        "SELECT id, kind, last_error FROM jobs WHERE status = 'failed' ORDER BY updated_at DESC, id DESC LIMIT 1"
+    )
+    return None if row is None else f"{ids.make('job', row['id'])} ({row['kind']}): {row['last_error']}"

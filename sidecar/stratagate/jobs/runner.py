@@ -113,11 +113,12 @@ class JobRunner:
             log.warning("job %s (%s) attempt %d failed: %s", job.id, job.kind, job.attempts, error)
             try:
                 status = await queue.mark_failed_attempt(self._db, job, error, self._base, self._cap, retryable)
-            except Exception:
+            except Exception as record_exc:
+                # The row stays 'running'; the next start requeues it. Say so rather than guess a status.
                 log.exception("recording the failure of job %s failed", job.id)
-                status = "unknown"
-            if status == "failed":
-                self.last_error = f"{ids.make('job', job.id)} ({job.kind}) failed: {error}"
+                status = "running"
+                error = f"{error}; the failure could not be recorded ({record_exc}); it runs again after a restart"
+                self.last_error = f"{ids.make('job', job.id)} ({job.kind}): {error}"
         finally:
             # Free the slot before waking the loop so it can claim the next job at once.
             current = asyncio.current_task()
@@ -129,7 +130,7 @@ class JobRunner:
                 "job": ids.make("job", job.id),
                 "namespace": job.namespace,
                 "kind": job.kind,
-                "subject_id": job.subject_id,
+                "subject": job.subject,
                 "status": status,
                 "attempts": job.attempts,
                 "error": error,

@@ -21,7 +21,19 @@ from stratagate.errors import HostRequestError
 log = logging.getLogger("stratagate.rpc")
 
 Dispatch = Callable[[Any], Awaitable[Any]]
-_ID_HINT = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})')
+_ID_HINT = re.compile(rb'^\s*\{[^{}\[\]]*?"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})\s*[,}]')
+
+
+def _id_from_head(head: bytes) -> Any:
+    """The request id of an oversized line, if it is a top-level member before any nested value."""
+    hint = _ID_HINT.match(head)
+    if hint is None:
+        return None
+    try:
+        value = json.loads(hint.group(1))
+    except ValueError:
+        return None
+    return value if isinstance(value, str | int) else None
 
 
 class PeerClosed(ConnectionError):
@@ -116,8 +128,7 @@ class Peer:
                 future.set_exception(PeerClosed("the host closed stdin"))
 
     def _reject_oversized(self, head: bytes) -> None:
-        hint = _ID_HINT.search(head)
-        request_id = json.loads(hint.group(1)) if hint else None
+        request_id = _id_from_head(head)
         self._spawn(
             self.send(
                 error_response(
@@ -129,6 +140,12 @@ class Peer:
         )
 
     def _handle_line(self, raw: bytes) -> None:
+        try:
+            self._handle_line_unguarded(raw)
+        except Exception:  # one bad line must never stop the reader
+            log.exception("could not handle an incoming line")
+
+    def _handle_line_unguarded(self, raw: bytes) -> None:
         if not raw.strip():
             return
         try:
@@ -155,8 +172,13 @@ class Peer:
             log.warning("response to unknown request id %r ignored", message.get("id"))
             return
         if "error" in message:
-            err = message.get("error") or {}
-            future.set_exception(HostRequestError(int(err.get("code", -32000)), str(err.get("message", err))))
+            err = message.get("error")
+            code, text = -32000, str(err)
+            if isinstance(err, dict):
+                raw_code = err.get("code")
+                code = raw_code if isinstance(raw_code, int) and not isinstance(raw_code, bool) else -32000
+                text = str(err.get("message", err))
+            future.set_exception(HostRequestError(code, text))
         else:
             future.set_result(message.get("result"))
 

@@ -58,18 +58,41 @@ async def _stdio(in_fd: int, out_fd: int) -> tuple[asyncio.StreamReader, Any]:
     return reader, writer
 
 
+_MEMBERS = {"jsonrpc", "method", "params", "id"}
+
+
+def request_problem(message: Any) -> str | None:
+    """What is wrong with one request object, in words (None when it is well-formed)."""
+    if not isinstance(message, dict):
+        return f"each request must be a JSON object, got {type(message).__name__}"
+    if message.get("jsonrpc") != "2.0":
+        return 'member "jsonrpc" must be exactly "2.0"'
+    if not isinstance(message.get("method"), str) or not message["method"]:
+        return 'member "method" must be a non-empty string'
+    if "params" in message and not isinstance(message["params"], dict | list):
+        return 'member "params" must be an object (or omitted)'
+    if "id" in message:
+        rid = message["id"]
+        if isinstance(rid, bool) or not (rid is None or isinstance(rid, str | int)):
+            return 'member "id" must be a string or an integer'
+    extra = sorted(set(message) - _MEMBERS)
+    if extra:
+        return f"unexpected member(s) {', '.join(map(repr, extra))}"
+    return None
+
+
+def _request_id(message: Any) -> Any:
+    if isinstance(message, dict) and isinstance(message.get("id"), str | int) and not isinstance(message["id"], bool):
+        return message["id"]
+    return None
+
+
 def _clarify(response: Any) -> Any:
     """jsonrpcserver's stock messages name the problem class only; say what exactly was wrong."""
-    if isinstance(response, list):
-        return [_clarify(r) for r in response]
     if isinstance(response, dict) and isinstance(response.get("error"), dict):
         err = response["error"]
         if err.get("code") == errors.METHOD_NOT_FOUND:
             err["message"] = f"unknown method {err.get('data')!r}"
-        elif err.get("code") == errors.INVALID_REQUEST:
-            err["message"] = f"not a valid JSON-RPC 2.0 request: {err.get('data')}"
-        elif err.get("code") == errors.INVALID_PARAMS and err.get("message") == "Invalid params":
-            err["message"] = f"invalid params: {err.get('data')}"
     return response
 
 
@@ -89,30 +112,36 @@ async def serve(settings: Settings, in_fd: int | None = None, out_fd: int | None
     captures_in_flight: set[asyncio.Future[None]] = set()
 
     async def dispatch(message: Any) -> Any:
-        method = message.get("method") if isinstance(message, dict) else None
-        if method == "turn.capture":
+        if isinstance(message, list):
+            if not message:
+                return error_response(None, errors.INVALID_REQUEST, "not a valid JSON-RPC 2.0 request: empty batch")
+            replies = await asyncio.gather(*(dispatch(item) for item in message))
+            replies = [r for r in replies if r is not None]
+            return replies or None
+        if isinstance(message, dict) and message.get("method") == "turn.capture":
             done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             captures_in_flight.add(done)
             try:
-                return await _dispatch(message)
+                return await dispatch_one(message)
             finally:
                 done.set_result(None)
                 captures_in_flight.discard(done)
         if captures_in_flight:
             await asyncio.wait(list(captures_in_flight))
-        return await _dispatch(message)
+        return await dispatch_one(message)
 
-    async def _dispatch(message: Any) -> Any:
-        if app.shutdown_requested.is_set() and not (
-            isinstance(message, dict) and message.get("method") == "system.shutdown"
-        ):
-            request_id = message.get("id") if isinstance(message, dict) else None
-            return (
-                None
-                if request_id is None
-                else error_response(
-                    request_id, errors.SHUTTING_DOWN, "the sidecar is shutting down; retry after it restarts"
-                )
+    async def dispatch_one(message: Any) -> Any:
+        problem = request_problem(message)
+        if problem is not None:
+            return error_response(
+                _request_id(message), errors.INVALID_REQUEST, f"not a valid JSON-RPC 2.0 request: {problem}"
+            )
+        if app.shutdown_requested.is_set() and message["method"] != "system.shutdown":
+            request_id = _request_id(message)
+            if "id" not in message:
+                return None
+            return error_response(
+                request_id, errors.SHUTTING_DOWN, "the sidecar is shutting down; retry after it restarts"
             )
         response = await dispatch_to_serializable("", methods=METHODS, context=app, deserializer=lambda _raw: message)
         return _clarify(response)
@@ -126,17 +155,25 @@ async def serve(settings: Settings, in_fd: int | None = None, out_fd: int | None
         log.error("cannot start: %s", exc)
         with contextlib.suppress(Exception):
             await peer.notify("system.fatal", {"message": str(exc)})
+        with contextlib.suppress(Exception):
+            await app.stop()  # close what did open, or its worker thread keeps the process alive
         return 2
 
     loop = asyncio.get_running_loop()
+    stop_reason = ["system.shutdown"]
+
+    def on_signal(name: str) -> None:
+        stop_reason[0] = name
+        app.shutdown_requested.set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, app.shutdown_requested.set)
+            loop.add_signal_handler(sig, on_signal, sig.name)
 
     reading = asyncio.create_task(peer.serve(), name="stdin")
     stopping = asyncio.create_task(app.shutdown_requested.wait(), name="shutdown")
     await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    why = "stdout closed" if peer.closed else "system.shutdown" if stopping.done() else "stdin closed"
+    why = "stdout closed" if peer.closed else stop_reason[0] if stopping.done() else "stdin closed"
     log.info("stopping (%s)", why)
     # Finish what is in flight (captures become durable, the shutdown reply is written).
     await peer.drain_tasks(timeout=10)

@@ -32,8 +32,14 @@ class StorageError(RuntimeError):
 
 
 def _secure_dir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(path, 0o700)
+    """Create missing folders as 0700. An existing folder is the user's (it may be /tmp or $HOME): leave it."""
+    if path.exists():
+        return
+    old_umask = os.umask(0o077)
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    finally:
+        os.umask(old_umask)
 
 
 def _secure_files(db_path: Path) -> None:

@@ -91,6 +91,8 @@ CREATE INDEX messages_by_ns ON messages(namespace_id, session_id, turn_id);
 -- Source text is immutable once captured.
 CREATE TRIGGER messages_immutable BEFORE UPDATE ON messages
 BEGIN SELECT RAISE(ABORT, 'captured messages are immutable'); END;
+CREATE TRIGGER messages_kept BEFORE DELETE ON messages
+BEGIN SELECT RAISE(ABORT, 'captured messages are never deleted'); END;
 
 -- Pre-tokenised text (see search/terms.py), so every index shares one tokenizer.
 CREATE VIRTUAL TABLE message_fts USING fts5(terms, tokenize = 'unicode61 remove_diacritics 0');

@@ -49,7 +49,8 @@ async def expand(ctx: ToolContext, args: ExpandBlockArgs) -> dict[str, Any]:
         raise invalid_params(f"id must look like 'blk_12' (got {args.id!r})")
     ns = await lookup.namespace_id(ctx.db, ctx.namespace)
     sess = await lookup.session_id(ctx.db, ns, ctx.session)
-    return await expand_block(ctx.db, ns, block_id, args.level, sess, ctx.settings.block_decay_lambda, "agent")
+    lam = ctx.settings.block_decay_lambda
+    return await expand_block(ctx.db, ns, block_id, args.level, sess, lam, "agent", ctx.call_id)
 
 
 TOOLS = [
