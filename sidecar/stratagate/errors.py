@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from jsonrpcserver.exceptions import JsonRpcError
+from pydantic import ValidationError
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -28,6 +29,11 @@ class RpcError(JsonRpcError):
 
     def __str__(self) -> str:
         return self.message
+
+
+def explain_validation(exc: ValidationError) -> str:
+    """pydantic errors as one line: ``field.path: message; other: message``."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}" for e in exc.errors())
 
 
 def invalid_params(message: str, data: Any = None) -> RpcError:

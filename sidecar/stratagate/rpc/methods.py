@@ -14,7 +14,7 @@ from stratagate import __version__, ids
 from stratagate.app import App
 from stratagate.capture.models import CaptureParams
 from stratagate.capture.store import capture_turn
-from stratagate.errors import INTERNAL_ERROR, STORAGE_ERROR, RpcError, invalid_params, not_found
+from stratagate.errors import INTERNAL_ERROR, STORAGE_ERROR, RpcError, explain_validation, invalid_params, not_found
 from stratagate.jobs import queue
 from stratagate.rpc.params import Empty, JobsListParams, JobsRetryParams, ToolsCallParams
 from stratagate.tokens import count_tokens
@@ -23,14 +23,6 @@ from stratagate.tools.registry import ToolContext
 log = logging.getLogger("stratagate.rpc")
 
 Handler = Callable[[App, Any], Awaitable[Any]]
-
-
-def explain(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "params"
-        parts.append(f"{where}: {err['msg']}")
-    return "; ".join(parts)
 
 
 def rpc_method(model: type[BaseModel], handler: Handler) -> Callable[..., Awaitable[Any]]:
@@ -43,7 +35,7 @@ def rpc_method(model: type[BaseModel], handler: Handler) -> Callable[..., Awaita
             parsed = model.model_validate(params)
         except ValidationError as exc:
             raise invalid_params(
-                f"invalid params: {explain(exc)}", exc.errors(include_url=False, include_context=False)
+                f"invalid params: {explain_validation(exc)}", exc.errors(include_url=False, include_context=False)
             ) from exc
         try:
             return Success(await handler(app, parsed))

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from stratagate.config import Settings
-from stratagate.errors import invalid_params, not_found
+from stratagate.errors import explain_validation, invalid_params, not_found
 from stratagate.storage.db import Database
 
 
@@ -55,13 +55,5 @@ class ToolRegistry:
         try:
             args = tool.args.model_validate(arguments if arguments is not None else {})
         except ValidationError as exc:
-            raise invalid_params(f"bad arguments for {name}: {_explain(exc)}") from exc
+            raise invalid_params(f"bad arguments for {name}: {explain_validation(exc)}") from exc
         return await tool.run(ctx, args)
-
-
-def _explain(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "arguments"
-        parts.append(f"{where}: {err['msg']}")
-    return "; ".join(parts)
