@@ -257,3 +257,12 @@ async def test_newer_schema_is_refused_and_the_process_exits(tmp_path: Path):
     assert proc.returncode == 2
     fatal = json.loads(out.splitlines()[0])
     assert fatal["method"] == "system.fatal" and "schema version 999" in fatal["params"]["message"]
+
+
+async def test_console_script_entry_point():
+    script = Path(sys.executable).parent / "stratagate"
+    proc = await asyncio.create_subprocess_exec(str(script), "--version", stdout=asyncio.subprocess.PIPE)
+    out, _ = await proc.communicate()
+    from stratagate import __version__
+
+    assert proc.returncode == 0 and out.decode().strip() == f"stratagate {__version__}"
