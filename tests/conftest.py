@@ -23,7 +23,7 @@ def summary_arguments(tool_name: str, body: dict[str, Any]) -> dict[str, Any]:
         "title": f"Turns {first}–{last}",
         "tags": ["test"],
         "summary": f"Turns {first} to {last}. The scripted model summarised this part of the conversation.",
-        "key_facts": [ln[6:][:60] or "empty" for ln in lines[:2]] or [f"turns {first}-{last}"],
+        "key_facts": [ln[6:][:300] or "empty" for ln in lines[:2]] or [f"turns {first}-{last}"],
         "has_durable_facts": True,
     }
 

@@ -32,6 +32,9 @@ class Settings(BaseModel):
     job_backoff_base: float = Field(5.0, ge=0)
     job_backoff_cap: float = Field(600.0, ge=0)
 
+    activation_recent_tokens: int = Field(600, ge=0, le=100_000)
+    activation_session_tokens: int = Field(1200, ge=0, le=100_000)
+
     max_line_bytes: int = Field(8 * 1024 * 1024, ge=1024)
     # Optional cap on the database size; writes beyond it fail cleanly like a full disk.
     db_max_mb: int | None = Field(None, ge=1)

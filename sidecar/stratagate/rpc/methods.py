@@ -11,11 +11,13 @@ from jsonrpcserver import Success
 from pydantic import BaseModel, ValidationError
 
 from stratagate import __version__, ids
+from stratagate.activation.render import ActivationParams, render_activation
 from stratagate.app import App
 from stratagate.capture.models import CaptureParams
 from stratagate.capture.store import capture_turn
 from stratagate.errors import INTERNAL_ERROR, STORAGE_ERROR, RpcError, explain_validation, invalid_params, not_found
 from stratagate.jobs import queue
+from stratagate.namespaces import ResolveParams, resolve
 from stratagate.rpc.params import Empty, JobsListParams, JobsRetryParams, ToolsCallParams
 from stratagate.tokens import count_tokens
 from stratagate.tools.registry import ToolContext
@@ -73,6 +75,16 @@ async def capture(app: App, params: CaptureParams) -> dict[str, Any]:
     return result.model_dump()
 
 
+async def namespace_resolve(app: App, p: ResolveParams) -> dict[str, str]:
+    return resolve(p)
+
+
+async def activation_render(app: App, p: ActivationParams) -> dict[str, Any]:
+    if app.tokens_ready is not None:
+        await app.tokens_ready
+    return await render_activation(app.db, app.settings, p, count_tokens)
+
+
 async def tools_list(app: App, _: Empty) -> list[dict[str, Any]]:
     return app.tools.specs()
 
@@ -108,6 +120,8 @@ METHODS: dict[str, Callable[..., Awaitable[Any]]] = {
     "system.info": rpc_method(Empty, info),
     "system.shutdown": rpc_method(Empty, shutdown),
     "turn.capture": rpc_method(CaptureParams, capture),
+    "namespace.resolve": rpc_method(ResolveParams, namespace_resolve),
+    "activation.render": rpc_method(ActivationParams, activation_render),
     "tools.list": rpc_method(Empty, tools_list),
     "tools.call": rpc_method(ToolsCallParams, tools_call),
     "jobs.list": rpc_method(JobsListParams, jobs_list),

@@ -1,0 +1,1 @@
+"""Activation: the memory text injected into every model step."""
