@@ -113,3 +113,30 @@ async def test_full_database_refuses_the_turn_clearly_and_keeps_everything_else(
         assert len(hits["hits"]) == min(50, stored)
     finally:
         await client.close()
+
+
+async def test_job_cut_off_by_a_clean_shutdown_gets_its_attempt_back(tmp_path: Path, model_server: ScriptedModelServer):
+    import threading
+
+    from conftest import summary_arguments
+    from support.model_server import auto_tool_call, delay
+
+    hold = threading.Event()
+    db = tmp_path / "memory.db"
+    env = model_env(model_server)
+    with model_server.gate(hold):
+        model_server.push(delay(60, until=hold))
+        client = await SidecarClient.start(db, env=env, args=["--block-turns", "1"])
+        await client.call("turn.capture", turn(1))
+        await asyncio.to_thread(model_server.wait_for_in_flight, 1, 30)
+        assert await client.close() == 0  # system.shutdown while the summary call is in flight
+        hold.set()
+    jobs = sqlite3.connect(db).execute("SELECT status, attempts FROM jobs").fetchall()
+    assert jobs == [("queued", 0)]
+    model_server.default = auto_tool_call(summary_arguments)
+    client = await SidecarClient.start(db, env=env, args=["--block-turns", "1"])
+    try:
+        done = await client.wait_notification("jobs.changed", lambda p: p["status"] == "done")
+        assert done["attempts"] == 1
+    finally:
+        await client.close()

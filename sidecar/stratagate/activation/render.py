@@ -10,7 +10,7 @@ The text depends only on stored state, so it is byte-identical between steps unt
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
@@ -69,12 +69,18 @@ async def _fit(
 
 
 async def render_activation(
-    db: Database, settings: Settings, p: ActivationParams, count: Callable[[str], int]
+    db: Database,
+    settings: Settings,
+    p: ActivationParams,
+    count: Callable[[str], int],
+    tokenizer_ready: Callable[[], Awaitable[None]] | None = None,
 ) -> dict[str, Any]:
     empty: dict[str, Any] = {"text": "", "tokens": 0, "block_ids": [], "event_ids": [], "node_ids": []}
     ns = await db.scalar("SELECT id FROM namespaces WHERE name = ?", (p.namespace,))
-    if ns is None:
-        return empty
+    if ns is None or await db.scalar("SELECT 1 FROM blocks WHERE namespace_id = ? LIMIT 1", (ns,)) is None:
+        return empty  # nothing to recall: answer at once, even while the tokenizer is still being built
+    if tokenizer_ready is not None:
+        await tokenizer_ready()
     sess = await db.scalar("SELECT id FROM sessions WHERE namespace_id = ? AND key = ?", (ns, p.session))
     lam = settings.block_decay_lambda
 

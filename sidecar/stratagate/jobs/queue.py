@@ -106,8 +106,39 @@ async def requeue_interrupted(db: Database) -> int:
             (time.time(), stamp),
         )
         if cur.rowcount or failed.rowcount:
-            await audit(conn, None, "system", "jobs.recovered_after_restart", "job", None, None,
-                        {"requeued": cur.rowcount, "failed": failed.rowcount})
+            await audit(
+                conn,
+                None,
+                "system",
+                "jobs.recovered_after_restart",
+                "job",
+                None,
+                None,
+                {"requeued": cur.rowcount, "failed": failed.rowcount},
+            )
+        return cur.rowcount
+
+
+async def release_interrupted(db: Database, job_ids: list[int]) -> int:
+    """Jobs cut off by a clean shutdown: back to 'queued', due now, with the interrupted attempt given back."""
+    marks = ",".join("?" * len(job_ids))
+    async with db.transaction() as conn:
+        cur = await conn.execute(
+            f"UPDATE jobs SET status = 'queued', attempts = MAX(0, attempts - 1), next_run_at = ?, updated_at = ?"
+            f" WHERE status = 'running' AND id IN ({marks})",
+            (time.time(), now_iso(), *job_ids),
+        )
+        if cur.rowcount:
+            await audit(
+                conn,
+                None,
+                "system",
+                "jobs.released_at_shutdown",
+                "job",
+                None,
+                None,
+                {"jobs": [ids.make("job", j) for j in job_ids]},
+            )
         return cur.rowcount
 
 

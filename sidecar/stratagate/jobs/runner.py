@@ -44,6 +44,7 @@ class JobRunner:
         self._notify = notify
         self._wake = asyncio.Event()
         self._inflight: set[asyncio.Task[None]] = set()
+        self._running_jobs: set[int] = set()
         self._loop_task: asyncio.Task[None] | None = None
         self.last_error: str | None = None
 
@@ -61,13 +62,18 @@ class JobRunner:
         self._loop_task = asyncio.create_task(self._loop(), name="stratagate-jobs")
 
     async def stop(self) -> None:
+        interrupted = list(self._running_jobs)
         tasks = [t for t in (self._loop_task, *self._inflight) if t is not None]
         for task in tasks:
             task.cancel()
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        # Jobs cancelled mid-attempt stay 'running' and run again after the next start.
+        # A clean stop is not the job's fault: give the attempt back so short-lived hosts (one headless turn
+        # per process) cannot exhaust a job's attempts. After a crash the attempt still counts.
+        if interrupted:
+            with contextlib.suppress(Exception):
+                await queue.release_interrupted(self._db, interrupted)
 
     async def _loop(self) -> None:
         while True:
@@ -99,6 +105,7 @@ class JobRunner:
 
     async def _execute(self, job: JobRow) -> None:
         handler = self._handlers.get(job.kind)
+        self._running_jobs.add(job.id)
         status = "done"
         error: str | None = None
         try:
@@ -124,6 +131,7 @@ class JobRunner:
             current = asyncio.current_task()
             if current is not None:
                 self._inflight.discard(current)
+            self._running_jobs.discard(job.id)
             self._wake.set()
         if self._notify is not None:
             payload = {

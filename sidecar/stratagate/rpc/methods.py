@@ -80,9 +80,11 @@ async def namespace_resolve(app: App, p: ResolveParams) -> dict[str, str]:
 
 
 async def activation_render(app: App, p: ActivationParams) -> dict[str, Any]:
-    if app.tokens_ready is not None:
-        await app.tokens_ready
-    return await render_activation(app.db, app.settings, p, count_tokens)
+    async def tokenizer_ready() -> None:
+        if app.tokens_ready is not None:
+            await app.tokens_ready
+
+    return await render_activation(app.db, app.settings, p, count_tokens, tokenizer_ready)
 
 
 async def tools_list(app: App, _: Empty) -> list[dict[str, Any]]:
