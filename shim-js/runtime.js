@@ -1,0 +1,329 @@
+// The shim's moving parts behind one object: Python setup → sidecar process → spool-backed capture queue,
+// namespace cache, tool calls, recall, the sidecar's model requests, and the status report.
+// index.js wires DSH hooks to it; nothing here imports DSH.
+
+import { join } from 'node:path'
+import { CaptureQueue } from './capture.js'
+import { effectiveDbPath, sidecarEnv, stratagateHome } from './config.js'
+import { DEFAULT_MAX_CAPTURE_BYTES, fitCapture, sessionIdOf, shouldCapture } from './fold.js'
+import { makeHostLlm } from './host-llm.js'
+import { Namespaces, resolveRequest } from './namespaces.js'
+import { bundledSidecarVersion, packageVersion, preparePython } from './python-env.js'
+import { SidecarProcess } from './sidecar-process.js'
+import { Spool } from './spool.js'
+
+export class Runtime {
+  /**
+   * @param {object} o
+   * @param {object} o.config - normalized plugin config.
+   * @param {string} o.packageRoot - the npm package folder.
+   * @param {object} o.log - makeLogger() result.
+   * @param {() => any} [o.llm] - the DSH llm service, if any.
+   * @param {() => any} [o.defaultModel] - the DSH agentDefaultModel service, if any.
+   * @param {(specs: object[]) => void} [o.onTools] - the sidecar's tools.list after each start.
+   * @param {Record<string,string>} [o.env]
+   * @param {object} [o.sidecarOptions] - SidecarProcess overrides (tests).
+   */
+  constructor(o) {
+    this.config = o.config
+    this.packageRoot = o.packageRoot
+    this.log = o.log
+    this.env = o.env ?? process.env
+    this.llm = o.llm ?? (() => undefined)
+    this.defaultModel = o.defaultModel ?? (() => undefined)
+    this.onTools = o.onTools ?? (() => {})
+    this.sidecarOptions = o.sidecarOptions ?? {}
+    this.home = stratagateHome(this.env)
+    this.shimVersion = packageVersion(this.packageRoot)
+    this.bundledVersion = bundledSidecarVersion(this.packageRoot)
+    this.setup = { state: 'starting', detail: null, python: null, venv: null, error: null, hint: null }
+    this.sidecar = null
+    this.lastRoute = null
+    this.lastJob = null
+    this.abort = new AbortController()
+    this.stopping = false
+    this.recalled = false
+    this.readyAt = null
+    /** Settles when Python setup ended (sidecar created, or memory unavailable). */
+    this.setupDone = new Promise((resolve) => (this.markSetupDone = resolve))
+    this.setupWaiters = new Set()
+    this.namespaces = new Namespaces(async (req, options) => {
+      const timeoutMs = options?.timeoutMs ?? 15_000
+      const sidecar = await this.sidecarSoon(timeoutMs, options?.signal)
+      return sidecar.call('namespace.resolve', req, { timeoutMs, signal: options?.signal })
+    })
+    this.spool = this.openSpool()
+    this.captures = new CaptureQueue({
+      spool: this.spool,
+      sidecar: { get state() { return 'waiting' }, whenReady: () => Promise.reject(new Error('no sidecar yet')) },
+      namespace: (req) => this.namespaces.forRequest(req),
+      log: this.log,
+    })
+  }
+
+  openSpool() {
+    const dir = join(this.home, 'spool')
+    try {
+      const spool = new Spool(dir)
+      const { adopted, badLines } = spool.open()
+      if (adopted) this.log.info(`replaying ${adopted} spooled turn(s) from an earlier run`)
+      if (badLines) this.log.warn(`ignored ${badLines} unreadable spool line(s) (a crash mid-write)`)
+      return spool
+    } catch (error) {
+      this.log.error(`cannot use the spool folder ${dir} (${error.message}); captured turns are kept in memory only`)
+      return new Spool(null)
+    }
+  }
+
+  /** Python setup, then the sidecar. Never throws: problems end in state 'unavailable' or 'failed'. */
+  async start() {
+    try {
+      await this.startSidecar()
+    } catch (error) {
+      this.setup = { ...this.setup, state: 'unavailable', error: `start-up failed: ${error?.message ?? error}`, hint: 'This is a bug in the StrataGate DSH shim; the DSH log has the details.' }
+      this.log.error(`start-up failed: ${error?.stack ?? error}`)
+    } finally {
+      this.markSetupDone()
+    }
+  }
+
+  async startSidecar() {
+    const prepared = await preparePython({
+      configPython: this.config.python,
+      packageRoot: this.packageRoot,
+      home: this.home,
+      env: this.env,
+      signal: this.abort.signal,
+      log: this.log,
+      onState: (state, detail) => {
+        this.setup.state = state === 'installing' ? 'installing' : 'starting'
+        this.setup.detail = detail ?? null
+        for (const wake of this.setupWaiters) wake()
+      },
+    })
+    if (this.abort.signal.aborted) return
+    if (!prepared.ok) {
+      this.setup = { ...this.setup, state: 'unavailable', error: prepared.error, hint: prepared.hint }
+      this.log.error(`StrataGate memory is unavailable: ${prepared.error}. ${prepared.hint}`)
+      return
+    }
+    this.setup = { ...this.setup, state: 'ready', detail: null, python: { command: prepared.python, version: prepared.pythonVersion, source: prepared.source }, venv: prepared.venv }
+    this.sidecar = new SidecarProcess({
+      command: prepared.python,
+      args: ['-m', 'stratagate', 'serve'],
+      env: sidecarEnv(this.config, this.env),
+      log: this.log,
+      onRequest: (method, params) => this.answer(method, params),
+      onNotification: (method, params) => this.notified(method, params),
+      onReady: () => this.sidecarReady(),
+      ...this.sidecarOptions,
+    })
+    this.captures.sidecar = this.sidecar
+    this.sidecar.start()
+  }
+
+  async sidecarReady() {
+    this.readyAt ??= Date.now()
+    this.captures.kick()
+    try {
+      const specs = await this.sidecar.call('tools.list', undefined, { timeoutMs: 15_000 })
+      this.onTools(specs)
+    } catch (error) {
+      this.log.warn(`tools.list failed: ${error.message}`)
+    }
+  }
+
+  notified(method, params) {
+    if (method === 'jobs.changed') {
+      this.lastJob = params
+      if (params?.status === 'failed') this.log.warn(`memory job ${params.job} (${params.kind} ${params.subject}) failed: ${params.error}`)
+      else if (params?.error) this.log.debug(`memory job ${params.job}: ${params.status}: ${params.error}`)
+    } else if (method === 'system.fatal') {
+      this.log.error(`sidecar: ${params?.message}`)
+    }
+  }
+
+  async answer(method, params) {
+    if (method !== 'host.llm.complete') throw Object.assign(new Error(`unknown method '${method}'`), { code: -32601 })
+    // While DSH shuts down its model service may already be gone. Not answering leaves the sidecar's job
+    // 'running', so it is requeued at the next start without spending one of its attempts.
+    const hang = () => new Promise(() => {})
+    if (this.stopping) return hang()
+    try {
+      const result = await this.hostLlm(params)
+      return result
+    } catch (error) {
+      if (this.stopping) return hang()
+      this.log.warn(`host.llm.complete failed: ${error?.message ?? error}`)
+      throw error
+    }
+  }
+
+  hostLlm = (params) =>
+    makeHostLlm({ llm: this.llm, route: () => this.route(), signal: this.abort.signal, log: this.log })(params)
+
+  /** Model route for memory jobs: plugin options, else the last capturing session's route, else DSH's default. */
+  route() {
+    if (this.config.llmProvider && this.config.llmModel) return { provider: this.config.llmProvider, model: this.config.llmModel }
+    if (this.lastRoute) return this.lastRoute
+    try {
+      const selection = this.defaultModel()?.currentSelection?.()
+      if (selection?.provider && selection?.model) return { provider: selection.provider, model: selection.model }
+    } catch {}
+    return null
+  }
+
+  /** Remember the route of the session that just finished a turn. */
+  noteRoute(session) {
+    try {
+      const config = session?.requestHeader?.()?.config
+      if (config?.provider && config?.model) this.lastRoute = { provider: config.provider, model: config.model, sessionId: sessionIdOf(session) }
+    } catch {}
+  }
+
+  /** Spool a folded turn (capture params without namespace) and deliver it. */
+  capture(session, params) {
+    if (!shouldCapture(session, this.config)) return false
+    this.noteRoute(session)
+    this.captures.enqueue({ resolve: resolveRequest(this.config, session), params: fitCapture(params, this.maxCaptureBytes()) })
+    return true
+  }
+
+  /** Captures must stay below the sidecar's line limit (STRATAGATE_MAX_LINE_BYTES, default 8 MiB). */
+  maxCaptureBytes() {
+    const limit = Number(this.env.STRATAGATE_MAX_LINE_BYTES)
+    return Number.isInteger(limit) && limit > 0 ? Math.min(DEFAULT_MAX_CAPTURE_BYTES, Math.max(512, limit - 4096)) : DEFAULT_MAX_CAPTURE_BYTES
+  }
+
+  /**
+   * The sidecar once Python setup finished (waiting at most `timeoutMs`), or a clear error. During the first-start
+   * install it fails at once: waiting minutes inside a model step helps nobody.
+   */
+  async sidecarSoon(timeoutMs, signal) {
+    if (!this.sidecar && this.setup.state !== 'unavailable' && this.setup.state !== 'installing') {
+      let timer
+      let wake
+      await Promise.race([
+        this.setupDone,
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, timeoutMs)
+          wake = () => this.setup.state === 'installing' && resolve() // the install takes minutes: stop waiting
+          this.setupWaiters.add(wake)
+          signal?.addEventListener('abort', resolve, { once: true })
+        }),
+      ])
+      clearTimeout(timer)
+      this.setupWaiters.delete(wake)
+      if (signal?.aborted) throw signal.reason ?? new Error('aborted')
+    }
+    return this.requireSidecar()
+  }
+
+  /** The sidecar, or a clear error saying why memory is not usable right now. */
+  requireSidecar() {
+    if (this.setup.state === 'unavailable') throw new Error(`StrataGate memory is unavailable: ${this.setup.error}. ${this.setup.hint}`)
+    if (this.setup.state === 'installing') {
+      throw new Error('StrataGate memory is still being set up (installing its Python sidecar; first start only). Try again in a minute.')
+    }
+    if (!this.sidecar) throw new Error('StrataGate memory is still starting. Try again in a few seconds.')
+    if (this.sidecar.state === 'failed') {
+      throw new Error(`StrataGate memory is unavailable: ${this.sidecar.lastError}. Restart DSH to try again; the sidecar log lines are in the DSH log.`)
+    }
+    return this.sidecar
+  }
+
+  /** Whether recall should even try this step. */
+  recallAvailable() {
+    return this.setup.state !== 'unavailable' && this.setup.state !== 'installing' && this.sidecar?.state !== 'failed' && !this.abort.signal.aborted
+  }
+
+  namespaceOf(session, signal, timeoutMs) {
+    return this.namespaces.forSession(this.config, session, { signal, timeoutMs })
+  }
+
+  /** Execute a memory tool for the model. */
+  async callTool(name, args, exec) {
+    const session = exec?.agent?.session
+    if (!session) throw new Error(`${name} can only be called from an agent session`)
+    const sidecar = await this.sidecarSoon(30_000, exec?.signal)
+    // Read-your-writes: a turn that just ended may still be on its way to the sidecar.
+    await this.captures.drain(2000)
+    const namespace = await this.namespaceOf(session, exec?.signal)
+    const params = { namespace, session: sessionIdOf(session), name, arguments: args ?? {} }
+    if (exec?.callId !== undefined) params.call_id = String(exec.callId)
+    return sidecar.call('tools.call', params, { timeoutMs: 60_000, signal: exec?.signal })
+  }
+
+  async render(params, signal, timeoutMs) {
+    const sidecar = await this.sidecarSoon(timeoutMs, signal)
+    const result = await sidecar.call('activation.render', params, { timeoutMs, signal })
+    this.recalled = true
+    return result
+  }
+
+  /**
+   * Recall budget for one step: activationTimeoutMs, but at least COLD_START_MS until the first successful render
+   * of this process (Python start-up and the sidecar's tokenizer build take 1–2 s, and the first step of a
+   * session is where recalled memory matters most).
+   */
+  recallBudget() {
+    const warm = this.recalled || (this.readyAt !== null && Date.now() - this.readyAt > Runtime.COLD_START_MS)
+    return warm ? this.config.activationTimeoutMs : Math.max(this.config.activationTimeoutMs, Runtime.COLD_START_MS)
+  }
+
+  static COLD_START_MS = 6000
+
+  state() {
+    if (this.abort.signal.aborted) return 'stopped'
+    if (this.setup.state === 'unavailable' || this.setup.state === 'installing') return this.setup.state
+    if (!this.sidecar) return 'starting'
+    const s = this.sidecar.state
+    return s === 'stopping' || s === 'stopped' ? 'stopped' : s
+  }
+
+  async status() {
+    const state = this.state()
+    let info = null
+    if (this.sidecar?.state === 'ready') {
+      info = await this.sidecar.call('system.info', undefined, { timeoutMs: 2000 }).catch(() => null)
+    }
+    const jobs = info?.counts?.jobs ?? {}
+    const spooled = this.spool.depth
+    // The most relevant problem, even if it has since recovered (restarts tells how often the sidecar crashed).
+    const lastError = this.setup.error ?? this.sidecar?.lastError ?? this.captures.lastError ?? info?.last_job_error ?? null
+    return {
+      state,
+      detail: this.setup.detail,
+      version: { shim: this.shimVersion, sidecar: info?.version ?? this.sidecar?.version ?? null, bundled_sidecar: this.bundledVersion },
+      python: this.setup.python,
+      venv: this.setup.venv,
+      db_path: info?.db_path ?? effectiveDbPath(this.config, this.env),
+      namespace_mode: this.config.namespaceMode,
+      model_route: info?.model_route ?? null,
+      queue: {
+        depth: spooled + (jobs.queued ?? 0) + (jobs.running ?? 0),
+        spooled_turns: spooled,
+        jobs_queued: jobs.queued ?? 0,
+        jobs_running: jobs.running ?? 0,
+        jobs_failed: jobs.failed ?? 0,
+      },
+      counts: info?.counts ?? null,
+      captured_this_run: this.captures.captured,
+      last_error: lastError,
+      hint: this.setup.hint,
+      restarts: this.sidecar?.restarts ?? 0,
+      pid: this.sidecar?.pid ?? null,
+    }
+  }
+
+  /** Ordered teardown: deliver spooled turns (bounded), stop the sidecar, close the spool. */
+  async stop() {
+    this.stopping = true
+    const sidecar = this.sidecar
+    if (!sidecar) this.abort.abort(new Error('StrataGate is stopping')) // cancels a running Python setup
+    else await sidecar.stop({ drain: () => this.captures.drain(2000), drainMs: 2000, graceMs: 2500 })
+    this.abort.abort(new Error('StrataGate is stopping'))
+    this.captures.stop()
+    this.spool.close()
+  }
+}

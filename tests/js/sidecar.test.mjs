@@ -1,0 +1,230 @@
+// The JSON-RPC client against the REAL Python sidecar (`python -m stratagate serve`), over real stdio.
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { CaptureQueue } from '../../shim-js/capture.js'
+import { RpcError, SidecarProcess, SidecarUnavailableError } from '../../shim-js/sidecar-process.js'
+import { Spool } from '../../shim-js/spool.js'
+import { FALLBACK_TOOLS, toolsKey } from '../../shim-js/tools.js'
+import { cleanEnv, quietLog, sidecarPython, tempDir, waitFor } from './helpers.mjs'
+
+const PYTHON = sidecarPython()
+
+const SUMMARY = {
+  title: 'Port and failing test',
+  tags: ['tests'],
+  summary: 'The server listens on 8080; the api user test fails.',
+  key_facts: ['Server port is 8080', 'api/user.test.ts fails'],
+  has_durable_facts: true,
+}
+
+function start(options = {}) {
+  const dir = tempDir()
+  const sidecar = new SidecarProcess({
+    command: PYTHON,
+    args: ['-m', 'stratagate', 'serve'],
+    env: cleanEnv({ DSH_HOME: dir, STRATAGATE_DB: join(dir, 'memory.db'), STRATAGATE_BLOCK_TURNS: '1', STRATAGATE_JOB_BACKOFF_BASE: '0', ...options.env }),
+    log: quietLog,
+    backoffBaseMs: 50,
+    ...options.sidecar,
+  })
+  sidecar.start()
+  return { sidecar, dir }
+}
+
+const turn = (n, extra = {}) => ({
+  session: 's1',
+  receipt: `dsh:s1:turn:${n}`,
+  user: n === 1 ? 'What port does the server use?' : 'Run the tests with pnpm please.',
+  assistant: n === 1 ? 'It listens on 8080.' : 'The api user test fails.',
+  tools: [{ name: 'read', arguments: { path: 'src/app.ts' }, result: 'export const port = 8080;', is_error: false, call_id: `c${n}` }],
+  started_at: `2026-05-01T10:0${n}:00.000Z`,
+  ended_at: `2026-05-01T10:0${n}:30.000Z`,
+  end_reason: 'completed',
+  ...extra,
+})
+
+describe('sidecar JSON-RPC client (real sidecar)', () => {
+  let sidecar
+  let namespace
+  const hostRequests = []
+  const notifications = []
+  let answer = async () => ({ text: '', tool_calls: [{ name: 'stratagate_summarize_block', arguments: JSON.stringify(SUMMARY) }], finish_reason: 'tool_calls', model: 'js-test' })
+
+  before(async () => {
+    ;({ sidecar } = start({
+      sidecar: {
+        onRequest: async (method, params) => {
+          hostRequests.push({ method, params })
+          return answer(method, params)
+        },
+        onNotification: (method, params) => notifications.push({ method, params }),
+      },
+    }))
+    await sidecar.whenReady({ timeoutMs: 30_000 })
+  })
+  after(() => sidecar.stop())
+
+  it('pings: ready, with the sidecar version', async () => {
+    assert.equal(sidecar.state, 'ready')
+    assert.equal(sidecar.version, '0.1.0')
+    const pong = await sidecar.call('system.ping')
+    assert.deepEqual(pong, { pong: true, version: '0.1.0' })
+  })
+
+  it('resolves a project namespace from a working directory', async () => {
+    const r = await sidecar.call('namespace.resolve', { mode: 'project', cwd: '/work/proj' })
+    assert.match(r.namespace, /^project:proj:[0-9a-f]{16}$/)
+    namespace = r.namespace
+    const again = await sidecar.call('namespace.resolve', { mode: 'project', cwd: '/work/proj' })
+    assert.equal(again.namespace, namespace)
+  })
+
+  it('captures through the spool: acknowledged turns leave it, a resend is a duplicate', async () => {
+    const spool = new Spool(join(tempDir(), 'spool'))
+    spool.open()
+    const captured = []
+    const queue = new CaptureQueue({
+      spool,
+      sidecar,
+      namespace: async (req) => (await sidecar.call('namespace.resolve', req)).namespace,
+      onCaptured: (ack) => captured.push(ack),
+      log: quietLog,
+    })
+    queue.enqueue({ resolve: { mode: 'project', cwd: '/work/proj' }, params: turn(1) })
+    assert.equal(spool.depth, 1, 'spooled before it is sent')
+    assert.equal(await queue.drain(20_000), true)
+    assert.equal(spool.depth, 0)
+    assert.equal(captured.length, 1)
+    assert.equal(captured[0].duplicate, false)
+    assert.match(captured[0].turn_id, /^turn_\d+$/)
+    const dup = await sidecar.call('turn.capture', { namespace, ...turn(1) })
+    assert.equal(dup.duplicate, true)
+  })
+
+  it('answers host.llm.complete from a JS callback, and the summary job completes', async () => {
+    await waitFor(() => notifications.find((n) => n.method === 'jobs.changed' && n.params.status === 'done'), { what: 'jobs.changed done' })
+    const request = hostRequests.find((r) => r.method === 'host.llm.complete')
+    assert.ok(request, 'the sidecar asked the host for a model call')
+    assert.equal(request.params.tool.name, 'stratagate_summarize_block')
+    assert.equal(request.params.messages[0].role, 'system')
+    assert.ok(request.params.max_tokens > 0)
+    const blocks = await sidecar.call('tools.call', { namespace, session: 's1', name: 'memory_get_blocks', arguments: {} })
+    assert.equal(blocks.blocks.length, 1)
+    assert.equal(blocks.blocks[0].status, 'ready')
+  })
+
+  it('lists the tools the shim registers before the sidecar answers (no drift)', async () => {
+    const specs = await sidecar.call('tools.list')
+    assert.deepEqual(specs.map((s) => s.name).sort(), ['memory_expand_block', 'memory_get_blocks', 'memory_search_raw'])
+    assert.equal(toolsKey(specs), toolsKey(FALLBACK_TOOLS), 'shim-js/tools.js FALLBACK_TOOLS must match the sidecar tools.list')
+  })
+
+  it('calls a tool, and turns sidecar errors into errors with the sidecar message', async () => {
+    const found = await sidecar.call('tools.call', { namespace, session: 's1', name: 'memory_search_raw', arguments: { query: 'port 8080' }, call_id: 'x1' })
+    assert.ok(found.hits.length >= 1)
+    assert.ok(found.hits.some((h) => /8080/.test(h.text)))
+    await assert.rejects(
+      sidecar.call('tools.call', { namespace, session: 's1', name: 'memory_search_raw', arguments: { query: 'x', limit: 99 } }),
+      (error) => error instanceof RpcError && error.code === -32602 && /limit/.test(error.message),
+    )
+    await assert.rejects(
+      sidecar.call('tools.call', { namespace: 'nope', session: 's1', name: 'memory_get_blocks', arguments: {} }),
+      (error) => error instanceof RpcError && error.code === -32004 && /unknown namespace/.test(error.message),
+    )
+  })
+
+  it('renders activation text byte-stably, empty for an unknown namespace', async () => {
+    const a = await sidecar.call('activation.render', { namespace, session: 'other-session', query: 'port' })
+    const b = await sidecar.call('activation.render', { namespace, session: 'other-session', query: 'port' })
+    assert.ok(a.text.length > 0)
+    assert.equal(a.text, b.text)
+    assert.deepEqual(await sidecar.call('activation.render', { namespace: 'nobody', session: 's' }).then((r) => r.text), '')
+  })
+
+  it('reports a failing host model call back to the sidecar as a JSON-RPC error', async () => {
+    answer = async () => {
+      throw new Error('no model configured in DSH')
+    }
+    const before = notifications.length
+    await sidecar.call('turn.capture', { namespace, ...turn(2) })
+    const failed = await waitFor(() => notifications.slice(before).find((n) => n.method === 'jobs.changed' && n.params.error), { what: 'failed attempt' })
+    assert.match(failed.params.error, /no model configured in DSH/)
+  })
+})
+
+describe('sidecar process lifecycle (real sidecar)', () => {
+  it('restarts after a crash; calls in flight fail, later calls work', async () => {
+    const { sidecar } = start()
+    try {
+      await sidecar.whenReady({ timeoutMs: 30_000 })
+      const firstPid = sidecar.pid
+      const ready = []
+      sidecar.onReady = (info) => ready.push(info)
+      const inflight = sidecar.request('system.info', undefined, { timeoutMs: 10_000 })
+      process.kill(firstPid, 'SIGKILL')
+      await assert.rejects(inflight, (e) => e instanceof SidecarUnavailableError || /did not answer|exited/.test(e.message))
+      await waitFor(() => sidecar.state === 'ready' && sidecar.pid !== firstPid, { what: 'restart' })
+      assert.equal(sidecar.restarts, 1)
+      assert.equal(ready.length, 1, 'onReady runs again after a restart (re-list tools, replay the spool)')
+      assert.match(sidecar.lastError, /signal SIGKILL/)
+      assert.deepEqual(await sidecar.call('system.ping'), { pong: true, version: '0.1.0' })
+    } finally {
+      await sidecar.stop()
+    }
+  })
+
+  it('gives up after repeated crashes with a clear status', async () => {
+    const sidecar = new SidecarProcess({ command: PYTHON, args: ['-c', 'import sys; sys.exit(3)'], env: cleanEnv(), log: quietLog, backoffBaseMs: 5, maxCrashes: 3 })
+    sidecar.start()
+    await waitFor(() => sidecar.state === 'failed', { what: 'failed state' })
+    assert.equal(sidecar.crashes.length, 3)
+    assert.match(sidecar.lastError, /gave up restarting the sidecar: 3 crashes/)
+    await assert.rejects(sidecar.call('system.ping'), (e) => e instanceof SidecarUnavailableError && /gave up/.test(e.message))
+  })
+
+  it('does not restart a sidecar that cannot start (exit code 2), and says why', async () => {
+    const { sidecar } = start({ env: { STRATAGATE_BLOCK_TURNS: 'zero' } })
+    await waitFor(() => sidecar.state === 'failed', { what: 'failed state' })
+    assert.equal(sidecar.restarts, 0)
+    assert.match(sidecar.lastError, /exit code 2/)
+    assert.match(sidecar.lastError, /STRATAGATE_BLOCK_TURNS/)
+  })
+
+  it('reports a missing interpreter as failed', async () => {
+    const sidecar = new SidecarProcess({ command: '/nonexistent/python3', env: cleanEnv(), log: quietLog })
+    sidecar.start()
+    await waitFor(() => sidecar.state === 'failed', { what: 'failed state' })
+    assert.match(sidecar.lastError, /could not run \/nonexistent\/python3/)
+  })
+
+  it('stops cleanly: system.shutdown, exit code 0', async () => {
+    const { sidecar } = start()
+    await sidecar.whenReady({ timeoutMs: 30_000 })
+    const child = sidecar.child
+    const exit = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
+    let drained = false
+    await sidecar.stop({ drain: async () => (drained = true) })
+    assert.equal(drained, true)
+    assert.deepEqual(await exit, { code: 0, signal: null })
+    assert.equal(sidecar.state, 'stopped')
+  })
+
+  it('kills a sidecar that does not exit within the grace period', async () => {
+    const sidecar = new SidecarProcess({
+      command: PYTHON,
+      // Answers ping, ignores everything else and never exits on its own.
+      args: ['-c', 'import sys,json\nfor l in sys.stdin:\n m=json.loads(l)\n if m.get("method")=="system.ping": print(json.dumps({"jsonrpc":"2.0","id":m["id"],"result":{"pong":True,"version":"x"}}),flush=True)\nimport time\ntime.sleep(60)'],
+      env: cleanEnv(),
+      log: quietLog,
+    })
+    sidecar.start()
+    await sidecar.whenReady({ timeoutMs: 10_000 })
+    const child = sidecar.child
+    const exit = new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal)))
+    const t0 = Date.now()
+    await sidecar.stop({ graceMs: 300 })
+    assert.equal(await exit, 'SIGKILL')
+    assert.ok(Date.now() - t0 < 5000)
+  })
+})
