@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# The one way to run every check: lint, then the whole test suite. Extra arguments go to pytest.
+# The one way to run every check: lint, the shim's unit tests (Node's test runner), then the whole pytest suite,
+# which includes the end-to-end tests against a real, pinned DSH (tests/e2e/, installed on first run).
+# Extra arguments go to pytest (e.g. `npm test -- -m 'not e2e'`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 echo "== ruff"
-.venv/bin/ruff check sidecar tests bench
+.venv/bin/ruff check sidecar tests bench scripts
+echo "== node --test (shim)"
+STRATAGATE_PYTHON="$PWD/.venv/bin/python" node --test tests/js/*.test.mjs
 echo "== pytest"
 .venv/bin/python -m pytest "$@"
