@@ -1,0 +1,1 @@
+"""Events: decisions, preferences, plans and changes extracted from blocks, with mention vs occurrence time."""
