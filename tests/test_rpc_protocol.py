@@ -266,3 +266,33 @@ async def test_console_script_entry_point():
     from stratagate import __version__
 
     assert proc.returncode == 0 and out.decode().strip() == f"stratagate {__version__}"
+
+
+async def test_tools_list_matches_the_shims_copy(sidecar: SidecarClient):
+    """plugin/tools.json lets the DSH shim offer the tools before the sidecar runs; it must never drift."""
+    shipped = json.loads((REPO / "plugin" / "tools.json").read_text())
+    assert await sidecar.call("tools.list") == shipped, "regenerate it: stratagate tools > plugin/tools.json"
+
+
+async def test_a_version_1_database_is_migrated_in_place(tmp_path: Path):
+    import sqlite3
+
+    from stratagate.storage.schema import MIGRATION_1, SCHEMA_VERSION
+
+    db = tmp_path / "old.db"
+    conn = sqlite3.connect(db)
+    conn.executescript(MIGRATION_1)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("INSERT INTO namespaces(name, created_at) VALUES ('proj', '2026-01-01T00:00:00.000Z')")
+    conn.commit()
+    conn.close()
+    client = await SidecarClient.start(db)
+    try:
+        info = await client.call("system.info")
+        assert info["schema_version"] == SCHEMA_VERSION >= 2
+        assert info["counts"]["namespaces"] == 1
+        await client.call("turn.capture", turn(1))  # the old namespace keeps working
+        remembered = await client.tool("proj", "s1", "memory_remember", {"text": "The project uses pnpm."})
+        assert remembered["id"].startswith("evt_")
+    finally:
+        await client.close()

@@ -17,8 +17,7 @@ from stratagate.jobs.runner import JobRunner
 from stratagate.storage.db import Database
 from stratagate.storage.schema import SCHEMA_VERSION
 from stratagate.tokens import count_tokens
-from stratagate.tools import block_tools, raw_search
-from stratagate.tools.registry import ToolRegistry
+from stratagate.tools.catalog import build_registry
 
 if TYPE_CHECKING:
     from stratagate.model import ModelGateway
@@ -33,9 +32,7 @@ class App:
         self.peer: Any = None  # set by the server once stdio is connected
         self.started = time.monotonic()
         self.shutdown_requested = asyncio.Event()
-        self.tools = ToolRegistry()
-        for tool in (*block_tools.TOOLS, *raw_search.TOOLS):
-            self.tools.add(tool)
+        self.tools = build_registry()
         self._gateway: ModelGateway | None = None
         self.tokens_ready: asyncio.Future[int] | None = None
         self.runner = JobRunner(

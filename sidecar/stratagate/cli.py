@@ -1,4 +1,4 @@
-"""Command line: `stratagate serve` runs the JSON-RPC sidecar on stdio."""
+"""Command line: `stratagate serve` runs the JSON-RPC sidecar on stdio; `info` and `audit` inspect a database."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import logging
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -21,9 +22,65 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--db", type=Path, help="SQLite file (default $STRATAGATE_DB or $DSH_HOME/stratagate/memory.db)")
     serve.add_argument("--block-turns", type=int, help="turns per sealed block (default 6)")
     serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    sub.add_parser("tools", help="print the agent tools (tools.list) as JSON; plugin/tools.json is this output")
     info = sub.add_parser("info", help="print database path, schema version and counts as JSON")
     info.add_argument("--db", type=Path)
+    audit = sub.add_parser("audit", help="print the newest audit log entries (every mutation: who, what, before/after)")
+    audit.add_argument("--db", type=Path)
+    audit.add_argument("--namespace", help="only entries of this namespace")
+    audit.add_argument("--limit", type=_positive, default=20, help="how many entries, newest first (default 20)")
+    audit.add_argument("--json", action="store_true", help="print a JSON array instead of one line per entry")
     return parser
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
+def _loads(value: str | None) -> object:
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def audit_entries(db: Path, namespace: str | None, limit: int) -> list[dict[str, object]]:
+    """The newest audit rows first, read through a read-only connection (safe while the sidecar runs)."""
+    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        sql = (
+            "SELECT a.id, a.at, a.actor, a.action, n.name AS namespace, a.subject_type, a.subject_id, a.before, a.after"
+            " FROM audit_log a LEFT JOIN namespaces n ON n.id = a.namespace_id"
+        )
+        params: tuple[object, ...] = ()
+        if namespace is not None:
+            sql += " WHERE n.name = ?"
+            params = (namespace,)
+        rows = conn.execute(sql + " ORDER BY a.id DESC LIMIT ?", (*params, limit)).fetchall()
+    finally:
+        conn.close()
+    return [dict(r) | {"before": _loads(r["before"]), "after": _loads(r["after"])} for r in rows]
+
+
+def _print_audit(entries: list[dict[str, object]], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(entries, indent=2, ensure_ascii=False))
+        return
+    for e in entries:
+        subject = f"{e['subject_type']}:{e['subject_id']}" if e["subject_id"] else "-"
+        print(f"#{e['id']} {e['at']} {e['actor']} {e['action']} {subject} ns={e['namespace'] or '-'}")
+        for key in ("before", "after"):
+            if e[key] is not None:
+                print(f"    {key}: {json.dumps(e[key], ensure_ascii=False, sort_keys=True)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s stratagate %(levelname)s %(name)s: %(message)s",
     )
     try:
-        settings = load_settings({"db": args.db, "block_turns": getattr(args, "block_turns", None)})
+        settings = load_settings({"db": getattr(args, "db", None), "block_turns": getattr(args, "block_turns", None)})
     except SettingsError as exc:
         print(f"stratagate: {exc}", file=sys.stderr)
         return 2
@@ -45,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(serve(settings))
         except KeyboardInterrupt:
             return 130
+    if args.command == "tools":
+        from stratagate.tools.catalog import tool_specs
+
+        print(json.dumps(tool_specs(), indent=2, ensure_ascii=False))
+        return 0
     if args.command == "info":
         from stratagate.app import App
 
@@ -61,5 +123,16 @@ def main(argv: list[str] | None = None) -> int:
                 await app.db.close()
 
         asyncio.run(show())
+        return 0
+    if args.command == "audit":
+        if not settings.db.exists():
+            print(f"stratagate: no database at {settings.db}", file=sys.stderr)
+            return 1
+        try:
+            entries = audit_entries(settings.db, args.namespace, args.limit)
+        except sqlite3.Error as exc:
+            print(f"stratagate: cannot read the audit log of {settings.db}: {exc}", file=sys.stderr)
+            return 1
+        _print_audit(entries, args.json)
         return 0
     return 2

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-PREFIXES = {"blk": "block", "msg": "message", "turn": "turn", "job": "job"}
-_ID = re.compile(r"^(blk|msg|turn|job)_([1-9][0-9]{0,17})$")
+PREFIXES = {"blk": "block", "msg": "message", "turn": "turn", "job": "job", "evt": "event"}
+_ID = re.compile(r"^(blk|msg|turn|job|evt)_([1-9][0-9]{0,17})$")
 
 
 def make(prefix: str, key: int) -> str:

@@ -130,8 +130,8 @@ describe('tools', () => {
     const changed = structuredClone(FALLBACK_TOOLS)
     changed[0].description = 'new text'
     assert.equal(set.apply(changed), true)
-    assert.equal(registered.length, 6)
-    assert.equal(disposed.length, 3)
+    assert.equal(registered.length, 2 * FALLBACK_TOOLS.length)
+    assert.equal(disposed.length, FALLBACK_TOOLS.length)
   })
 })
 
@@ -262,8 +262,9 @@ describe('the plugin in a stand-in DSH context (real sidecar)', () => {
     }
   })
 
-  it('registers the three memory tools and the usage section synchronously', () => {
-    assert.deepEqual([...ctx.tools.registered.keys()].sort(), ['memory_expand_block', 'memory_get_blocks', 'memory_search_raw'])
+  it('registers every memory tool and the usage section synchronously', () => {
+    assert.deepEqual([...ctx.tools.registered.keys()].sort(), FALLBACK_TOOLS.map((t) => t.name).sort())
+    assert.ok(ctx.tools.registered.has('memory_search_raw') && ctx.tools.registered.has('memory_remember'))
     assert.equal(ctx.systemPrompt.sections[0].name, 'stratagate')
     assert.equal(ctx.systemPrompt.sections[0].order, 113)
     assert.equal(ctx.children[0].inject[0], 'webServer')
@@ -330,7 +331,7 @@ describe('the plugin without Python', () => {
     const ctx = fakeContext()
     try {
       plugin.apply(ctx, { python: '/nonexistent/python3' })
-      assert.equal(ctx.tools.registered.size, 3)
+      assert.equal(ctx.tools.registered.size, FALLBACK_TOOLS.length)
       const tool = ctx.tools.registered.get('memory_get_blocks')
       const session = { id: 's', header: { cwd: '/p' } }
       await assert.rejects(

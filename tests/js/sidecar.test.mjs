@@ -116,8 +116,10 @@ describe('sidecar JSON-RPC client (real sidecar)', () => {
 
   it('lists the tools the shim registers before the sidecar answers (no drift)', async () => {
     const specs = await sidecar.call('tools.list')
-    assert.deepEqual(specs.map((s) => s.name).sort(), ['memory_expand_block', 'memory_get_blocks', 'memory_search_raw'])
-    assert.equal(toolsKey(specs), toolsKey(FALLBACK_TOOLS), 'shim-js/tools.js FALLBACK_TOOLS must match the sidecar tools.list')
+    for (const name of ['memory_expand_block', 'memory_get_blocks', 'memory_search_raw']) {
+      assert.ok(specs.some((s) => s.name === name), name)
+    }
+    assert.equal(toolsKey(specs), toolsKey(FALLBACK_TOOLS), 'plugin/tools.json must match the sidecar tools.list (run `stratagate tools > plugin/tools.json`)')
   })
 
   it('calls a tool, and turns sidecar errors into errors with the sidecar message', async () => {

@@ -132,5 +132,80 @@ CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit_log
 BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
 """
 
-MIGRATIONS: list[str] = [MIGRATION_1]
+MIGRATION_2 = """
+-- Long-term memory: event cards. Content and provenance are written once; only lifecycle columns change.
+CREATE TABLE events(
+  id INTEGER PRIMARY KEY,
+  namespace_id INTEGER NOT NULL REFERENCES namespaces(id),
+  session_id INTEGER REFERENCES sessions(id),
+  origin TEXT NOT NULL CHECK (origin IN ('remember', 'extraction', 'import')),
+  block_id INTEGER REFERENCES blocks(id),
+  import_id INTEGER,
+  title TEXT NOT NULL,
+  summary TEXT NOT NULL,
+  narrative TEXT NOT NULL,
+  tags TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(tags) AND json_type(tags) = 'array'),
+  quotes TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(quotes) AND json_type(quotes) = 'array'),
+  type TEXT NOT NULL CHECK (type IN ('decision', 'preference', 'plan', 'change', 'fact', 'event')),
+  participants TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(participants) AND json_type(participants) = 'array'),
+  scope TEXT NOT NULL CHECK (scope IN ('user', 'project', 'session')),
+  criticality TEXT NOT NULL CHECK (criticality IN ('routine', 'preference', 'identity', 'safety')),
+  confidence REAL NOT NULL CHECK (confidence BETWEEN 0 AND 1),
+  status TEXT NOT NULL CHECK (status IN ('active', 'superseded', 'disputed', 'forgotten', 'archived')),
+  prior_status TEXT CHECK (prior_status IN ('active', 'superseded', 'disputed', 'forgotten', 'archived')),
+  successor_id INTEGER REFERENCES events(id),
+  pinned INTEGER NOT NULL DEFAULT 0 CHECK (pinned IN (0, 1)),
+  weight_cap REAL CHECK (weight_cap BETWEEN 0 AND 1),
+  mentioned_at TEXT NOT NULL,
+  happened_start TEXT,
+  happened_end TEXT,
+  time_original TEXT,
+  time_precision TEXT NOT NULL DEFAULT 'unknown'
+    CHECK (time_precision IN ('instant', 'day', 'week', 'month', 'year', 'range', 'unknown')),
+  time_basis TEXT NOT NULL DEFAULT 'unknown' CHECK (time_basis IN ('explicit', 'relative', 'inferred', 'unknown')),
+  time_status TEXT NOT NULL DEFAULT 'unknown'
+    CHECK (time_status IN ('planned', 'occurred', 'ongoing', 'cancelled', 'unknown')),
+  fingerprint TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  CHECK (scope <> 'session' OR session_id IS NOT NULL),
+  CHECK (status <> 'superseded' OR successor_id IS NOT NULL)
+) STRICT;
+CREATE INDEX events_by_status ON events(namespace_id, status);
+CREATE INDEX events_by_fingerprint ON events(namespace_id, fingerprint);
+CREATE INDEX events_by_successor ON events(successor_id);
+
+CREATE TRIGGER events_content_immutable BEFORE UPDATE OF
+  namespace_id, session_id, origin, block_id, import_id, title, summary, narrative, tags, quotes, type,
+  participants, scope, criticality, confidence, mentioned_at, happened_start, happened_end, time_original,
+  time_precision, time_basis, time_status, fingerprint, created_at ON events
+BEGIN SELECT RAISE(ABORT, 'event content and provenance are immutable; supersede the event instead'); END;
+
+-- Provenance: where each event came from (a captured message, or the tool call that remembered it).
+CREATE TABLE event_sources(
+  id INTEGER PRIMARY KEY,
+  event_id INTEGER NOT NULL REFERENCES events(id),
+  message_id INTEGER REFERENCES messages(id),
+  call_id TEXT,
+  quote TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX event_sources_by_event ON event_sources(event_id);
+CREATE TRIGGER event_sources_immutable BEFORE UPDATE ON event_sources
+BEGIN SELECT RAISE(ABORT, 'event sources are immutable'); END;
+
+-- Pre-tokenised (search/terms.py) title, summary, narrative, tags, quotes, participants, type and time wording.
+CREATE VIRTUAL TABLE event_fts USING fts5(terms, tokenize = 'unicode61 remove_diacritics 0');
+
+-- A forgotten event's fingerprint: a later restatement of it is refused until the event is restored.
+CREATE TABLE tombstones(
+  namespace_id INTEGER NOT NULL REFERENCES namespaces(id),
+  fingerprint TEXT NOT NULL,
+  event_id INTEGER NOT NULL REFERENCES events(id),
+  created_at TEXT NOT NULL,
+  PRIMARY KEY(namespace_id, fingerprint)
+) STRICT;
+"""
+
+MIGRATIONS: list[str] = [MIGRATION_1, MIGRATION_2]
 SCHEMA_VERSION = len(MIGRATIONS)

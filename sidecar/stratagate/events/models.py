@@ -1,0 +1,127 @@
+"""Event cards: the stored row and the public form agents and tools see."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from stratagate import ids
+from stratagate.events.temporal import Basis, Precision, TimeStatus
+
+EventType = Literal["decision", "preference", "plan", "change", "fact", "event"]
+Scope = Literal["user", "project", "session"]
+Criticality = Literal["routine", "preference", "identity", "safety"]
+Status = Literal["active", "superseded", "disputed", "forgotten", "archived"]
+Origin = Literal["remember", "extraction", "import"]
+
+SUPERSEDED_WEIGHT_CAP = 0.1
+"""Long-term weight of a superseded event: it can still be found, never outrank what replaced it."""
+
+
+class NewEvent(BaseModel):
+    """Everything written once when an event is created (content and provenance)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    namespace_id: int
+    session_id: int | None
+    origin: Origin
+    block_id: int | None = None
+    import_id: int | None = None
+    title: str
+    summary: str
+    narrative: str
+    tags: list[str] = Field(default_factory=list)
+    quotes: list[str] = Field(default_factory=list)
+    type: EventType = "fact"
+    participants: list[str] = Field(default_factory=list)
+    scope: Scope = "project"
+    criticality: Criticality = "routine"
+    confidence: float = Field(1.0, ge=0, le=1)
+    mentioned_at: str
+    happened_start: str | None = None
+    happened_end: str | None = None
+    time_original: str | None = None
+    time_precision: Precision = "unknown"
+    time_basis: Basis = "unknown"
+    time_status: TimeStatus = "unknown"
+    fingerprint: str
+
+
+class EventRow(NewEvent):
+    """One row of ``events`` plus its owner session's key."""
+
+    id: int
+    session_key: str | None = None
+    status: Status
+    prior_status: Status | None = None
+    successor_id: int | None = None
+    pinned: bool = False
+    weight_cap: float | None = None
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row | Mapping[str, Any]) -> EventRow:
+        data = dict(row)
+        for key in ("tags", "quotes", "participants"):
+            data[key] = json.loads(data[key])
+        data["pinned"] = bool(data["pinned"])
+        return cls.model_validate(data)
+
+    @property
+    def public_id(self) -> str:
+        return ids.make("evt", self.id)
+
+    def visible_to(self, namespace_id: int, session_id: int | None) -> bool:
+        """Same namespace, and a session-scoped event only from its own session."""
+        if self.namespace_id != namespace_id:
+            return False
+        return self.scope != "session" or (session_id is not None and self.session_id == session_id)
+
+    def lifecycle(self) -> dict[str, Any]:
+        """The columns a mutation may change: what the audit log records before and after."""
+        return {
+            "status": self.status,
+            "prior_status": self.prior_status,
+            "successor_id": ids.make("evt", self.successor_id) if self.successor_id else None,
+            "pinned": self.pinned,
+            "weight_cap": self.weight_cap,
+        }
+
+    def temporal(self) -> dict[str, Any]:
+        return {
+            "mentioned_at": self.mentioned_at,
+            "happened_start": self.happened_start,
+            "happened_end": self.happened_end,
+            "original": self.time_original,
+            "precision": self.time_precision,
+            "basis": self.time_basis,
+            "status": self.time_status,
+        }
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "id": self.public_id,
+            "title": self.title,
+            "summary": self.summary,
+            "narrative": self.narrative,
+            "tags": self.tags,
+            "quotes": self.quotes,
+            "type": self.type,
+            "participants": self.participants,
+            "scope": self.scope,
+            "session": self.session_key if self.scope == "session" else None,
+            "criticality": self.criticality,
+            "confidence": self.confidence,
+            "origin": self.origin,
+            "block_id": ids.make("blk", self.block_id) if self.block_id else None,
+            **self.lifecycle(),
+            "temporal": self.temporal(),
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }

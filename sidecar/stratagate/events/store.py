@@ -1,0 +1,278 @@
+"""Event storage. Mutations are pure functions over a connection inside the caller's transaction and append
+their own audit rows; reads take any connection (the reader, or the writer inside a transaction).
+
+Lifecycle rules:
+
+- Content and provenance are written once (a trigger refuses later edits). Supersession changes only status,
+  ``prior_status``, ``successor_id`` and ``weight_cap``.
+- Forgetting sets ``forgotten`` (keeping the prior status) and writes a tombstone of the event's fingerprint;
+  a later restatement with that fingerprint is refused until the event is restored.
+- A forgotten event stays forgotten when something supersedes it: it is left untouched.
+- Restoring brings back the prior status (``superseded`` stays superseded) and removes the tombstone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+from typing import Any
+
+import aiosqlite
+
+from stratagate import ids
+from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow, NewEvent, Status
+from stratagate.search.terms import fts_document
+from stratagate.storage.db import Actor, audit
+from stratagate.timeutil import now_iso
+
+MAX_CHAIN = 32
+
+_SELECT = "SELECT e.*, s.key AS session_key FROM events e LEFT JOIN sessions s ON s.id = e.session_id"
+
+
+def normalise(text: str) -> str:
+    """Unicode-normalised, case-folded text with whitespace runs collapsed: what counts as 'the same'."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def fingerprint(text: str) -> str:
+    """A stable key of the normalised text (a hash, so tombstones hold no forgotten content)."""
+    return "sha256:" + hashlib.sha256(normalise(text).encode("utf-8")).hexdigest()
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _fts_text(ev: NewEvent) -> str:
+    parts = [
+        ev.title,
+        ev.summary,
+        ev.narrative,
+        *ev.tags,
+        *ev.quotes,
+        *ev.participants,
+        ev.type,
+        ev.time_original or "",
+    ]
+    return fts_document("\n".join(parts))
+
+
+async def get_event(conn: aiosqlite.Connection, event_id: int) -> EventRow | None:
+    row = await (await conn.execute(f"{_SELECT} WHERE e.id = ?", (event_id,))).fetchone()
+    return None if row is None else EventRow.from_row(row)
+
+
+async def insert_event(
+    conn: aiosqlite.Connection,
+    ev: NewEvent,
+    actor: Actor,
+    *,
+    message_id: int | None = None,
+    call_id: str | None = None,
+    quote: str | None = None,
+) -> EventRow:
+    now = now_iso()
+    data = ev.model_dump()
+    for key in ("tags", "quotes", "participants"):
+        data[key] = _json(data[key])
+    cols = [*data.keys(), "status", "pinned", "created_at", "updated_at"]
+    values = [*data.values(), "active", 0, now, now]
+    cursor = await conn.execute(
+        f"INSERT INTO events({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})", values
+    )
+    event_id = int(cursor.lastrowid or 0)
+    await conn.execute("INSERT INTO event_fts(rowid, terms) VALUES (?, ?)", (event_id, _fts_text(ev)))
+    if quote is not None or message_id is not None:
+        await conn.execute(
+            "INSERT INTO event_sources(event_id, message_id, call_id, quote, created_at) VALUES (?, ?, ?, ?, ?)",
+            (event_id, message_id, call_id, quote or "", now),
+        )
+    row = await get_event(conn, event_id)
+    assert row is not None
+    await audit(conn, ev.namespace_id, actor, f"event.{ev.origin}", "event", row.public_id, None, row.public())
+    return row
+
+
+async def tombstone_for(conn: aiosqlite.Connection, namespace_id: int, fp: str) -> int | None:
+    row = await (
+        await conn.execute(
+            "SELECT event_id FROM tombstones WHERE namespace_id = ? AND fingerprint = ?", (namespace_id, fp)
+        )
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+async def active_duplicate(
+    conn: aiosqlite.Connection, namespace_id: int, session_id: int | None, fp: str
+) -> EventRow | None:
+    rows = await conn.execute_fetchall(
+        f"{_SELECT} WHERE e.namespace_id = ? AND e.fingerprint = ? AND e.status = 'active' ORDER BY e.id",
+        (namespace_id, fp),
+    )
+    for row in rows:
+        ev = EventRow.from_row(row)
+        if ev.visible_to(namespace_id, session_id):
+            return ev
+    return None
+
+
+async def _set(
+    conn: aiosqlite.Connection, ev: EventRow, actor: Actor, action: str, extra: Any = None, **changes: Any
+) -> EventRow:
+    sets = ", ".join(f"{k} = ?" for k in changes)
+    await conn.execute(f"UPDATE events SET {sets}, updated_at = ? WHERE id = ?", (*changes.values(), now_iso(), ev.id))
+    after = await get_event(conn, ev.id)
+    assert after is not None
+    after_state = after.lifecycle() | ({"note": extra} if extra else {})
+    await audit(conn, ev.namespace_id, actor, action, "event", ev.public_id, ev.lifecycle(), after_state)
+    return after
+
+
+async def supersede(conn: aiosqlite.Connection, target: EventRow, successor: EventRow, actor: Actor) -> dict[str, Any]:
+    """Mark ``target`` superseded by ``successor``; a forgotten or already superseded target is left as it is."""
+    if target.status == "forgotten":
+        return {
+            "id": target.public_id,
+            "status": "forgotten",
+            "superseded": False,
+            "note": f"{target.public_id} is forgotten and stays forgotten; superseding never resurrects it",
+        }
+    if target.status == "superseded":
+        by = ids.make("evt", target.successor_id or 0)
+        return {
+            "id": target.public_id,
+            "status": "superseded",
+            "superseded": False,
+            "note": f"{target.public_id} was already superseded by {by}; left unchanged",
+        }
+    after = await _set(
+        conn,
+        target,
+        actor,
+        "event.superseded",
+        None,
+        status="superseded",
+        prior_status=target.status,
+        successor_id=successor.id,
+        weight_cap=SUPERSEDED_WEIGHT_CAP,
+    )
+    return {
+        "id": after.public_id,
+        "status": after.status,
+        "superseded": True,
+        "prior_status": after.prior_status,
+        "successor_id": successor.public_id,
+    }
+
+
+async def forget(conn: aiosqlite.Connection, ev: EventRow, actor: Actor, reason: str | None) -> EventRow:
+    after = await _set(
+        conn,
+        ev,
+        actor,
+        "event.forgotten",
+        {"reason": reason} if reason else None,
+        status="forgotten",
+        prior_status=ev.status,
+    )
+    await conn.execute(
+        "INSERT INTO tombstones(namespace_id, fingerprint, event_id, created_at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT(namespace_id, fingerprint) DO UPDATE SET event_id = excluded.event_id,"
+        " created_at = excluded.created_at",
+        (ev.namespace_id, ev.fingerprint, ev.id, now_iso()),
+    )
+    return after
+
+
+async def restore(conn: aiosqlite.Connection, ev: EventRow, actor: Actor) -> EventRow:
+    back: Status = ev.prior_status if ev.prior_status and ev.prior_status != "forgotten" else "active"
+    if back == "superseded" and ev.successor_id is None:
+        back = "active"
+    after = await _set(conn, ev, actor, "event.restored", None, status=back, prior_status=None)
+    await conn.execute(
+        "DELETE FROM tombstones WHERE namespace_id = ? AND fingerprint = ? AND event_id = ?",
+        (ev.namespace_id, ev.fingerprint, ev.id),
+    )
+    return after
+
+
+async def set_pinned(conn: aiosqlite.Connection, ev: EventRow, actor: Actor, pinned: bool) -> EventRow:
+    return await _set(conn, ev, actor, "event.pinned" if pinned else "event.unpinned", None, pinned=int(pinned))
+
+
+async def search(
+    conn: aiosqlite.Connection,
+    namespace_id: int,
+    session_id: int | None,
+    match: str | None,
+    statuses: list[str],
+    event_type: str | None,
+    limit: int,
+) -> list[tuple[EventRow, float | None]]:
+    """Visible events with one of ``statuses``: BM25 order (scaled by weight cap) for a match, else newest first."""
+    where = [
+        "e.namespace_id = ?",
+        f"e.status IN ({', '.join('?' for _ in statuses)})",
+        "(e.scope <> 'session' OR e.session_id IS ?)",
+    ]
+    params: list[Any] = [namespace_id, *statuses, session_id]
+    if event_type is not None:
+        where.append("e.type = ?")
+        params.append(event_type)
+    if match is None:
+        rows = await conn.execute_fetchall(
+            f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY e.pinned DESC, e.id DESC LIMIT ?", (*params, limit)
+        )
+        return [(EventRow.from_row(r), None) for r in rows]
+    rows = await conn.execute_fetchall(
+        f"SELECT e.*, s.key AS session_key, bm25(event_fts) AS rank FROM event_fts"
+        f" JOIN events e ON e.id = event_fts.rowid LEFT JOIN sessions s ON s.id = e.session_id"
+        f" WHERE event_fts MATCH ? AND {' AND '.join(where)} ORDER BY rank, e.id DESC LIMIT ?",
+        (match, *params, limit * 5),
+    )
+    scored = []
+    for r in rows:
+        data = dict(r)
+        rank = float(data.pop("rank"))
+        ev = EventRow.from_row(data)
+        scored.append((ev, -rank * (ev.weight_cap if ev.weight_cap is not None else 1.0)))
+    # Ties (BM25 is ~0 when every event holds the words) go to current events, then the newest.
+    scored.sort(key=lambda pair: (-(pair[1] or 0.0), pair[0].status == "superseded", -pair[0].id))
+    return scored[:limit]
+
+
+async def successor_chain(conn: aiosqlite.Connection, ev: EventRow) -> list[EventRow]:
+    """The events that replaced ``ev``, in order, up to the current one (cycle-safe)."""
+    chain: list[EventRow] = []
+    seen = {ev.id}
+    current = ev
+    while current.successor_id is not None and current.successor_id not in seen and len(chain) < MAX_CHAIN:
+        nxt = await get_event(conn, current.successor_id)
+        if nxt is None:
+            break
+        chain.append(nxt)
+        seen.add(nxt.id)
+        current = nxt
+    return chain
+
+
+async def predecessors(conn: aiosqlite.Connection, ev: EventRow) -> list[EventRow]:
+    rows = await conn.execute_fetchall(f"{_SELECT} WHERE e.successor_id = ? ORDER BY e.id", (ev.id,))
+    return [EventRow.from_row(r) for r in rows]
+
+
+async def sources(conn: aiosqlite.Connection, event_id: int) -> list[dict[str, Any]]:
+    rows = await conn.execute_fetchall(
+        "SELECT message_id, call_id, quote, created_at FROM event_sources WHERE event_id = ? ORDER BY id", (event_id,)
+    )
+    return [
+        {
+            "message_id": ids.make("msg", r["message_id"]) if r["message_id"] else None,
+            "call_id": r["call_id"],
+            "quote": r["quote"],
+            "created_at": r["created_at"],
+        }
+        for r in rows
+    ]

@@ -1,0 +1,348 @@
+"""Explicit long-term memory: memory_remember, memory_forget, memory_restore, memory_pin, memory_search_events
+and memory_expand_event. Every mutation is audited with actor 'agent'."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import aiosqlite
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from stratagate import ids
+from stratagate.capture.store import ensure_namespace, ensure_session
+from stratagate.errors import invalid_params, not_found
+from stratagate.events import store
+from stratagate.events.models import Criticality, EventRow, EventType, NewEvent, Scope, Status
+from stratagate.events.temporal import TimeStatus, build_temporal
+from stratagate.redact import redact
+from stratagate.search.terms import fts_query
+from stratagate.tools.registry import Tool, ToolContext
+
+ACTOR = "agent"
+TITLE_CHARS = 80
+SUMMARY_CHARS = 300
+DEFAULT_STATUSES: list[str] = ["active", "disputed"]
+
+EventId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
+ID_HELP = "Event id from memory_remember or memory_search_events, e.g. 'evt_12'."
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _parse(value: str) -> int:
+    key = ids.parse(value, "evt")
+    if key is None:
+        raise invalid_params(f"event ids look like 'evt_12' (got {value!r})")
+    return key
+
+
+async def _scope_keys(conn: aiosqlite.Connection, ctx: ToolContext) -> tuple[int | None, int | None]:
+    """The caller's namespace and session keys, or None where nothing exists yet (no events to see)."""
+    row = await (await conn.execute("SELECT id FROM namespaces WHERE name = ?", (ctx.namespace,))).fetchone()
+    if row is None:
+        return None, None
+    ns = int(row[0])
+    sess = await (
+        await conn.execute("SELECT id FROM sessions WHERE namespace_id = ? AND key = ?", (ns, ctx.session))
+    ).fetchone()
+    return ns, None if sess is None else int(sess[0])
+
+
+async def _visible(conn: aiosqlite.Connection, ctx: ToolContext, event_id: str) -> EventRow:
+    """The event if the caller may see it; otherwise -32004 (other namespaces and sessions look the same)."""
+    key = _parse(event_id)
+    ns, sess = await _scope_keys(conn, ctx)
+    ev = await store.get_event(conn, key)
+    if ns is None or ev is None or not ev.visible_to(ns, sess):
+        raise not_found(f"unknown event {ids.make('evt', key)}")
+    return ev
+
+
+def _brief(ev: EventRow) -> dict[str, Any]:
+    return {
+        "id": ev.public_id,
+        "title": ev.title,
+        "status": ev.status,
+        "successor_id": ids.make("evt", ev.successor_id) if ev.successor_id else None,
+    }
+
+
+# --- memory_remember ---------------------------------------------------------------------------------------------
+
+
+class RememberArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=4000, description="What to remember, in full (1–4000 characters).")
+    title: str | None = Field(
+        None, min_length=1, max_length=200, description="A short title; default: the start of the text."
+    )
+    type: EventType = Field("fact", description="decision, preference, plan, change, fact or event.")
+    scope: Scope = Field(
+        "project", description="'project' (this memory space), 'user', or 'session' (only this session can see it)."
+    )
+    criticality: Criticality = Field("routine", description="routine, preference, identity or safety.")
+    tags: list[Tag] = Field(default_factory=list, max_length=12, description="Up to 12 short tags.")
+    when: str | None = Field(
+        None,
+        max_length=200,
+        description="When it happened or will happen, as worded "
+        "('next Friday', '2026-05-11', '上周五'); resolved against now.",
+    )
+    happened: TimeStatus = Field("unknown", description="planned, occurred, ongoing, cancelled or unknown.")
+    supersedes: list[EventId] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Ids of events this one replaces ('evt_3'); they are kept, marked superseded and point here.",
+    )
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("text must not be blank")
+        return value
+
+
+async def remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
+    target_keys = list(dict.fromkeys(_parse(t) for t in args.supersedes))
+    text = redact(args.text.strip())
+    title = (
+        redact(args.title.strip()) if args.title and args.title.strip() else _clip(text.splitlines()[0], TITLE_CHARS)
+    )
+    fp = store.fingerprint(text)
+    now = datetime.now(UTC)
+    temporal = build_temporal(args.when, now, args.happened).model_dump(mode="json")
+    async with ctx.db.transaction() as conn:
+        ns = await ensure_namespace(conn, ctx.namespace)
+        sess, _ = await ensure_session(conn, ns, ctx.session)
+        tomb = await store.tombstone_for(conn, ns, fp)
+        if tomb is not None:
+            dead = ids.make("evt", tomb)
+            raise invalid_params(
+                f"refused: this restates forgotten event {dead} (tombstone {dead}); it was forgotten on request "
+                f"and stays forgotten. To bring it back, call memory_restore with id '{dead}'.",
+                {"tombstone": dead},
+            )
+        targets = []
+        for key in target_keys:
+            target = await store.get_event(conn, key)
+            if target is None or not target.visible_to(ns, sess):
+                raise not_found(f"unknown event {ids.make('evt', key)} in supersedes")
+            targets.append(target)
+        event = await store.active_duplicate(conn, ns, sess, fp)
+        duplicate = event is not None
+        if event is None:
+            new = NewEvent(
+                namespace_id=ns,
+                session_id=sess,
+                origin="remember",
+                title=title,
+                summary=_clip(text, SUMMARY_CHARS),
+                narrative=text,
+                tags=[redact(t) for t in args.tags],
+                type=args.type,
+                scope=args.scope,
+                criticality=args.criticality,
+                confidence=1.0,
+                mentioned_at=temporal["mentioned_at"],
+                happened_start=temporal["happened_start"],
+                happened_end=temporal["happened_end"],
+                time_original=temporal["original"],
+                time_precision=temporal["precision"],
+                time_basis=temporal["basis"],
+                time_status=temporal["status"],
+                fingerprint=fp,
+            )
+            event = await store.insert_event(conn, new, ACTOR, call_id=ctx.call_id, quote=text)
+        outcomes = [await store.supersede(conn, t, event, ACTOR) for t in targets if t.id != event.id]
+    result = event.public() | {"duplicate": duplicate}
+    if duplicate:
+        result["note"] = f"already remembered as {event.public_id}; nothing new was stored"
+    if outcomes:
+        result["supersedes"] = outcomes
+    return result
+
+
+# --- forget / restore / pin --------------------------------------------------------------------------------------
+
+
+class ForgetArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: EventId = Field(description=ID_HELP)
+    reason: str | None = Field(None, max_length=500, description="Why it is forgotten (kept in the audit log).")
+
+
+class IdArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: EventId = Field(description=ID_HELP)
+
+
+class PinArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: EventId = Field(description=ID_HELP)
+    pinned: bool = Field(description="true to pin (always kept prominent), false to unpin.")
+
+
+async def forget(ctx: ToolContext, args: ForgetArgs) -> dict[str, Any]:
+    async with ctx.db.transaction() as conn:
+        ev = await _visible(conn, ctx, args.id)
+        if ev.status == "forgotten":
+            return ev.public() | {"unchanged": True, "note": f"{ev.public_id} was already forgotten"}
+        after = await store.forget(conn, ev, ACTOR, args.reason and redact(args.reason))
+    return after.public() | {
+        "unchanged": False,
+        "note": f"forgotten; restating it will be refused until memory_restore is called with id '{ev.public_id}'",
+    }
+
+
+async def restore(ctx: ToolContext, args: IdArgs) -> dict[str, Any]:
+    async with ctx.db.transaction() as conn:
+        ev = await _visible(conn, ctx, args.id)
+        if ev.status != "forgotten":
+            raise invalid_params(f"{ev.public_id} is {ev.status}, not forgotten; only forgotten events can be restored")
+        after = await store.restore(conn, ev, ACTOR)
+    return after.public()
+
+
+async def pin(ctx: ToolContext, args: PinArgs) -> dict[str, Any]:
+    async with ctx.db.transaction() as conn:
+        ev = await _visible(conn, ctx, args.id)
+        if ev.status == "forgotten":
+            raise invalid_params(f"{ev.public_id} is forgotten; restore it before pinning")
+        if ev.pinned == args.pinned:
+            return ev.public() | {"unchanged": True}
+        after = await store.set_pinned(conn, ev, ACTOR, args.pinned)
+    return after.public() | {"unchanged": False}
+
+
+# --- search / expand ---------------------------------------------------------------------------------------------
+
+
+class SearchEventsArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str | None = Field(
+        None, max_length=2000, description="Words to look for; omit to list the newest events matching the filters."
+    )
+    limit: int = Field(6, ge=1, le=20, description="Maximum number of hits (1–20).")
+    status: list[Status] | None = Field(
+        None,
+        min_length=1,
+        max_length=5,
+        description="Only these statuses (the only way to see forgotten or archived events).",
+    )
+    type: EventType | None = Field(None, description="Only events of this type.")
+    include_inactive: bool = Field(False, description="Also show superseded events (default: active and disputed).")
+
+
+async def search_events(ctx: ToolContext, args: SearchEventsArgs) -> dict[str, Any]:
+    conn = ctx.db.reader
+    statuses = (
+        list(dict.fromkeys(args.status))
+        if args.status
+        else [*DEFAULT_STATUSES, *(["superseded"] if args.include_inactive else [])]
+    )
+    result: dict[str, Any] = {"query": args.query, "statuses": statuses, "hits": []}
+    match = None
+    if args.query is not None and args.query.strip():
+        match = fts_query(args.query)
+        if match is None:
+            result["note"] = "the query has no searchable words"
+            return result
+    ns, sess = await _scope_keys(conn, ctx)
+    if ns is None:
+        return result
+    for ev, score in await store.search(conn, ns, sess, match, statuses, args.type, args.limit):
+        hit: dict[str, Any] = {
+            "id": ev.public_id,
+            "title": ev.title,
+            "summary": ev.summary,
+            "type": ev.type,
+            "scope": ev.scope,
+            "criticality": ev.criticality,
+            "status": ev.status,
+            "pinned": ev.pinned,
+            "tags": ev.tags,
+            "temporal": ev.temporal(),
+            "successor_id": None,
+            "successor_title": None,
+        }
+        if score is not None:
+            hit["score"] = round(score, 4)
+        if ev.successor_id is not None:
+            succ = await store.get_event(conn, ev.successor_id)
+            hit["successor_id"] = ids.make("evt", ev.successor_id)
+            if succ is not None and succ.visible_to(ns, sess):
+                hit["successor_title"] = succ.title
+            if ev.status == "superseded":
+                hit["note"] = f"superseded by {hit['successor_id']}: not current"
+        result["hits"].append(hit)
+    return result
+
+
+async def expand_event(ctx: ToolContext, args: IdArgs) -> dict[str, Any]:
+    conn = ctx.db.reader
+    ev = await _visible(conn, ctx, args.id)
+    ns, sess = await _scope_keys(conn, ctx)
+    assert ns is not None
+    chain = [e for e in await store.successor_chain(conn, ev) if e.visible_to(ns, sess)]
+    result = ev.public() | {
+        "sources": await store.sources(conn, ev.id),
+        "successor_chain": [_brief(e) for e in chain],
+        "supersedes": [_brief(e) for e in await store.predecessors(conn, ev) if e.visible_to(ns, sess)],
+    }
+    if ev.status == "superseded" and chain:
+        result["note"] = f"superseded; the current version is {chain[-1].public_id}"
+    return result
+
+
+TOOLS = [
+    Tool(
+        "memory_remember",
+        "Store something in long-term memory (a decision, preference, plan, change, fact or event). Use "
+        "`supersedes` when it replaces earlier events: they are kept, marked superseded and point to the new one. "
+        "Restating a forgotten event is refused.",
+        RememberArgs,
+        remember,
+    ),
+    Tool(
+        "memory_forget",
+        "Forget an event: it disappears from search and activation and restating it is refused, until restored.",
+        ForgetArgs,
+        forget,
+    ),
+    Tool(
+        "memory_restore",
+        "Bring back a forgotten event with the status it had before (a superseded event stays superseded).",
+        IdArgs,
+        restore,
+    ),
+    Tool(
+        "memory_pin",
+        "Pin or unpin an event (pinned events are kept prominent).",
+        PinArgs,
+        pin,
+    ),
+    Tool(
+        "memory_search_events",
+        "Search long-term memory events, best match first (active and disputed by default). Every hit shows its "
+        "status and, if replaced, its successor: a superseded event is history, not the current state.",
+        SearchEventsArgs,
+        search_events,
+    ),
+    Tool(
+        "memory_expand_event",
+        "Read one event in full: narrative, quotes, sources, temporal record and, if superseded, the chain of "
+        "events that replaced it.",
+        IdArgs,
+        expand_event,
+    ),
+]
