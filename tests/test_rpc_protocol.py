@@ -294,5 +294,6 @@ async def test_a_version_1_database_is_migrated_in_place(tmp_path: Path):
         await client.call("turn.capture", turn(1))  # the old namespace keeps working
         remembered = await client.tool("proj", "s1", "memory_remember", {"text": "The project uses pnpm."})
         assert remembered["id"].startswith("evt_")
+        assert (await client.call("system.info"))["counts"]["events"]["active"] == 1
     finally:
         await client.close()

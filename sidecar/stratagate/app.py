@@ -82,6 +82,10 @@ class App:
             counts[table] = int(await db.scalar(f"SELECT COUNT(*) FROM {table}") or 0)
         blocks = await db.fetchall("SELECT status, COUNT(*) AS n FROM blocks GROUP BY status")
         counts["blocks"] = {"pending": 0, "ready": 0} | {r["status"]: r["n"] for r in blocks}
+        events = await db.fetchall("SELECT status, COUNT(*) AS n FROM events GROUP BY status")
+        counts["events"] = {s: 0 for s in ("active", "superseded", "disputed", "forgotten", "archived")} | {
+            r["status"]: r["n"] for r in events
+        }
         jobs = await db.fetchall("SELECT status, COUNT(*) AS n FROM jobs GROUP BY status")
         counts["jobs"] = {"queued": 0, "running": 0, "done": 0, "failed": 0} | {r["status"]: r["n"] for r in jobs}
         return {
