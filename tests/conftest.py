@@ -15,7 +15,10 @@ from support.sidecar import SidecarClient
 
 
 def summary_arguments(tool_name: str, body: dict[str, Any]) -> dict[str, Any]:
-    """A valid block summary derived from the transcript the sidecar sent."""
+    """A valid block summary derived from the transcript the sidecar sent.
+
+    It reports no durable facts, so no event_extraction job follows; tests of extraction opt in explicitly.
+    """
     payload = json.loads(body["messages"][-1]["content"])
     first, last = payload["turns"]
     lines = [ln for ln in payload["transcript"].splitlines() if ln.startswith("User: ")]
@@ -24,7 +27,7 @@ def summary_arguments(tool_name: str, body: dict[str, Any]) -> dict[str, Any]:
         "tags": ["test"],
         "summary": f"Turns {first} to {last}. The scripted model summarised this part of the conversation.",
         "key_facts": [ln[6:][:300] or "empty" for ln in lines[:2]] or [f"turns {first}-{last}"],
-        "has_durable_facts": True,
+        "has_durable_facts": False,
     }
 
 

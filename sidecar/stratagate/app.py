@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from stratagate import __version__
 from stratagate.blocks.summarize import BlockSummarizer
 from stratagate.config import Settings
-from stratagate.jobs.queue import BLOCK_SUMMARY, latest_failure
+from stratagate.events.extraction import EventExtractor
+from stratagate.jobs.queue import BLOCK_SUMMARY, EVENT_EXTRACTION, latest_failure
 from stratagate.jobs.runner import JobRunner
 from stratagate.storage.db import Database
 from stratagate.storage.schema import SCHEMA_VERSION
@@ -37,7 +38,10 @@ class App:
         self.tokens_ready: asyncio.Future[int] | None = None
         self.runner = JobRunner(
             self.db,
-            {BLOCK_SUMMARY: BlockSummarizer(self.db, self.gateway, count_tokens)},
+            {
+                BLOCK_SUMMARY: BlockSummarizer(self.db, self.gateway, count_tokens),
+                EVENT_EXTRACTION: EventExtractor(self.db, self.gateway, count_tokens),
+            },
             concurrency=settings.model_concurrency,
             backoff_base=settings.job_backoff_base,
             backoff_cap=settings.job_backoff_cap,

@@ -24,6 +24,7 @@ from typing import Any
 from support.model_server import Behaviour, Exchange, text, tool_call
 
 SUMMARY_TOOL = "stratagate_summarize_block"
+EXTRACTION_TOOL = "stratagate_extract_events"
 RUNTIME_CONTEXT_HEAD = "Current runtime context."
 DSH_AGENT_HEAD = "You are an AI agent powered by DeepSeek Harness"
 FINAL_PREFIX = "FINAL: "
@@ -87,13 +88,23 @@ def is_summary_request(body: dict[str, Any]) -> bool:
     return "compress one block" in system_text(body) and summary_payload(body) is not None
 
 
+def is_extraction_request(body: dict[str, Any]) -> bool:
+    """StrataGate's event-extraction call (forced ``stratagate_extract_events``)."""
+    return forced_tool(body) == EXTRACTION_TOOL or offered_tools(body) == [EXTRACTION_TOOL]
+
+
 def is_title_request(body: dict[str, Any]) -> bool:
-    return not body.get("tools") and "title" in system_text(body).lower() and not is_summary_request(body)
+    return (
+        not body.get("tools")
+        and "title" in system_text(body).lower()
+        and not is_summary_request(body)
+        and not is_extraction_request(body)
+    )
 
 
 def is_agent_request(body: dict[str, Any]) -> bool:
     """An agent step of a DSH session (not a title request, not a plugin's own model call)."""
-    if is_summary_request(body) or is_title_request(body):
+    if is_summary_request(body) or is_extraction_request(body) or is_title_request(body):
         return False
     return system_text(body).startswith(DSH_AGENT_HEAD) or "bash" in offered_tools(body)
 
@@ -169,6 +180,7 @@ class DshModel:
         self.agent_steps = 0
         self.summaries = 0
         self.titles = 0
+        self.extractions = 0
         self.errors: list[str] = []
         self.summary_answered = threading.Event()
 
@@ -193,6 +205,11 @@ class DshModel:
             args = summary_arguments(payload)
             reply = tool_call(SUMMARY_TOOL, args) if SUMMARY_TOOL in offered_tools(body) else text(json.dumps(args))
             return _ThenSet(reply, self.summary_answered)
+        if is_extraction_request(body):
+            # Long-term events are not under test here: answer "nothing durable" so no job retries in the background.
+            with self._lock:
+                self.extractions += 1
+            return tool_call(EXTRACTION_TOOL, {"events": []})
         if is_title_request(body):
             with self._lock:
                 self.titles += 1

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from stratagate import ids
 from stratagate.blocks.summary_model import BlockSummary
-from stratagate.jobs.queue import JobRow, mark_done
+from stratagate.jobs.queue import EVENT_EXTRACTION, JobRow, enqueue, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.storage.db import Database, audit
 from stratagate.timeutil import now_iso
@@ -123,4 +123,6 @@ class BlockSummarizer:
                         "route": route,
                     },
                 )
+                if summary.has_durable_facts:  # the block is ready in this same transaction
+                    await enqueue(conn, job.namespace_id, EVENT_EXTRACTION, job.subject_id, job.max_attempts)
             await mark_done(conn, job)

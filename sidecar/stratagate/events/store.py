@@ -276,3 +276,45 @@ async def sources(conn: aiosqlite.Connection, event_id: int) -> list[dict[str, A
         }
         for r in rows
     ]
+
+
+async def dispute(conn: aiosqlite.Connection, ev: EventRow, other: EventRow, actor: Actor) -> dict[str, Any]:
+    """Mark ``ev`` disputed because ``other`` contradicts it; only an active event changes (audited)."""
+    if ev.status != "active":
+        return {"id": ev.public_id, "status": ev.status, "disputed": ev.status == "disputed"}
+    note = {"conflicts_with": other.public_id}
+    after = await _set(conn, ev, actor, "event.disputed", note, status="disputed", prior_status=ev.status)
+    return {"id": after.public_id, "status": after.status, "disputed": True, "conflicts_with": other.public_id}
+
+
+async def insert_sources(conn: aiosqlite.Connection, event_id: int, rows: list[tuple[int, str]]) -> list[str]:
+    """Append provenance rows ``(message_id, quote)`` to an event, skipping ones it already has; the added ids."""
+    have = {
+        (r[0], r[1])
+        for r in await conn.execute_fetchall(
+            "SELECT message_id, quote FROM event_sources WHERE event_id = ?", (event_id,)
+        )
+    }
+    now = now_iso()
+    added = []
+    for message_id, quote in rows:
+        if (message_id, quote) in have:
+            continue
+        have.add((message_id, quote))
+        await conn.execute(
+            "INSERT INTO event_sources(event_id, message_id, call_id, quote, created_at) VALUES (?, ?, NULL, ?, ?)",
+            (event_id, message_id, quote, now),
+        )
+        added.append(ids.make("msg", message_id))
+    return added
+
+
+async def add_sources(
+    conn: aiosqlite.Connection, ev: EventRow, rows: list[tuple[int, str]], actor: Actor, note: Any = None
+) -> list[str]:
+    """More evidence for an existing event (e.g. a later restatement): new source rows, audited."""
+    added = await insert_sources(conn, ev.id, rows)
+    if added:
+        after = {"sources_added": added} | ({"note": note} if note else {})
+        await audit(conn, ev.namespace_id, actor, "event.sources_added", "event", ev.public_id, None, after)
+    return added

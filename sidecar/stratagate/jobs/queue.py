@@ -15,7 +15,8 @@ from stratagate.storage.db import Database, audit
 from stratagate.timeutil import now_iso, to_iso
 
 BLOCK_SUMMARY = "block_summary"
-SUBJECT_PREFIX = {BLOCK_SUMMARY: "blk"}
+EVENT_EXTRACTION = "event_extraction"
+SUBJECT_PREFIX = {BLOCK_SUMMARY: "blk", EVENT_EXTRACTION: "blk"}
 
 
 class JobRow(BaseModel):
