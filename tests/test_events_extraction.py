@@ -242,3 +242,34 @@ async def test_block_without_durable_facts_gets_no_extraction(client: SidecarCli
     assert [j["kind"] for j in jobs] == ["block_summary"]
     assert all(forced_tool(b) != EXTRACT for b in model_server.requests) and script.payloads == []
 
+
+
+async def test_conflicting_extraction_disputes_both_and_a_duplicate_merges_sources(client: SidecarClient,
+                                                                                     script: Script):
+    script.answers.append(lambda p: {"events": [draft(
+        "Deploys go out on Fridays.", user_msg(p), title="Deploy day", type="decision",
+        quotes=["Deploys go out on Fridays."])]})
+    first = await capture(client, 1, "Deploys go out on Fridays.")
+    await job_note(client, first)
+    (friday,) = await events(client, query="deploys fridays")
+
+    def conflict_and_duplicate(p: dict[str, Any]) -> dict[str, Any]:
+        related = [e["id"] for e in p["related_events"]]
+        assert friday["id"] in related
+        return {"events": [
+            draft("Deploys go out on Mondays.", user_msg(p), title="Deploy day (Monday)", type="decision",
+                  conflicts_with=[friday["id"]]),
+            draft("Deploys go out on Fridays.", user_msg(p), title="Deploy day again"),
+        ]}
+
+    script.answers.append(conflict_and_duplicate)
+    second = await capture(client, 2, "Deploys go out on Mondays. Deploys go out on Fridays, someone said.")
+    await job_note(client, second)
+
+    hits = {h["title"]: h for h in await events(client, query="deploys mondays fridays")}
+    assert hits["Deploy day"]["status"] == "disputed"
+    assert hits["Deploy day (Monday)"]["status"] == "disputed"
+    assert "Deploy day again" not in hits  # the exact restatement merged into the existing event
+    merged = await expand(client, friday["id"])
+    cited_blocks = {s.get("message_id") for s in merged["sources"]}
+    assert len(cited_blocks) == 2  # one source from each block

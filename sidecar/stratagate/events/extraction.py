@@ -258,7 +258,7 @@ class EventExtractor:
                         {"reason": "restates a forgotten event", "block": block_ref,
                          "source_message_ids": [m.ref for m in cited]})
             return
-        event = await store.active_duplicate(conn, ns, sess, fp)
+        event = await store.current_duplicate(conn, ns, sess, fp)
         if event is not None:
             await store.add_sources(conn, event, sources, ACTOR, {"block": block_ref})
             report["merged"].append(event.public_id)

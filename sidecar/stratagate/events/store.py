@@ -104,11 +104,13 @@ async def tombstone_for(conn: aiosqlite.Connection, namespace_id: int, fp: str) 
     return None if row is None else int(row[0])
 
 
-async def active_duplicate(
+async def current_duplicate(
     conn: aiosqlite.Connection, namespace_id: int, session_id: int | None, fp: str
 ) -> EventRow | None:
+    """A current (active or disputed) visible event with the same text: a restatement is not a new event."""
     rows = await conn.execute_fetchall(
-        f"{_SELECT} WHERE e.namespace_id = ? AND e.fingerprint = ? AND e.status = 'active' ORDER BY e.id",
+        f"{_SELECT} WHERE e.namespace_id = ? AND e.fingerprint = ? AND e.status IN ('active', 'disputed')"
+        " ORDER BY e.id",
         (namespace_id, fp),
     )
     for row in rows:

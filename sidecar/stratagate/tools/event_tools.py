@@ -134,7 +134,7 @@ async def remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
             if target is None or not target.visible_to(ns, sess):
                 raise not_found(f"unknown event {ids.make('evt', key)} in supersedes")
             targets.append(target)
-        event = await store.active_duplicate(conn, ns, sess, fp)
+        event = await store.current_duplicate(conn, ns, sess, fp)
         duplicate = event is not None
         if event is None:
             new = NewEvent(
