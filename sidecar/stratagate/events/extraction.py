@@ -283,13 +283,7 @@ class EventExtractor:
                 scope=draft.scope,
                 criticality=draft.criticality,
                 confidence=draft.confidence,
-                mentioned_at=temporal["mentioned_at"],
-                happened_start=temporal["happened_start"],
-                happened_end=temporal["happened_end"],
-                time_original=temporal["original"],
-                time_precision=temporal["precision"],
-                time_basis=temporal["basis"],
-                time_status=temporal["status"],
+                **store.temporal_columns(temporal),
                 fingerprint=fp,
             )
             event = await store.insert_event(conn, new, ACTOR)

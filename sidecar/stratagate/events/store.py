@@ -41,6 +41,19 @@ def fingerprint(text: str) -> str:
     return "sha256:" + hashlib.sha256(normalise(text).encode("utf-8")).hexdigest()
 
 
+def temporal_columns(temporal: dict[str, Any]) -> dict[str, Any]:
+    """A serialised events.temporal.Temporal as the event columns that store it."""
+    return {
+        "mentioned_at": temporal["mentioned_at"],
+        "happened_start": temporal["happened_start"],
+        "happened_end": temporal["happened_end"],
+        "time_original": temporal["original"],
+        "time_precision": temporal["precision"],
+        "time_basis": temporal["basis"],
+        "time_status": temporal["status"],
+    }
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 

@@ -149,13 +149,7 @@ async def remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
                 scope=args.scope,
                 criticality=args.criticality,
                 confidence=1.0,
-                mentioned_at=temporal["mentioned_at"],
-                happened_start=temporal["happened_start"],
-                happened_end=temporal["happened_end"],
-                time_original=temporal["original"],
-                time_precision=temporal["precision"],
-                time_basis=temporal["basis"],
-                time_status=temporal["status"],
+                **store.temporal_columns(temporal),
                 fingerprint=fp,
             )
             event = await store.insert_event(conn, new, ACTOR, call_id=ctx.call_id, quote=text)
