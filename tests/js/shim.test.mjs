@@ -246,7 +246,7 @@ describe('the plugin in a stand-in DSH context (real sidecar)', () => {
     const llm = {
       async *stream(options) {
         streamCalls.push(options)
-        yield { type: 'tool-call-delta', index: 0, id: 'c1', name: 'stratagate_summarize_block', argumentsDelta: JSON.stringify({ title: 'Ports', tags: [], summary: 'Port 8080.', key_facts: ['port 8080'], has_durable_facts: true }) }
+        yield { type: 'tool-call-delta', index: 0, id: 'c1', name: 'stratagate_summarize_block', argumentsDelta: JSON.stringify({ title: 'Ports', tags: [], summary: 'Port 8080.', key_facts: ['port 8080'], has_durable_facts: false }) }
         yield { type: 'finish', reason: { kind: 'tool-calls' } }
       },
     }

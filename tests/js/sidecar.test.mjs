@@ -15,7 +15,7 @@ const SUMMARY = {
   tags: ['tests'],
   summary: 'The server listens on 8080; the api user test fails.',
   key_facts: ['Server port is 8080', 'api/user.test.ts fails'],
-  has_durable_facts: true,
+  has_durable_facts: false, // transport tests: no event_extraction job behind the summary
 }
 
 function start(options = {}) {
