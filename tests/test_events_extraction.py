@@ -273,3 +273,42 @@ async def test_conflicting_extraction_disputes_both_and_a_duplicate_merges_sourc
     merged = await expand(client, friday["id"])
     cited_blocks = {s.get("message_id") for s in merged["sources"]}
     assert len(cited_blocks) == 2  # one source from each block
+
+
+async def test_extracted_claims_are_projected_by_a_batch_job_and_conflicts_dispute_facts(client: SidecarClient,
+                                                                                           script: Script):
+    deploy_day = {"subject": "this project", "predicate": "deploy_day", "value": "Friday"}
+    script.answers.append(lambda p: {"events": [draft(
+        "Deploys go out on Fridays.", user_msg(p), title="Deploy day", type="decision", claims=[
+            deploy_day, {"subject": "Dana", "subject_kind": "person", "predicate": "member_of", "object": "Ops"},
+            {"subject": "", "predicate": "broken"}])]})  # a malformed claim is dropped, the event kept
+    first = await capture(client, 1, "Deploys go out on Fridays. Dana from Ops runs them.")
+    await job_note(client, first)
+    done = await client.wait_notification(
+        "jobs.changed", lambda p: p["kind"] == "graph_projection" and p["status"] == "done")
+    assert done["subject"].startswith("batch_")
+    (friday,) = await events(client, query="deploys fridays")
+    assert [c["predicate"] for c in (await expand(client, friday["id"]))["claims"]] == ["deploy_day", "member_of"]
+    project = await client.tool(NS, "s1", "memory_expand_graph_node", {"node": "this project"})
+    assert [(f["statement"], f["status"]) for f in project["current_state"]] == [("project deploy day: Friday",
+                                                                                  "active")]
+    dana = await client.tool(NS, "s1", "memory_expand_graph_node", {"node": "dana"})
+    assert dana["kind"] == "person" and dana["current_state"][0]["statement"] == "Dana member of Ops"
+
+    def conflict(p: dict[str, Any]) -> dict[str, Any]:
+        return {"events": [draft("Deploys go out on Mondays.", user_msg(p), title="Deploy day (Monday)",
+                                 type="decision", conflicts_with=[friday["id"]],
+                                 claims=[deploy_day | {"value": "Monday"}])]}
+
+    script.answers.append(conflict)
+    second = await capture(client, 2, "Deploys go out on Mondays.")
+    await job_note(client, second)
+    await client.wait_notification(
+        "jobs.changed", lambda p: p["kind"] == "graph_projection" and p["status"] == "done" and p["subject"] != done[
+            "subject"])
+    project = await client.tool(NS, "s1", "memory_expand_graph_node", {"node": "this project"})
+    # Both events are disputed, so neither day is settled: the Friday fact is disputed, and Monday comes in
+    # disputed (it does not silently replace Friday).
+    assert sorted((f["statement"], f["status"]) for f in project["current_state"]) == [
+        ("project deploy day: Friday", "disputed"), ("project deploy day: Monday", "disputed")]
+    assert all("disputed" in f["note"] for f in project["current_state"])

@@ -13,7 +13,8 @@ from stratagate import __version__
 from stratagate.blocks.summarize import BlockSummarizer
 from stratagate.config import Settings
 from stratagate.events.extraction import EventExtractor
-from stratagate.jobs.queue import BLOCK_SUMMARY, EVENT_EXTRACTION, latest_failure
+from stratagate.graph.projection import GraphProjector
+from stratagate.jobs.queue import BLOCK_SUMMARY, EVENT_EXTRACTION, GRAPH_PROJECTION, latest_failure
 from stratagate.jobs.runner import JobRunner
 from stratagate.storage.db import Database
 from stratagate.storage.schema import SCHEMA_VERSION
@@ -41,6 +42,7 @@ class App:
             {
                 BLOCK_SUMMARY: BlockSummarizer(self.db, self.gateway, count_tokens),
                 EVENT_EXTRACTION: EventExtractor(self.db, self.gateway, count_tokens),
+                GRAPH_PROJECTION: GraphProjector(self.db),
             },
             concurrency=settings.model_concurrency,
             backoff_base=settings.job_backoff_base,

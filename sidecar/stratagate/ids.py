@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import re
 
-PREFIXES = {"blk": "block", "msg": "message", "turn": "turn", "job": "job", "evt": "event"}
-_ID = re.compile(r"^(blk|msg|turn|job|evt)_([1-9][0-9]{0,17})$")
+PREFIXES = {
+    "blk": "block",
+    "msg": "message",
+    "turn": "turn",
+    "job": "job",
+    "evt": "event",
+    "imp": "import",
+    "nod": "graph node",
+    "fct": "graph fact",
+}
+_ID = re.compile(r"^(blk|msg|turn|job|evt|imp|nod|fct)_([1-9][0-9]{0,17})$")
 
 
 def make(prefix: str, key: int) -> str:

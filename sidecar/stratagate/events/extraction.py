@@ -23,6 +23,7 @@ from stratagate.events import store
 from stratagate.events.extraction_model import MAX_RELATED, EventDraft, ExtractionOutput
 from stratagate.events.models import EventRow, NewEvent
 from stratagate.events.temporal import build_temporal
+from stratagate.graph.projection import enqueue_projection
 from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.redact import redact
@@ -60,6 +61,12 @@ Time: put the time expression exactly as worded in the conversation in time_orig
 wording. The mention time (when it was said) is filled in by code from the message timestamps; do not report it. \
 time_status is what the conversation says: planned, occurred, ongoing, cancelled or unknown. A plan, intention or \
 promise is 'planned': it is never evidence that the thing happened.
+Claims (optional, for the knowledge graph): what the event states about people, projects, organisations, tools, \
+places and concepts, as subject + predicate + object (a node) or value (an attribute). Use 'this project' for \
+the project being worked on and 'user' for the user. Predicates are snake_case: uses, depends_on, works_on, \
+member_of, works_at, located_in, lives_in, prefers, or an attribute name such as deadline or version. Set slot \
+when the subject has one value at a time (e.g. 'package manager'), and ended=true when the event says something \
+stopped being true.
 Call the tool exactly once."""
 
 
@@ -233,6 +240,9 @@ class EventExtractor:
                     continue
                 seen.add(fp)
                 await self._write(conn, job, block, by_ref, draft, fp, report)
+            inserted = [ids.parse(ref, "evt") or 0 for ref in report["inserted"]]
+            if inserted:
+                await enqueue_projection(conn, ns, inserted, f"extraction {block_ref}")
             await audit(conn, ns, ACTOR, "block.events_extracted", "block", block_ref, None, report)
             await mark_done(conn, job)
 
@@ -259,6 +269,10 @@ class EventExtractor:
                          "source_message_ids": [m.ref for m in cited]})
             return
         event = await store.current_duplicate(conn, ns, sess, fp)
+        if event is None:
+            near = await store.near_duplicate(conn, ns, sess, redact(draft.summary))
+            shown = {ids.parse(ref, "evt") for ref in [*draft.supersedes, *draft.conflicts_with]}
+            event = near if near is not None and near.id not in shown else None
         if event is not None:
             await store.add_sources(conn, event, sources, ACTOR, {"block": block_ref})
             report["merged"].append(event.public_id)
@@ -285,6 +299,7 @@ class EventExtractor:
                 confidence=draft.confidence,
                 **store.temporal_columns(temporal),
                 fingerprint=fp,
+                claims=[c.model_dump(exclude_none=True) for c in draft.claims],
             )
             event = await store.insert_event(conn, new, ACTOR)
             await store.insert_sources(conn, event.id, sources)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError
 
 from stratagate.events.models import Criticality, EventType, Scope
 from stratagate.events.temporal import TimeStatus
+from stratagate.graph.claims import Claim
 
 MAX_EVENTS = 12
 MAX_RELATED = 8
@@ -16,6 +17,22 @@ Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Short = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
 MessageId = Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^msg_[1-9][0-9]{0,17}$")]
 EventId = Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^evt_[1-9][0-9]{0,17}$")]
+
+
+MAX_CLAIMS = 8
+
+
+def _valid_claims(value: Any) -> Any:
+    """Claims are an optional extra: a malformed one is dropped rather than failing the whole extraction."""
+    if not isinstance(value, list):
+        return []
+    kept = []
+    for item in value[:MAX_CLAIMS]:
+        try:
+            kept.append(Claim.model_validate(item))
+        except ValidationError:
+            continue
+    return kept
 
 
 class EventDraft(BaseModel):
@@ -65,6 +82,10 @@ class EventDraft(BaseModel):
         default_factory=list,
         max_length=MAX_RELATED,
         description="Ids from related_events that this event contradicts without clearly replacing.",
+    )
+    claims: Annotated[list[Claim], BeforeValidator(_valid_claims)] = Field(
+        default_factory=list,
+        description=f"Up to {MAX_CLAIMS} statements for the knowledge graph (subject, predicate, object or value).",
     )
 
 

@@ -50,6 +50,8 @@ class NewEvent(BaseModel):
     time_basis: Basis = "unknown"
     time_status: TimeStatus = "unknown"
     fingerprint: str
+    claims: list[dict[str, Any]] = Field(default_factory=list)
+    """graph.claims.Claim dumps: what the event states about nodes; the graph projection reads them."""
 
 
 class EventRow(NewEvent):
@@ -68,7 +70,7 @@ class EventRow(NewEvent):
     @classmethod
     def from_row(cls, row: sqlite3.Row | Mapping[str, Any]) -> EventRow:
         data = dict(row)
-        for key in ("tags", "quotes", "participants"):
+        for key in ("tags", "quotes", "participants", "claims"):
             data[key] = json.loads(data[key])
         data["pinned"] = bool(data["pinned"])
         return cls.model_validate(data)
@@ -120,6 +122,8 @@ class EventRow(NewEvent):
             "confidence": self.confidence,
             "origin": self.origin,
             "block_id": ids.make("blk", self.block_id) if self.block_id else None,
+            "import_id": ids.make("imp", self.import_id) if self.import_id else None,
+            "claims": self.claims,
             **self.lifecycle(),
             "temporal": self.temporal(),
             "created_at": self.created_at,

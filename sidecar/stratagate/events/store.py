@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import unicodedata
 from typing import Any
 
@@ -22,7 +23,8 @@ import aiosqlite
 
 from stratagate import ids
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow, NewEvent, Status
-from stratagate.search.terms import fts_document
+from stratagate.graph import lexicon
+from stratagate.search.terms import fts_document, fts_query, terms
 from stratagate.storage.db import Actor, audit
 from stratagate.timeutil import now_iso
 
@@ -59,7 +61,18 @@ def _json(value: Any) -> str:
 
 
 def _fts_text(ev: NewEvent) -> str:
+    # What the things named are ("npm" → "package manager"): a search by kind finds every member.
+    named = "\n".join([ev.title, ev.narrative, *ev.tags])
+    categories = lexicon.category_terms(named)
+    for claim in ev.claims:
+        for key in ("object", "subject"):
+            known = lexicon.lookup(str(claim.get(key) or ""))
+            if known is not None and known.category not in categories:
+                categories.append(known.category)
+        if claim.get("slot"):
+            categories.append(str(claim["slot"]))
     parts = [
+        *categories,
         ev.title,
         ev.summary,
         ev.narrative,
@@ -88,7 +101,7 @@ async def insert_event(
 ) -> EventRow:
     now = now_iso()
     data = ev.model_dump()
-    for key in ("tags", "quotes", "participants"):
+    for key in ("tags", "quotes", "participants", "claims"):
         data[key] = _json(data[key])
     cols = [*data.keys(), "status", "pinned", "created_at", "updated_at"]
     values = [*data.values(), "active", 0, now, now]
@@ -133,6 +146,41 @@ async def current_duplicate(
     return None
 
 
+NEAR_DUPLICATE = 0.8
+_NEGATION = re.compile(r"\b(?:not|no|never|none|nothing|cannot|can't|don't|doesn't|didn't|isn't|aren't|wasn't|"
+                       r"won't|shouldn't|without|stop|stopped)\b|[不没別别未无]", re.I)
+
+
+def _shape(text: str) -> tuple[frozenset[str], frozenset[str], bool]:
+    """What two texts must share to be the same memory: their words, their numbers exactly, and their polarity."""
+    words = frozenset(terms(text))
+    numbers = frozenset(w for w in words if any(ch.isdigit() for ch in w))
+    return words, numbers, _NEGATION.search(text) is not None
+
+
+def near_same(a: str, b: str) -> bool:
+    """Near-duplicates: ≥ 80 % word overlap (Jaccard), the same numbers and dates, and the same negation.
+    'The project uses npm' ≈ 'the project uses npm!', but never 'does not use npm' or another date."""
+    wa, na, nega = _shape(a)
+    wb, nb, negb = _shape(b)
+    if len(wa) < 3 or len(wb) < 3 or na != nb or nega != negb:
+        return False
+    return len(wa & wb) / len(wa | wb) >= NEAR_DUPLICATE
+
+
+async def near_duplicate(
+    conn: aiosqlite.Connection, namespace_id: int, session_id: int | None, text: str
+) -> EventRow | None:
+    """A current visible event that says nearly the same thing (exact restatements are found by fingerprint)."""
+    match = fts_query(text)
+    if match is None:
+        return None
+    for ev, _ in await search(conn, namespace_id, session_id, match, ["active", "disputed"], None, 8):
+        if near_same(text, ev.narrative) or near_same(text, ev.summary):
+            return ev
+    return None
+
+
 async def _set(
     conn: aiosqlite.Connection, ev: EventRow, actor: Actor, action: str, extra: Any = None, **changes: Any
 ) -> EventRow:
@@ -142,6 +190,11 @@ async def _set(
     assert after is not None
     after_state = after.lifecycle() | ({"note": extra} if extra else {})
     await audit(conn, ev.namespace_id, actor, action, "event", ev.public_id, ev.lifecycle(), after_state)
+    if after.status != ev.status:
+        # The graph is a projection of events: its facts follow their events' status in the same transaction.
+        from stratagate.graph.follow import follow_event
+
+        await follow_event(conn, after, actor)
     return after
 
 
@@ -211,6 +264,19 @@ async def restore(conn: aiosqlite.Connection, ev: EventRow, actor: Actor) -> Eve
         (ev.namespace_id, ev.fingerprint, ev.id),
     )
     return after
+
+
+async def archive(conn: aiosqlite.Connection, ev: EventRow, actor: Actor, note: Any = None) -> EventRow:
+    """Take an event out of memory without a tombstone (e.g. its import was removed); the row and sources stay."""
+    return await _set(conn, ev, actor, "event.archived", note, status="archived", prior_status=ev.status)
+
+
+async def unsupersede(conn: aiosqlite.Connection, ev: EventRow, actor: Actor, note: Any = None) -> EventRow:
+    """Undo a supersession whose successor went away: back to the status it had before, weight cap lifted."""
+    back: Status = ev.prior_status if ev.prior_status in ("active", "disputed") else "active"
+    return await _set(
+        conn, ev, actor, "event.unsuperseded", note, status=back, prior_status=None, successor_id=None, weight_cap=None
+    )
 
 
 async def set_pinned(conn: aiosqlite.Connection, ev: EventRow, actor: Actor, pinned: bool) -> EventRow:
@@ -322,6 +388,18 @@ async def insert_sources(conn: aiosqlite.Connection, event_id: int, rows: list[t
         )
         added.append(ids.make("msg", message_id))
     return added
+
+
+async def add_call_source(
+    conn: aiosqlite.Connection, ev: EventRow, call_id: str | None, quote: str, actor: Actor
+) -> None:
+    """The wording of a memory_remember call that restated ``ev`` nearly word for word, kept as more evidence."""
+    await conn.execute(
+        "INSERT INTO event_sources(event_id, message_id, call_id, quote, created_at) VALUES (?, NULL, ?, ?, ?)",
+        (ev.id, call_id, quote, now_iso()),
+    )
+    await audit(conn, ev.namespace_id, actor, "event.sources_added", "event", ev.public_id, None,
+                {"call_id": call_id, "note": "near-duplicate restatement merged"})
 
 
 async def add_sources(

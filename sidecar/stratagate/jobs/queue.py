@@ -16,7 +16,8 @@ from stratagate.timeutil import now_iso, to_iso
 
 BLOCK_SUMMARY = "block_summary"
 EVENT_EXTRACTION = "event_extraction"
-SUBJECT_PREFIX = {BLOCK_SUMMARY: "blk", EVENT_EXTRACTION: "blk"}
+GRAPH_PROJECTION = "graph_projection"
+SUBJECT_PREFIX = {BLOCK_SUMMARY: "blk", EVENT_EXTRACTION: "blk", GRAPH_PROJECTION: "batch"}
 
 
 class JobRow(BaseModel):

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from stratagate.jsonschema import tool_parameters
 from stratagate.model.types import (
     ChatMessage,
     Completion,
@@ -105,52 +106,6 @@ def _balanced_end(text: str, start: int) -> tuple[int | None, int]:
 
 
 # ----------------------------------------------------------------------------------------- schema
-
-
-def tool_parameters(output_model: type[BaseModel]) -> dict[str, Any]:
-    """JSON Schema for the tool's parameters: an object schema with local $refs inlined when possible
-    (some OpenAI-compatible servers' grammar engines handle $defs poorly); recursive models keep $defs."""
-    schema = output_model.model_json_schema()
-    top_ref = schema.get("$ref")
-    if isinstance(top_ref, str) and top_ref.startswith("#/$defs/") and "$defs" in schema:
-        # Recursive models come out as a bare $ref; servers want the object at the top level.
-        defs = schema["$defs"]
-        schema = {**defs.get(top_ref.removeprefix("#/$defs/"), {}), "$defs": defs}
-    if schema.get("type") != "object":
-        raise TypeError(f"{output_model.__name__} must produce an object JSON schema, got {schema.get('type')!r}")
-    schema = _inline_refs(schema)
-    schema.setdefault("properties", {})
-    return schema
-
-
-class _Recursive(Exception):
-    pass
-
-
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    defs: dict[str, Any] = schema.get("$defs") or {}
-    if not defs:
-        return schema
-
-    def resolve(node: Any, stack: frozenset[str]) -> Any:
-        if isinstance(node, list):
-            return [resolve(item, stack) for item in node]
-        if not isinstance(node, dict):
-            return node
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            name = ref.removeprefix("#/$defs/")
-            if name in stack or name not in defs:
-                raise _Recursive
-            target = resolve(defs[name], stack | {name})
-            siblings = {k: resolve(v, stack) for k, v in node.items() if k != "$ref"}
-            return {**target, **siblings}  # pydantic puts field descriptions/defaults next to $ref
-        return {k: resolve(v, stack) for k, v in node.items() if k != "$defs"}
-
-    try:
-        return resolve(schema, frozenset())
-    except _Recursive:
-        return schema
 
 
 # ----------------------------------------------------------------------------------------- interpretation

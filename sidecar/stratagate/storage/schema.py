@@ -207,5 +207,125 @@ CREATE TABLE tombstones(
 ) STRICT;
 """
 
-MIGRATIONS: list[str] = [MIGRATION_1, MIGRATION_2]
+MIGRATION_3 = """
+-- Structured claims of an event (subject, predicate, object or value), written once; the graph projects them.
+ALTER TABLE events ADD COLUMN claims TEXT NOT NULL DEFAULT '[]'
+  CHECK (json_valid(claims) AND json_type(claims) = 'array');
+DROP TRIGGER events_content_immutable;
+CREATE TRIGGER events_content_immutable BEFORE UPDATE OF
+  namespace_id, session_id, origin, block_id, import_id, title, summary, narrative, tags, quotes, type,
+  participants, scope, criticality, confidence, mentioned_at, happened_start, happened_end, time_original,
+  time_precision, time_basis, time_status, fingerprint, claims, created_at ON events
+BEGIN SELECT RAISE(ABORT, 'event content and provenance are immutable; supersede the event instead'); END;
+
+-- Imports of memories exported from other assistants: the source text is kept verbatim.
+CREATE TABLE imports(
+  id INTEGER PRIMARY KEY,
+  namespace_id INTEGER NOT NULL REFERENCES namespaces(id),
+  format TEXT NOT NULL,
+  source_name TEXT NOT NULL,
+  source_text TEXT NOT NULL,
+  source_sha256 TEXT NOT NULL,
+  item_count INTEGER NOT NULL,
+  report TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(report)),
+  status TEXT NOT NULL CHECK (status IN ('active', 'removed')),
+  created_at TEXT NOT NULL,
+  removed_at TEXT
+) STRICT;
+CREATE TRIGGER imports_source_immutable BEFORE UPDATE OF
+  namespace_id, format, source_name, source_text, source_sha256, created_at ON imports
+BEGIN SELECT RAISE(ABORT, 'an import keeps its source verbatim'); END;
+CREATE TRIGGER imports_no_delete BEFORE DELETE ON imports
+BEGIN SELECT RAISE(ABORT, 'imports are never deleted; remove marks them removed'); END;
+ALTER TABLE event_sources ADD COLUMN import_id INTEGER REFERENCES imports(id);
+ALTER TABLE event_sources ADD COLUMN source_ref TEXT;
+CREATE INDEX events_by_import ON events(import_id);
+
+-- Knowledge graph: a projection of events. Nodes with aliases, typed directed edges, and facts on nodes
+-- (attribute = value) and on edges, each with a status, a valid-time window and the events that support it.
+CREATE TABLE graph_nodes(
+  id INTEGER PRIMARY KEY,
+  namespace_id INTEGER NOT NULL REFERENCES namespaces(id),
+  kind TEXT NOT NULL CHECK (kind IN ('person', 'project', 'organization', 'tool', 'place', 'concept')),
+  name TEXT NOT NULL,
+  key TEXT NOT NULL,
+  category TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  UNIQUE(namespace_id, key)
+) STRICT;
+CREATE TABLE graph_aliases(
+  namespace_id INTEGER NOT NULL REFERENCES namespaces(id),
+  key TEXT NOT NULL,
+  node_id INTEGER NOT NULL REFERENCES graph_nodes(id),
+  alias TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY(namespace_id, key)
+) STRICT;
+CREATE INDEX graph_aliases_by_node ON graph_aliases(node_id);
+CREATE TABLE graph_edges(
+  id INTEGER PRIMARY KEY,
+  namespace_id INTEGER NOT NULL REFERENCES namespaces(id),
+  src_id INTEGER NOT NULL REFERENCES graph_nodes(id),
+  predicate TEXT NOT NULL,
+  dst_id INTEGER NOT NULL REFERENCES graph_nodes(id),
+  created_at TEXT NOT NULL,
+  UNIQUE(src_id, predicate, dst_id)
+) STRICT;
+CREATE INDEX graph_edges_by_dst ON graph_edges(dst_id);
+CREATE TABLE graph_facts(
+  id INTEGER PRIMARY KEY,
+  namespace_id INTEGER NOT NULL REFERENCES namespaces(id),
+  node_id INTEGER NOT NULL REFERENCES graph_nodes(id),
+  edge_id INTEGER REFERENCES graph_edges(id),
+  attribute TEXT NOT NULL,
+  value TEXT,
+  slot TEXT,
+  scope TEXT NOT NULL CHECK (scope IN ('user', 'project', 'session')),
+  session_id INTEGER REFERENCES sessions(id),
+  status TEXT NOT NULL CHECK (status IN ('active', 'superseded', 'disputed', 'archived')),
+  prior_status TEXT CHECK (prior_status IN ('active', 'superseded', 'disputed', 'archived')),
+  valid_from TEXT,
+  valid_to TEXT,
+  superseded_by INTEGER REFERENCES graph_facts(id),
+  recorded_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  CHECK ((edge_id IS NULL) <> (value IS NULL)),
+  CHECK (scope <> 'session' OR session_id IS NOT NULL)
+) STRICT;
+CREATE INDEX graph_facts_by_node ON graph_facts(node_id, status);
+CREATE INDEX graph_facts_by_edge ON graph_facts(edge_id);
+CREATE INDEX graph_facts_by_slot ON graph_facts(node_id, slot, status);
+-- 'supports': the event states the fact; 'ends': the event says it stopped (a switch, a stop, a newer value).
+-- A fact's status is recomputed from these events' statuses whenever one of them changes.
+CREATE TABLE graph_fact_events(
+  fact_id INTEGER NOT NULL REFERENCES graph_facts(id),
+  event_id INTEGER NOT NULL REFERENCES events(id),
+  role TEXT NOT NULL CHECK (role IN ('supports', 'ends')),
+  created_at TEXT NOT NULL,
+  PRIMARY KEY(fact_id, event_id, role)
+) STRICT;
+CREATE INDEX graph_fact_events_by_event ON graph_fact_events(event_id);
+-- Pre-tokenised node name, aliases, kind, category and current facts.
+CREATE VIRTUAL TABLE graph_fts USING fts5(terms, tokenize = 'unicode61 remove_diacritics 0');
+
+-- Projection progress: batches of events, one job each; an event is projected once (state 'done').
+CREATE TABLE graph_batches(
+  id INTEGER PRIMARY KEY,
+  namespace_id INTEGER NOT NULL REFERENCES namespaces(id),
+  event_ids TEXT NOT NULL CHECK (json_valid(event_ids) AND json_type(event_ids) = 'array'),
+  reason TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  done_at TEXT
+) STRICT;
+CREATE TABLE graph_projection(
+  event_id INTEGER PRIMARY KEY REFERENCES events(id),
+  batch_id INTEGER REFERENCES graph_batches(id),
+  state TEXT NOT NULL CHECK (state IN ('pending', 'done')),
+  result TEXT,
+  updated_at TEXT NOT NULL
+) STRICT;
+"""
+
+MIGRATIONS: list[str] = [MIGRATION_1, MIGRATION_2, MIGRATION_3]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from stratagate.tools import block_tools, event_tools, raw_search
+from stratagate.tools import block_tools, event_tools, graph_tools, raw_search
 from stratagate.tools.registry import ToolRegistry
 
-ALL_TOOLS = (*block_tools.TOOLS, *raw_search.TOOLS, *event_tools.TOOLS)
+ALL_TOOLS = (*block_tools.TOOLS, *raw_search.TOOLS, *event_tools.TOOLS, *graph_tools.TOOLS)
 
 
 def build_registry() -> ToolRegistry:

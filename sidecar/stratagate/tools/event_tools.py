@@ -15,6 +15,8 @@ from stratagate.errors import invalid_params, not_found
 from stratagate.events import store
 from stratagate.events.models import Criticality, EventRow, EventType, NewEvent, Scope, Status
 from stratagate.events.temporal import TimeStatus, build_temporal
+from stratagate.graph.claims import Claim
+from stratagate.graph.projection import mark_projected, project_event
 from stratagate.redact import redact
 from stratagate.search.terms import fts_query
 from stratagate.tools.registry import Tool, ToolContext
@@ -99,6 +101,12 @@ class RememberArgs(BaseModel):
         max_length=20,
         description="Ids of events this one replaces ('evt_3'); they are kept, marked superseded and point here.",
     )
+    claims: list[Claim] | None = Field(
+        None,
+        max_length=8,
+        description="Optional statements for the knowledge graph (subject, predicate, object or value); "
+        "when omitted they are read from the text ('The project uses npm', 'Switch to pnpm').",
+    )
 
     @field_validator("text")
     @classmethod
@@ -136,6 +144,14 @@ async def remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
             targets.append(target)
         event = await store.current_duplicate(conn, ns, sess, fp)
         duplicate = event is not None
+        near = None
+        if event is None:
+            near = await store.near_duplicate(conn, ns, sess, text)
+            if near is not None and near.id not in target_keys:
+                # Nearly the same words: one memory with both wordings as its sources, not two memories.
+                await store.add_call_source(conn, near, ctx.call_id, text, ACTOR)
+                event, duplicate = near, True
+        graph: dict[str, Any] = {}
         if event is None:
             new = NewEvent(
                 namespace_id=ns,
@@ -151,12 +167,24 @@ async def remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
                 confidence=1.0,
                 **store.temporal_columns(temporal),
                 fingerprint=fp,
+                claims=[c.model_dump(exclude_none=True) for c in args.claims or []],
             )
             event = await store.insert_event(conn, new, ACTOR, call_id=ctx.call_id, quote=text)
+            # Projected now, in this transaction: the agent may read the graph in its very next call.
+            explicit = frozenset(t.id for t in targets)
+            graph = await project_event(conn, event, ACTOR, explicit_targets=explicit)
+            await mark_projected(conn, event.id, graph)
         outcomes = [await store.supersede(conn, t, event, ACTOR) for t in targets if t.id != event.id]
+        event = await store.get_event(conn, event.id) or event
     result = event.public() | {"duplicate": duplicate}
+    if not duplicate:
+        result["graph"] = {k: v for k, v in graph.items() if k != "event"}
     if duplicate:
-        result["note"] = f"already remembered as {event.public_id}; nothing new was stored"
+        result["note"] = (
+            f"nearly the same as {event.public_id}; merged into it (this wording was added as a source)"
+            if near is not None and near.id == event.id
+            else f"already remembered as {event.public_id}; nothing new was stored"
+        )
     if outcomes:
         result["supersedes"] = outcomes
     return result

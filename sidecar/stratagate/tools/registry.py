@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from stratagate.config import Settings
 from stratagate.errors import explain_validation, invalid_params, not_found
+from stratagate.jsonschema import tool_parameters
 from stratagate.storage.db import Database
 
 
@@ -33,9 +34,9 @@ class Tool:
     run: Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]
 
     def spec(self) -> dict[str, Any]:
-        schema = self.args.model_json_schema()
-        schema.pop("title", None)
-        return {"name": self.name, "description": self.description, "parameters": schema}
+        parameters = tool_parameters(self.args)  # $refs inlined: some providers reject $defs
+        parameters.pop("title", None)
+        return {"name": self.name, "description": self.description, "parameters": parameters}
 
 
 class ToolRegistry:

@@ -1,0 +1,1 @@
+"""Knowledge graph: nodes, typed edges and facts with validity windows, projected from events."""

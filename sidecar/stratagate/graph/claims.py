@@ -1,0 +1,254 @@
+"""Claims: what an event states about the world as (subject, predicate, object-or-value), the unit the graph
+projects. The extraction model and memory_remember may give claims explicitly; otherwise a small rule-based reader
+finds the common ones in the event's own words ("The project uses npm", "Switch to pnpm", "Alice works on Atlas").
+
+The reader is deliberately conservative: a missed claim only leaves the graph thinner (the event itself is kept
+and searchable), while a wrong one would state something false as current.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from stratagate.graph import lexicon
+
+NodeKind = Literal["person", "project", "organization", "tool", "place", "concept"]
+NODE_KINDS: tuple[str, ...] = ("person", "project", "organization", "tool", "place", "concept")
+
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=120)]
+Predicate = Annotated[str, StringConstraints(strip_whitespace=True, to_lower=True, pattern=r"^[a-z][a-z0-9_]{1,39}$")]
+
+PROJECT = "this project"
+"""The subject name that means the namespace's own project ('the project', 'we', or no subject at all)."""
+USER = "user"
+"""The subject name that means the person the agent works for ('I', 'the user')."""
+
+# The kind an edge's object usually has, when nothing better is known.
+OBJECT_KIND: dict[str, str] = {
+    "uses": "tool",
+    "depends_on": "tool",
+    "works_on": "project",
+    "member_of": "organization",
+    "works_at": "organization",
+    "located_in": "place",
+    "lives_in": "place",
+    "prefers": "concept",
+}
+
+
+class Claim(BaseModel):
+    """One statement about a node: an edge to another node (``object``) or an attribute value (``value``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    subject: Name = Field(
+        description=f"Who or what it is about. '{PROJECT}' for the current project, '{USER}' for the user."
+    )
+    subject_kind: NodeKind | None = Field(None, description="person, project, organization, tool, place or concept.")
+    predicate: Predicate = Field(
+        description="snake_case relation or attribute: uses, depends_on, works_on, member_of, works_at, located_in, "
+        "lives_in, prefers, or an attribute such as deadline, status, version."
+    )
+    object: Name | None = Field(None, description="The other node's name, for a relation.")
+    object_kind: NodeKind | None = Field(None, description="The other node's kind, for a relation.")
+    value: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)] | None = Field(
+        None, description="The attribute's value, for an attribute (instead of object)."
+    )
+    slot: Annotated[str, StringConstraints(strip_whitespace=True, to_lower=True, max_length=60)] | None = Field(
+        None,
+        description="Set when the subject has only one value here at a time (e.g. 'package manager'): a new claim "
+        "in the same slot replaces the old one.",
+    )
+    ended: Literal[False, True] = Field(False, description="True when the statement says this stopped being true.")
+
+    @model_validator(mode="after")
+    def _object_or_value(self) -> Claim:
+        if (self.object is None) == (self.value is None):
+            raise ValueError("a claim has exactly one of object (a relation) or value (an attribute)")
+        return self
+
+
+def with_lexicon(claim: Claim) -> Claim:
+    """Fill kinds and the slot from the lexicon: 'uses npm' is the subject's package manager."""
+    updates: dict[str, object] = {}
+    if claim.object is not None:
+        known = lexicon.lookup(claim.object)
+        if known is not None:
+            if claim.object_kind is None:
+                updates["object_kind"] = known.kind
+            if claim.slot is None and known.category in lexicon.FUNCTIONAL and claim.predicate in ("uses", "prefers"):
+                updates["slot"] = known.category
+        elif claim.object_kind is None:
+            kind = OBJECT_KIND.get(claim.predicate, "concept")
+            if kind == "tool" and not _CODEISH.search(claim.object):
+                kind = "concept"  # "uses tabs": a practice, not a tool
+            updates["object_kind"] = kind
+    if claim.slot is None and claim.value is not None:
+        updates["slot"] = claim.predicate.replace("_", " ")  # an attribute holds one value at a time
+    return claim.model_copy(update=updates) if updates else claim
+
+
+# --- the rule-based reader ----------------------------------------------------------------------------------------
+
+_SENTENCES = re.compile(r"(?<=[.!?;。！？；])\s+|\n+")
+_PROJECT_SUBJECTS = re.compile(
+    r"^(?:we|us|our team|the team|the project|this project|our project|the repo|this repo|our repo|"
+    r"the codebase|this codebase|our codebase|it)$",
+    re.I,
+)
+_USER_SUBJECTS = re.compile(r"^(?:i|me|the user|user|my)$", re.I)
+_VERB_PREFIX = r"(?:(?:now|currently|also|still|will|should|must|shall|to|we'll|we will|let's|lets|please)\s+)*"
+_END = r"(?:\s+(?:for|instead|because|since|as|from now|going forward|from|in order|so that|which|that)\b.*)?$"
+_OBJ = r"(?P<obj>[\w.+#@/-]+(?:\s+[\w.+#@/-]+){0,3}?)"
+
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "switch",
+        re.compile(
+            rf"^(?:(?P<subj>.+?)\s+)?{_VERB_PREFIX}(?:switch(?:es|ed|ing)?|mov(?:e|es|ed|ing)|migrat(?:e|es|ed|ing)|"
+            rf"chang(?:e|es|ed|ing)|went|go(?:es|ing)?)\s+(?:over\s+)?(?:from\s+(?P<old>[\w.+#@/-]+(?:\s+[\w.+#@/-]+)?)\s+)?"
+            rf"to\s+(?:using\s+)?{_OBJ}{_END}",
+            re.I,
+        ),
+    ),
+    (
+        "replace",
+        re.compile(
+            rf"^(?:(?P<subj>.+?)\s+)?{_VERB_PREFIX}replac(?:e|es|ed|ing)\s+(?P<old>[\w.+#@/-]+(?:\s+[\w.+#@/-]+)?)"
+            rf"\s+(?:with|by)\s+{_OBJ}{_END}",
+            re.I,
+        ),
+    ),
+    (
+        "stop",
+        re.compile(
+            rf"^(?:(?P<subj>.+?)\s+)?{_VERB_PREFIX}(?:stop(?:s|ped)?\s+using|no longer use(?:s)?|"
+            rf"dropp(?:ed)?|drop(?:s)?|remov(?:e|es|ed))\s+{_OBJ}{_END}",
+            re.I,
+        ),
+    ),
+    (
+        "uses",
+        re.compile(
+            rf"^(?P<subj>.+?)?\s*{_VERB_PREFIX}(?:uses|use|is using|are using|using|rel(?:y|ies) on|adopt(?:s|ed)?|"
+            rf"(?:is|are) built (?:with|on)|runs on|run on)\s+{_OBJ}{_END}",
+            re.I,
+        ),
+    ),
+    (
+        "depends_on",
+        re.compile(rf"^(?P<subj>.+?)\s+{_VERB_PREFIX}(?:depends|depend|depended) on\s+{_OBJ}{_END}", re.I),
+    ),
+    (
+        "works_on",
+        re.compile(
+            rf"^(?P<subj>.+?)\s+{_VERB_PREFIX}(?:works|work|worked|is working|are working) on\s+{_OBJ}{_END}", re.I
+        ),
+    ),
+    (
+        "works_at",
+        re.compile(rf"^(?P<subj>.+?)\s+{_VERB_PREFIX}(?:works|work|worked|is working) (?:at|for)\s+{_OBJ}{_END}", re.I),
+    ),
+    (
+        "member_of",
+        re.compile(
+            rf"^(?P<subj>.+?)\s+{_VERB_PREFIX}(?:is a member of|are members of|joined|belongs to|is part of)"
+            rf"\s+{_OBJ}{_END}",
+            re.I,
+        ),
+    ),
+    (
+        "lives_in",
+        re.compile(rf"^(?P<subj>.+?)\s+{_VERB_PREFIX}(?:lives|live|lived|moved) (?:in|to)\s+{_OBJ}{_END}", re.I),
+    ),
+    (
+        "located_in",
+        re.compile(rf"^(?P<subj>.+?)\s+(?:is|are) (?:located|based|hosted) in\s+{_OBJ}{_END}", re.I),
+    ),
+    (
+        "prefers",
+        re.compile(rf"^(?P<subj>.+?)\s+{_VERB_PREFIX}(?:prefers|prefer|preferred|likes|like)\s+{_OBJ}{_END}", re.I),
+    ),
+]
+
+_ARTICLES = re.compile(r"^(?:the|a|an|our|my|their|its|his|her)\s+", re.I)
+_TRAILING = re.compile(r"[\s.,;:!?'\"`)\]]+$")
+
+
+def _subject(raw: str | None) -> tuple[str, str | None] | None:
+    """Name and kind of a sentence subject; None when it is not something a node can be made of."""
+    text = _TRAILING.sub("", (raw or "").strip())
+    if not text or _PROJECT_SUBJECTS.match(text):
+        return PROJECT, "project"
+    if _USER_SUBJECTS.match(text):
+        return USER, "person"
+    text = _ARTICLES.sub("", text)
+    words = text.split()
+    if not words or len(words) > 4 or not all(w[:1].isupper() or w[:1].isdigit() for w in words):
+        return None  # a lower-case clause ("the build sometimes", "let us") is not a name
+    return text, None
+
+
+_CODEISH = re.compile(r"[A-Z0-9.+#@/-]")
+
+
+def _object(raw: str, *, known_only: bool, max_words: int = 2, loose: bool = False) -> str | None:
+    """The object's name: a known entity wherever it appears, else a short name-like phrase (unless known_only)."""
+    text = _ARTICLES.sub("", _TRAILING.sub("", raw.strip()))
+    if not text:
+        return None
+    words = text.split()
+    known = lexicon.find_all(words)
+    if known:
+        return known[0][2].name
+    if known_only or len(words) > max_words:
+        return None
+    if len(words) > 1 and not loose and not _CODEISH.search(text):
+        return None  # "too much memory" is not a thing that is used; "GitHub Pages" is
+    return text
+
+
+def read_claims(text: str) -> list[Claim]:
+    """Claims the common sentence shapes of ``text`` state; [] when none is clear."""
+    claims: list[Claim] = []
+    for sentence in _SENTENCES.split(text):
+        sentence = _TRAILING.sub("", sentence.strip())
+        if not sentence or sentence.endswith("?") or len(sentence) > 300:
+            continue
+        for kind, pattern in _PATTERNS:
+            m = pattern.match(sentence)
+            if m is None:
+                continue
+            subject = _subject(m.groupdict().get("subj"))
+            # Moving, going and switching "to" something is only about tools when the tool is a known one
+            # ("we moved to Berlin" is not a tool change); other relations take any short name.
+            obj = _object(
+                m.group("obj"),
+                known_only=kind in ("switch", "replace", "stop"),
+                max_words=3 if kind == "prefers" else 2,
+                loose=kind == "prefers",
+            )
+            if subject is None or obj is None:
+                break
+            name, subject_kind = subject
+            if kind in ("switch", "replace"):
+                old = m.groupdict().get("old")
+                if old and (old_name := _object(old, known_only=True)):
+                    claims.append(
+                        Claim(subject=name, subject_kind=subject_kind, predicate="uses", object=old_name, ended=True)
+                    )
+                claims.append(Claim(subject=name, subject_kind=subject_kind, predicate="uses", object=obj))
+            elif kind == "stop":
+                claims.append(Claim(subject=name, subject_kind=subject_kind, predicate="uses", object=obj, ended=True))
+            else:
+                claims.append(Claim(subject=name, subject_kind=subject_kind, predicate=kind, object=obj))
+            break
+    out: list[Claim] = []
+    for claim in claims:
+        claim = with_lexicon(claim)
+        if claim not in out:
+            out.append(claim)
+    return out

@@ -1,0 +1,154 @@
+"""Well-known tools and what they are, so that 'npm' and 'pnpm' are both found as a 'package manager' and a switch
+from one to the other replaces the project's package manager. Small on purpose: the extraction model names
+everything else; this covers the words developers use daily without a model call.
+
+A *functional* category holds one value per subject at a time (a project has one package manager), so a new fact
+in it supersedes the old one. Other categories (languages, databases) can hold several values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Known:
+    name: str
+    kind: str
+    category: str
+
+
+FUNCTIONAL = frozenset(
+    {"package manager", "bundler", "test runner", "ci service", "version control", "python package manager"}
+)
+
+_TABLE: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    # name: (kind, category, aliases)
+    "npm": ("tool", "package manager", ()),
+    "pnpm": ("tool", "package manager", ()),
+    "yarn": ("tool", "package manager", ("yarn berry",)),
+    "bun": ("tool", "package manager", ()),
+    "pip": ("tool", "python package manager", ()),
+    "poetry": ("tool", "python package manager", ()),
+    "uv": ("tool", "python package manager", ()),
+    "pipenv": ("tool", "python package manager", ()),
+    "conda": ("tool", "python package manager", ("anaconda", "miniconda")),
+    "cargo": ("tool", "build tool", ()),
+    "maven": ("tool", "build tool", ()),
+    "gradle": ("tool", "build tool", ()),
+    "webpack": ("tool", "bundler", ()),
+    "vite": ("tool", "bundler", ()),
+    "rollup": ("tool", "bundler", ()),
+    "esbuild": ("tool", "bundler", ()),
+    "parcel": ("tool", "bundler", ()),
+    "jest": ("tool", "test runner", ()),
+    "vitest": ("tool", "test runner", ()),
+    "mocha": ("tool", "test runner", ()),
+    "pytest": ("tool", "test runner", ()),
+    "github actions": ("tool", "ci service", ()),
+    "gitlab ci": ("tool", "ci service", ()),
+    "circleci": ("tool", "ci service", ()),
+    "jenkins": ("tool", "ci service", ()),
+    "git": ("tool", "version control", ()),
+    "mercurial": ("tool", "version control", ("hg",)),
+    "postgresql": ("tool", "database", ("postgres", "psql")),
+    "mysql": ("tool", "database", ()),
+    "sqlite": ("tool", "database", ("sqlite3",)),
+    "mongodb": ("tool", "database", ("mongo",)),
+    "redis": ("tool", "database", ()),
+    "docker": ("tool", "container runtime", ()),
+    "kubernetes": ("tool", "orchestrator", ("k8s",)),
+    "eslint": ("tool", "linter", ()),
+    "ruff": ("tool", "linter", ()),
+    "prettier": ("tool", "formatter", ()),
+    "black": ("tool", "formatter", ()),
+    "react": ("tool", "framework", ("reactjs",)),
+    "vue": ("tool", "framework", ("vue.js", "vuejs")),
+    "django": ("tool", "framework", ()),
+    "flask": ("tool", "framework", ()),
+    "fastapi": ("tool", "framework", ()),
+    "node.js": ("tool", "runtime", ("node", "nodejs")),
+    "deno": ("tool", "runtime", ()),
+    "python": ("concept", "programming language", ()),
+    "typescript": ("concept", "programming language", ("ts",)),
+    "javascript": ("concept", "programming language", ("js",)),
+    "rust": ("concept", "programming language", ()),
+    "go": ("concept", "programming language", ("golang",)),  # "go" alone is ambiguous: see AMBIGUOUS
+    "java": ("concept", "programming language", ()),
+}
+
+# Everyday words that are also tool names: only taken as the tool where a sentence says it is used, never
+# added to a search index from free text ("a black cat" is not about a formatter).
+AMBIGUOUS = frozenset(
+    {
+        "black",
+        "parcel",
+        "mocha",
+        "flask",
+        "go",
+        "rust",
+        "java",
+        "node",
+        "bun",
+        "yarn",
+        "poetry",
+        "jest",
+        "mercurial",
+        "hg",
+        "vue",
+        "react",
+        "uv",
+        "ts",
+        "js",
+        "mongo",
+    }
+)
+
+_BY_KEY: dict[str, Known] = {}
+for _name, (_kind, _category, _aliases) in _TABLE.items():
+    for _key in (_name, *_aliases):
+        _BY_KEY[_key] = Known(_name, _kind, _category)
+
+LONGEST = max(len(key.split()) for key in _BY_KEY)
+
+
+def lookup(phrase: str) -> Known | None:
+    """The known entity a phrase names exactly (case-insensitive), if any."""
+    return _BY_KEY.get(" ".join(phrase.casefold().split()))
+
+
+def aliases_of(name: str) -> list[str]:
+    """The other names a known entity goes by."""
+    entry = _TABLE.get(name)
+    return list(entry[2]) if entry else []
+
+
+def find_all(words: list[str]) -> list[tuple[int, int, Known]]:
+    """Known entities in a word list as (start, end, entity), longest match first, non-overlapping."""
+    folded = [w.casefold() for w in words]
+    found: list[tuple[int, int, Known]] = []
+    i = 0
+    while i < len(folded):
+        for size in range(min(LONGEST, len(folded) - i), 0, -1):
+            hit = _BY_KEY.get(" ".join(folded[i : i + size]))
+            if hit is not None:
+                found.append((i, i + size, hit))
+                i += size
+                break
+        else:
+            i += 1
+    return found
+
+
+def category_terms(text: str) -> list[str]:
+    """The categories of the known entities a text mentions ('npm' → 'package manager'), for search indexes."""
+    import re
+
+    words = re.findall(r"[\w.+#-]+", text)
+    cats = []
+    for start, end, known in find_all(words):
+        if " ".join(words[start:end]).casefold() in AMBIGUOUS:
+            continue
+        if known.category not in cats:
+            cats.append(known.category)
+    return cats

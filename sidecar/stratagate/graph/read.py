@@ -1,0 +1,174 @@
+"""Reading the graph: search, one node's current state and history, and as-of reads in both times.
+
+- Valid time (``as_of``): what was true at T, by today's knowledge: facts whose window [valid_from, valid_to)
+  holds T (an unknown start counts as 'since before memory knew'), superseded ones included since they were true.
+- Transaction time (``known_at``): what memory believed at T: every fact's last audited state at or before T,
+  replayed from the append-only audit log, then read as of T.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, time
+from typing import Any
+
+import aiosqlite
+
+from stratagate import ids
+from stratagate.graph import store
+from stratagate.graph.store import FactRow, NodeRow
+from stratagate.timeutil import to_iso
+
+SHOWN = ("active", "superseded", "disputed")
+
+
+def parse_instant(value: str) -> str:
+    """'2026-05-01' (the end of that day, UTC) or an ISO-8601 date-time (naive = UTC) as a stored instant."""
+    text = value.strip()
+    try:
+        if len(text) == 10:
+            day = datetime.fromisoformat(text).date()
+            return to_iso(datetime.combine(day, time(23, 59, 59, 999000), UTC))
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ValueError(f"not a date or date-time: {value!r} (use '2026-05-01' or '2026-05-01T12:00:00Z')") from exc
+    return to_iso(moment)
+
+
+def holds_at(state: dict[str, Any] | FactRow, instant: str) -> bool:
+    get = state.get if isinstance(state, dict) else lambda k: getattr(state, k)
+    start, end = get("valid_from"), get("valid_to")
+    return (start is None or start <= instant) and (end is None or instant < end)
+
+
+async def node_visible(conn: aiosqlite.Connection, node: NodeRow, session_id: int | None) -> bool:
+    """A node exists for a caller when at least one fact they may see touches it."""
+    return any(f.status != "archived" and f.visible_to(session_id) for f in await store.facts_of_node(conn, node.id))
+
+
+class Renderer:
+    """Fact → plain data, with node names cached for one read."""
+
+    def __init__(self, conn: aiosqlite.Connection):
+        self._conn = conn
+        self._nodes: dict[int, NodeRow | None] = {}
+
+    async def node(self, node_id: int) -> NodeRow | None:
+        if node_id not in self._nodes:
+            self._nodes[node_id] = await store.get_node(self._conn, node_id)
+        return self._nodes[node_id]
+
+    async def statement(self, state: dict[str, Any]) -> str:
+        subject = await self.node(int(state["node_id"]))
+        name = subject.name if subject else "?"
+        if state.get("object_id") is not None:
+            obj = await self.node(int(state["object_id"]))
+            return f"{name} {state['attribute'].replace('_', ' ')} {obj.name if obj else '?'}"
+        return f"{name} {state['attribute'].replace('_', ' ')}: {state['value']}"
+
+    async def brief(self, fact_id: int, state: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": ids.make("fct", fact_id),
+            "statement": await self.statement(state),
+            "status": state["status"],
+            "slot": state.get("slot"),
+            "valid_from": state.get("valid_from"),
+            "valid_to": state.get("valid_to"),
+        }
+        if state.get("superseded_by"):
+            out["superseded_by"] = ids.make("fct", int(state["superseded_by"]))
+        if state["status"] == "superseded":
+            out["note"] = "no longer true" + (f" since {state['valid_to']}" if state.get("valid_to") else "")
+        elif state["status"] == "disputed":
+            out["note"] = "disputed: conflicting evidence, not settled"
+        return out
+
+    async def full(self, fact: FactRow, node_id: int) -> dict[str, Any]:
+        out = await self.brief(fact.id, fact.state())
+        subject = await self.node(fact.node_id)
+        out["subject"] = {"id": ids.make("nod", fact.node_id), "name": subject.name if subject else None}
+        out["predicate"] = fact.attribute
+        if fact.object_id is not None:
+            obj = await self.node(fact.object_id)
+            out["object"] = {
+                "id": ids.make("nod", fact.object_id),
+                "name": obj.name if obj else None,
+                "kind": obj.kind if obj else None,
+            }
+        else:
+            out["value"] = fact.value
+        out["direction"] = "out" if fact.node_id == node_id else "in"
+        out["scope"] = fact.scope
+        out["recorded_at"] = fact.recorded_at
+        links = await store.fact_events(self._conn, fact.id)
+        out["events"] = [
+            {"id": ev.public_id, "role": role, "status": ev.status, "title": ev.title} for role, ev in links
+        ]
+        return out
+
+
+async def search(
+    conn: aiosqlite.Connection,
+    namespace_id: int,
+    session_id: int | None,
+    match: str | None,
+    kind: str | None,
+    limit: int,
+) -> list[tuple[NodeRow, float | None]]:
+    """Visible nodes, BM25 order over names, aliases, kinds, categories and current facts; newest first without a
+    query."""
+    if match is None:
+        rows = await conn.execute_fetchall(
+            "SELECT * FROM graph_nodes WHERE namespace_id = ? AND (? IS NULL OR kind = ?) ORDER BY updated_at DESC,"
+            " id DESC",
+            (namespace_id, kind, kind),
+        )
+        scored = [(NodeRow.model_validate(dict(r)), None) for r in rows]
+    else:
+        rows = await conn.execute_fetchall(
+            "SELECT n.*, bm25(graph_fts) AS rank FROM graph_fts JOIN graph_nodes n ON n.id = graph_fts.rowid"
+            " WHERE graph_fts MATCH ? AND n.namespace_id = ? AND (? IS NULL OR n.kind = ?) ORDER BY rank, n.id",
+            (match, namespace_id, kind, kind),
+        )
+        scored = []
+        for r in rows:
+            data = dict(r)
+            rank = float(data.pop("rank"))
+            scored.append((NodeRow.model_validate(data), -rank))
+    out = []
+    for node, score in scored:
+        if await node_visible(conn, node, session_id):
+            out.append((node, score))
+            if len(out) >= limit:
+                break
+    return out
+
+
+async def current_state(
+    conn: aiosqlite.Connection, node: NodeRow, session_id: int | None, r: Renderer
+) -> list[dict[str, Any]]:
+    """Active facts (disputed ones labelled) whose window holds now: what is true today."""
+    now = to_iso(datetime.now(UTC))
+    out = []
+    for fact in await store.facts_of_node(conn, node.id):
+        if fact.status in ("active", "disputed") and fact.visible_to(session_id) and holds_at(fact, now):
+            out.append(await r.brief(fact.id, fact.state()))
+    return out
+
+
+async def believed_at(
+    conn: aiosqlite.Connection, namespace_id: int, node_id: int, instant: str
+) -> dict[int, dict[str, Any]]:
+    """Every fact touching the node as memory held it at ``instant``: its last audited state by then."""
+    rows = await conn.execute_fetchall(
+        "SELECT subject_id, after FROM audit_log WHERE namespace_id = ? AND subject_type = 'fact' AND at <= ?"
+        " ORDER BY id",
+        (namespace_id, instant),
+    )
+    states: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        key = ids.parse(row["subject_id"], "fct")
+        if key is None or row["after"] is None:
+            continue
+        states[key] = json.loads(row["after"])
+    return {k: v for k, v in states.items() if v.get("node_id") == node_id or v.get("object_id") == node_id}

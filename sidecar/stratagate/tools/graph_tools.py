@@ -1,0 +1,153 @@
+"""memory_search_graph and memory_expand_graph_node: the knowledge graph's current state, history and as-of reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from stratagate import ids
+from stratagate.errors import not_found
+from stratagate.graph import read, store
+from stratagate.graph.claims import NodeKind
+from stratagate.search.terms import fts_query
+from stratagate.tools.event_tools import _scope_keys
+from stratagate.tools.registry import Tool, ToolContext
+
+
+class SearchGraphArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str | None = Field(
+        None, max_length=2000, description="Words to look for in names, aliases, kinds and facts; omit to list nodes."
+    )
+    kind: NodeKind | None = Field(None, description="Only nodes of this kind.")
+    limit: int = Field(6, ge=1, le=20, description="Maximum number of nodes (1–20).")
+
+
+class ExpandNodeArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    node: str = Field(
+        min_length=1, max_length=200, description="A node id ('nod_3') or a name or alias ('this project', 'pnpm')."
+    )
+    as_of: str | None = Field(
+        None,
+        max_length=40,
+        description="Valid time: what was true at this date or date-time ('2026-05-01' = the end of that day, UTC).",
+    )
+    known_at: str | None = Field(
+        None,
+        max_length=40,
+        description="Transaction time: what memory believed at this date or date-time (replayed from the audit log).",
+    )
+    include_archived: bool = Field(False, description="Also list facts whose events were forgotten or removed.")
+
+    @field_validator("as_of", "known_at")
+    @classmethod
+    def _instant(cls, value: str | None) -> str | None:
+        return None if value is None else read.parse_instant(value)
+
+
+async def search_graph(ctx: ToolContext, args: SearchGraphArgs) -> dict[str, Any]:
+    conn = ctx.db.reader
+    result: dict[str, Any] = {"query": args.query, "hits": []}
+    match = None
+    if args.query is not None and args.query.strip():
+        match = fts_query(args.query)
+        if match is None:
+            result["note"] = "the query has no searchable words"
+            return result
+    ns, sess = await _scope_keys(conn, ctx)
+    if ns is None:
+        return result
+    for node, score in await read.search(conn, ns, sess, match, args.kind, args.limit):
+        r = read.Renderer(conn)
+        hit: dict[str, Any] = {
+            "id": node.public_id,
+            "name": node.name,
+            "kind": node.kind,
+            "category": node.category,
+            "aliases": await store.aliases(conn, node.id),
+            "current_state": await read.current_state(conn, node, sess, r),
+        }
+        if score is not None:
+            hit["score"] = round(score, 4)
+        result["hits"].append(hit)
+    return result
+
+
+async def expand_node(ctx: ToolContext, args: ExpandNodeArgs) -> dict[str, Any]:
+    conn = ctx.db.reader
+    ns, sess = await _scope_keys(conn, ctx)
+    key = ids.parse(args.node, "nod")
+    node = None
+    if ns is not None:
+        node = await store.get_node(conn, key) if key is not None else await store.find_node(conn, ns, args.node)
+    if node is None or node.namespace_id != ns or not await read.node_visible(conn, node, sess):
+        raise not_found(f"unknown graph node {args.node!r}; memory_search_graph finds nodes")
+    r = read.Renderer(conn)
+    facts = [
+        f
+        for f in await store.facts_of_node(conn, node.id)
+        if f.visible_to(sess) and (args.include_archived or f.status != "archived")
+    ]
+    result: dict[str, Any] = {
+        "id": node.public_id,
+        "name": node.name,
+        "kind": node.kind,
+        "category": node.category,
+        "aliases": await store.aliases(conn, node.id),
+        "current_state": await read.current_state(conn, node, sess, r),
+        "facts": [await r.full(f, node.id) for f in facts],
+    }
+    if args.as_of is not None:
+        true_then = [f for f in facts if f.status in read.SHOWN and read.holds_at(f, args.as_of)]
+        result["as_of"] = {
+            "valid_time": args.as_of,
+            "state": [await _as_of_brief(r, f) for f in true_then],
+            "note": "what was true at that time, by what memory knows now",
+        }
+    if args.known_at is not None:
+        believed = await read.believed_at(conn, ns, node.id, args.known_at)  # type: ignore[arg-type]
+        visible = {f.id for f in await store.facts_of_node(conn, node.id) if f.visible_to(sess)}
+        held = [(k, v) for k, v in sorted(believed.items()) if k in visible]
+        result["known_at"] = {
+            "transaction_time": args.known_at,
+            "state": [
+                await r.brief(k, v)
+                for k, v in held
+                if v["status"] in ("active", "disputed") and read.holds_at(v, args.known_at)
+            ],
+            "facts": [await r.brief(k, v) for k, v in held],
+            "note": "what memory believed at that time (replayed from the audit log)",
+        }
+    return result
+
+
+async def _as_of_brief(r: read.Renderer, fact: store.FactRow) -> dict[str, Any]:
+    """A fact as it stood inside its window: true then, with what became of it since."""
+    then = fact.state() | {"status": "disputed" if fact.status == "disputed" else "active", "superseded_by": None}
+    out = await r.brief(fact.id, then)
+    out["status_now"] = fact.status
+    if fact.superseded_by:
+        out["superseded_by"] = ids.make("fct", fact.superseded_by)
+    return out
+
+
+TOOLS = [
+    Tool(
+        "memory_search_graph",
+        "Search the knowledge graph (people, projects, organisations, tools, places, concepts) by name, alias, kind "
+        "or fact; each hit shows the node's current state (active facts; disputed ones labelled).",
+        SearchGraphArgs,
+        search_graph,
+    ),
+    Tool(
+        "memory_expand_graph_node",
+        "Read one graph node: current state, every fact with status, validity window, successor and supporting "
+        "events. `as_of` shows what was true at a time; `known_at` what memory believed at a time.",
+        ExpandNodeArgs,
+        expand_node,
+    ),
+]
