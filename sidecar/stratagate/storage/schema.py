@@ -5,6 +5,9 @@ Append a new entry to MIGRATIONS to change the schema; never edit a released one
 
 from __future__ import annotations
 
+from stratagate.storage.schema_dense import DENSE_SQL
+from stratagate.storage.schema_evidence import EVIDENCE_SQL
+
 MIGRATION_1 = """
 CREATE TABLE namespaces(
   id INTEGER PRIMARY KEY,
@@ -327,5 +330,5 @@ CREATE TABLE graph_projection(
 ) STRICT;
 """
 
-MIGRATIONS: list[str] = [MIGRATION_1, MIGRATION_2, MIGRATION_3]
+MIGRATIONS: list[str] = [MIGRATION_1, MIGRATION_2, MIGRATION_3, EVIDENCE_SQL, DENSE_SQL]
 SCHEMA_VERSION = len(MIGRATIONS)
