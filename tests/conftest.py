@@ -46,6 +46,8 @@ def model_env(server: ScriptedModelServer, **extra: str) -> dict[str, str]:
         "STRATAGATE_MODEL_TIMEOUT": "10",
         "STRATAGATE_JOB_BACKOFF_BASE": "0.05",
         "STRATAGATE_JOB_BACKOFF_CAP": "0.2",
+        # These tests watch the model jobs; the embedding job (tests/test_dense.py) would interleave with them.
+        "STRATAGATE_DENSE": "off",
     }
     env.update(extra)
     return env

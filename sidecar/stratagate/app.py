@@ -16,6 +16,8 @@ from stratagate.events.extraction import EventExtractor
 from stratagate.graph.projection import GraphProjector
 from stratagate.jobs.queue import BLOCK_SUMMARY, EVENT_EXTRACTION, GRAPH_PROJECTION, latest_failure
 from stratagate.jobs.runner import JobRunner
+from stratagate.search import dense
+from stratagate.search.vectors import EMBEDDING, DenseIndex
 from stratagate.storage.db import Database
 from stratagate.storage.schema import SCHEMA_VERSION
 from stratagate.tokens import count_tokens
@@ -37,18 +39,22 @@ class App:
         self.tools = build_registry()
         self._gateway: ModelGateway | None = None
         self.tokens_ready: asyncio.Future[int] | None = None
+        dense.configure(settings.dense)
+        self.dense = DenseIndex(self.db)  # optional dense channel: loads its model on first use, in a thread
         self.runner = JobRunner(
             self.db,
             {
                 BLOCK_SUMMARY: BlockSummarizer(self.db, self.gateway, count_tokens),
                 EVENT_EXTRACTION: EventExtractor(self.db, self.gateway, count_tokens),
                 GRAPH_PROJECTION: GraphProjector(self.db),
+                EMBEDDING: self.dense.run_job,
             },
             concurrency=settings.model_concurrency,
             backoff_base=settings.job_backoff_base,
             backoff_cap=settings.job_backoff_cap,
             notify=self._notify,
         )
+        self.dense.wake = self.runner.wake
 
     def gateway(self) -> ModelGateway:
         if self._gateway is None:
@@ -59,6 +65,8 @@ class App:
         return self._gateway
 
     async def _notify(self, method: str, params: dict[str, Any]) -> None:
+        if method == "jobs.changed":
+            self.dense.after_job(params)
         if self.peer is not None and not self.peer.closed:
             await self.peer.notify(method, params)
 
@@ -67,12 +75,14 @@ class App:
         # Build the tokenizer (~1 s) off the event loop; captures await it, pings do not.
         self.tokens_ready = asyncio.ensure_future(asyncio.to_thread(count_tokens, "warm up"))
         await self.runner.start()
+        await self.dense.start()
         log.info("stratagate %s ready (db=%s, pid=%d)", __version__, self.settings.db, os.getpid())
 
     async def stop(self) -> None:
         if self.tokens_ready is not None:
             with contextlib.suppress(Exception):
                 await self.tokens_ready
+        await self.dense.close()
         await self.runner.stop()
         await self.db.close()
 
@@ -106,4 +116,5 @@ class App:
             "model_route": self.model_route(),
             "counts": counts,
             "last_job_error": await latest_failure(db) or self.runner.last_error,
+            "dense": await self.dense.info(),
         }

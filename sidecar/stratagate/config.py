@@ -34,6 +34,10 @@ class Settings(BaseModel):
 
     activation_recent_tokens: int = Field(600, ge=0, le=100_000)
     activation_session_tokens: int = Field(1200, ge=0, le=100_000)
+    activation_longterm_tokens: int = Field(900, ge=0, le=900)  # events + graph nodes; 900 is the ceiling
+
+    # Optional dense retrieval channel (search/dense.py); used only when its packages are installed.
+    dense: bool = True
 
     max_line_bytes: int = Field(8 * 1024 * 1024, ge=1024)
     # Optional cap on the database size; writes beyond it fail cleanly like a full disk.

@@ -23,7 +23,7 @@ function start(options = {}) {
   const sidecar = new SidecarProcess({
     command: PYTHON,
     args: ['-m', 'stratagate', 'serve'],
-    env: cleanEnv({ DSH_HOME: dir, STRATAGATE_DB: join(dir, 'memory.db'), STRATAGATE_BLOCK_TURNS: '1', STRATAGATE_JOB_BACKOFF_BASE: '0', ...options.env }),
+    env: cleanEnv({ DSH_HOME: dir, STRATAGATE_DB: join(dir, 'memory.db'), STRATAGATE_BLOCK_TURNS: '1', STRATAGATE_JOB_BACKOFF_BASE: '0', STRATAGATE_DENSE: 'off', ...options.env }),
     log: quietLog,
     backoffBaseMs: 50,
     ...options.sidecar,

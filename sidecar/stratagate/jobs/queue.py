@@ -17,7 +17,7 @@ from stratagate.timeutil import now_iso, to_iso
 BLOCK_SUMMARY = "block_summary"
 EVENT_EXTRACTION = "event_extraction"
 GRAPH_PROJECTION = "graph_projection"
-SUBJECT_PREFIX = {BLOCK_SUMMARY: "blk", EVENT_EXTRACTION: "blk", GRAPH_PROJECTION: "batch"}
+SUBJECT_PREFIX = {BLOCK_SUMMARY: "blk", EVENT_EXTRACTION: "blk", GRAPH_PROJECTION: "batch", "embedding": "ns"}
 
 
 class JobRow(BaseModel):
