@@ -254,6 +254,12 @@ export class Runtime {
     return sidecar.call('tools.call', params, { timeoutMs: 60_000, signal: exec?.signal })
   }
 
+  /** This turn's open retrieval batches and the sidecar's reminder text (`evidence.open_batches`). */
+  async openBatches(params, signal, timeoutMs) {
+    const sidecar = await this.sidecarSoon(timeoutMs, signal)
+    return sidecar.call('evidence.open_batches', params, { timeoutMs, signal })
+  }
+
   async render(params, signal, timeoutMs) {
     const sidecar = await this.sidecarSoon(timeoutMs, signal)
     const result = await sidecar.call('activation.render', params, { timeoutMs, signal })

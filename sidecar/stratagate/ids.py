@@ -13,8 +13,11 @@ PREFIXES = {
     "imp": "import",
     "nod": "graph node",
     "fct": "graph fact",
+    "rb": "retrieval batch",
+    "asm": "evidence assessment",
+    "rcp": "use receipt",
 }
-_ID = re.compile(r"^(blk|msg|turn|job|evt|imp|nod|fct)_([1-9][0-9]{0,17})$")
+_ID = re.compile(r"^(" + "|".join(PREFIXES) + r")_([1-9][0-9]{0,17})$")
 
 
 def make(prefix: str, key: int) -> str:

@@ -22,6 +22,7 @@ import psutil
 from support.dsh import DshHome, Run, free_port, tarball_files, wait_http_json
 from support.dsh_model import (
     FINAL_PREFIX,
+    NUDGE_MARK,
     DshModel,
     content_text,
     is_agent_request,
@@ -130,6 +131,9 @@ def test_tool_call_reaches_sidecar_and_result_reaches_model(
     assert value["query"] == "staging port"
     assert any("8443" in hit["text"] for hit in value["hits"]), value
     assert run.stdout.strip() == FINAL_PREFIX + content
+    # The retrieval was left open (no memory_assess / memory_record_use): one turn-end reminder, then the turn ends.
+    nudged = [b for b in rest if NUDGE_MARK in request_text(b)]
+    assert len(rest) == 2 and nudged == rest[1:] and value["batch_id"] in request_text(rest[1]), rest
 
 
 def test_memory_crosses_sessions_in_the_same_directory_only(

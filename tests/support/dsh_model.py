@@ -28,6 +28,7 @@ EXTRACTION_TOOL = "stratagate_extract_events"
 RUNTIME_CONTEXT_HEAD = "Current runtime context."
 DSH_AGENT_HEAD = "You are an AI agent powered by DeepSeek Harness"
 FINAL_PREFIX = "FINAL: "
+NUDGE_MARK = "[StrataGate memory]"  # the shim's once-per-turn reminder (evidence.open_batches): restate the answer
 
 
 def content_text(content: Any) -> str:
@@ -224,6 +225,9 @@ class DshModel:
         newest = next((m for m in reversed(messages(body)) if not is_runtime_context(m)), {})
         if newest.get("role") == "tool":
             return text(FINAL_PREFIX + content_text(newest.get("content")))
+        if newest.get("role") == "user" and NUDGE_MARK in content_text(newest.get("content")):
+            said = [content_text(m.get("content")) for m in messages(body) if m.get("role") == "assistant"]
+            return text(next((t for t in reversed(said) if t), self.answer))
         if newest.get("role") != "user" or not self.tool:
             return text(self.answer)
         if self.tool not in offered_tools(body):

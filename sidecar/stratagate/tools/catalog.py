@@ -6,18 +6,44 @@ tools before the sidecar has started (a test keeps the file and this list identi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from stratagate.tools import block_tools, event_tools, graph_tools, raw_search
-from stratagate.tools.registry import ToolRegistry
+from stratagate.evidence.batches import batched
+from stratagate.tools import block_tools, event_tools, evidence_tools, graph_tools, raw_search
+from stratagate.tools.registry import Tool, ToolRegistry
 
-ALL_TOOLS = (*block_tools.TOOLS, *raw_search.TOOLS, *event_tools.TOOLS, *graph_tools.TOOLS)
+ALL_TOOLS = (
+    *block_tools.TOOLS,
+    *raw_search.TOOLS,
+    *event_tools.TOOLS,
+    *graph_tools.TOOLS,
+    *evidence_tools.TOOLS,
+)
+
+RETRIEVAL_TOOLS = frozenset(
+    {
+        "memory_get_blocks",
+        "memory_expand_block",
+        "memory_search_raw",
+        "memory_search_events",
+        "memory_expand_event",
+        "memory_search_graph",
+        "memory_expand_graph_node",
+    }
+)
+"""Tools whose results are evidence: each result becomes a retrieval batch (``batch_id`` + ``evidence_refs``).
+A new tool that shows memory to the agent belongs here."""
+
+
+def _registered(tool: Tool) -> Tool:
+    return replace(tool, run=batched(tool.name, tool.run)) if tool.name in RETRIEVAL_TOOLS else tool
 
 
 def build_registry() -> ToolRegistry:
     registry = ToolRegistry()
     for tool in ALL_TOOLS:
-        registry.add(tool)
+        registry.add(_registered(tool))
     return registry
 
 

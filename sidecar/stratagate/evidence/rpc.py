@@ -1,0 +1,101 @@
+"""JSON-RPC methods of the evidence gate: ``memory.weights`` (read-only weights for the Memory page and tests) and
+``evidence.open_batches`` (what the shim's turn-end nudge asks: is anything of this turn left open?)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from stratagate import ids
+from stratagate.capture.models import Name
+from stratagate.evidence import batches, weights
+from stratagate.storage import lookup
+
+if TYPE_CHECKING:
+    from stratagate.app import App
+
+RefText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
+
+
+class WeightsParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: Name
+    session: Name = Field(description="The session whose turn clock measures the distance.")
+    refs: list[RefText] = Field(min_length=1, max_length=200, description="evt_N, nod_N or fct_N ids.")
+
+
+class OpenBatchesParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: Name
+    session: Name
+
+
+async def _weight(conn: Any, ns: int, sess: int | None, ref: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"ref": ref}
+    if (key := ids.parse(ref, "evt")) is not None:
+        found = await weights.weight_of(conn, ns, sess, "event", key)
+    elif (key := ids.parse(ref, "nod")) is not None:
+        found = await weights.weight_of(conn, ns, sess, "node", key)
+    elif (key := ids.parse(ref, "fct")) is not None:
+        row = await (
+            await conn.execute("SELECT node_id FROM graph_facts WHERE id = ? AND namespace_id = ?", (key, ns))
+        ).fetchone()
+        found = None if row is None else await weights.weight_of(conn, ns, sess, "node", int(row[0]))
+        if found is not None:
+            out["note"] = "a fact has the weight of its node"
+    else:
+        return out | {"weight": None, "note": "only events and graph nodes or facts have a long-term weight"}
+    if found is None:
+        return out | {"weight": None, "note": f"unknown {ref} in this namespace"}
+    return out | found
+
+
+async def memory_weights(app: App, p: WeightsParams) -> dict[str, Any]:
+    ns = await lookup.namespace_id(app.db, p.namespace)
+    sess = await lookup.session_id(app.db, ns, p.session)
+    conn = app.db.reader
+    return {
+        "namespace": p.namespace,
+        "session": p.session,
+        "turn": await weights.current_turn(conn, sess),
+        "weights": [await _weight(conn, ns, sess, ref) for ref in dict.fromkeys(p.refs)],
+    }
+
+
+NUDGE_MARK = "[StrataGate memory]"
+
+
+def nudge_text(open_now: list[dict[str, Any]]) -> str | None:
+    """The one-off turn-end reminder, or None when nothing is open."""
+    if not open_now:
+        return None
+    names = ", ".join(b["batch_id"] for b in open_now)
+    unassessed = [b["batch_id"] for b in open_now if b["state"] == "unassessed"]
+    unrecorded = [b["batch_id"] for b in open_now if b["state"] == "unrecorded"]
+    parts = [f"{NUDGE_MARK} Memory retrievals of this turn are still open: {names}."]
+    if unrecorded:
+        parts.append(
+            f"You assessed {', '.join(unrecorded)} as sufficient: call memory_record_use with its batch_id and exactly "
+            "the evidence_refs your answer relied on."
+        )
+    if unassessed:
+        parts.append(
+            f"If your answer relied on {', '.join(unassessed)}, call memory_assess for it (batch_id, verdict, "
+            "evidence_refs, fit, missing, next_strategy), then memory_record_use with the refs used."
+        )
+    parts.append(
+        "If you used none of them, call memory_record_use with evidence_refs [] and no batch_id. "
+        "Then end the turn by restating your final answer. (Automatic reminder, sent once per turn.)"
+    )
+    return " ".join(parts)
+
+
+async def open_batches(app: App, p: OpenBatchesParams) -> dict[str, Any]:
+    conn = app.db.reader
+    _, sess = await batches.scope_keys(conn, p.namespace, p.session)
+    turn = await weights.current_turn(conn, sess)
+    found = [] if sess is None else await batches.open_batches(conn, sess, turn)
+    return {"namespace": p.namespace, "session": p.session, "turn": turn, "batches": found, "nudge": nudge_text(found)}
