@@ -2,14 +2,26 @@
 
 Words are lower-cased Unicode word runs; CJK runs become overlapping bigrams (plus the lone character
 for one-character runs) because Chinese has no spaces; stopwords in English and Chinese are dropped
-so a query's filler words cannot make everything match.
+so a query's filler words cannot make everything match. English words are stemmed (Snowball English,
+"Porter 2": "painting", "painted" and "paints" are all "paint"), possessives lose their "'s", and dates in any
+common spelling become date tokens (see ``search/dates.py``: "May 2023" and "2023-05-08" share ``m202305``).
+
+Indexes store ``fts_document(text)``; queries use ``fts_query(text)``; both come from ``terms``. Changing this
+file changes every index (message_fts, event_fts, graph_fts) for rows written afterwards; rows written before
+keep their old terms until re-indexed (see ``stratagate.search.raw.reindex_messages``).
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from typing import Literal
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+from snowballstemmer.english_stemmer import EnglishStemmer  # the pure-Python one: same stems everywhere
+
+from stratagate.search.dates import find_dates
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+")
 
 STOPWORDS_EN = frozenset(
@@ -19,12 +31,48 @@ STOPWORDS_EN = frozenset(
     myself no nor not now of off on once only or other our ours ourselves out over own same she should so
     some such than that the their theirs them themselves then there these they this those through to too
     under until up very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves user assistant tool please ok okay yes""".split()
+    yours yourself yourselves user assistant tool please ok okay yes
+    im ive id youre youve youll youd hes shes theyre theyve theyll weve thats theres whats lets dont doesnt
+    didnt isnt arent wasnt werent cant couldnt wont wouldnt shouldnt hasnt havent hadnt""".split()
 )
 STOPWORDS_ZH = frozenset(
     "的 了 和 是 在 我 有 就 不 人 都 一 也 很 到 说 要 去 你 会 着"
     " 没有 看 好 自己 这 那 吗 呢 吧 啊 嗯 哦 么 与 及 或".split()
 )
+
+Stemming = Literal["snowball", "plural", "none"]
+MAX_WORD = 64
+
+
+@lru_cache(maxsize=1)
+def _snowball() -> EnglishStemmer:
+    return EnglishStemmer()
+
+
+def _stem_plural(word: str) -> str:
+    """Harman's S-stemmer: plurals only (kept to measure against Snowball)."""
+    if len(word) > 3 and word.endswith("ies") and not word.endswith(("eies", "aies")):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
+        return word[:-1]
+    if len(word) > 2 and word.endswith("s") and not word.endswith(("us", "ss")):
+        return word[:-1]
+    return word
+
+
+@lru_cache(maxsize=131072)
+def _latin(word: str, stem: Stemming) -> str | None:
+    """The term of one lower-cased non-CJK word, or None for a stopword (cached: vocabularies repeat)."""
+    if "'" in word or "’" in word:
+        word = word.replace("’", "'")
+        if word.endswith("'s"):
+            word = word[:-2]
+        word = word.replace("'", "")
+    if not word or word in STOPWORDS_EN or len(word) > MAX_WORD:
+        return None
+    if stem != "none" and word.isascii() and word.isalpha():
+        return _snowball().stemWord(word) if stem == "snowball" else _stem_plural(word)
+    return word
 
 
 def _cjk_terms(run: str) -> list[str]:
@@ -33,38 +81,51 @@ def _cjk_terms(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
-def terms(text: str) -> list[str]:
-    """Index/query terms of ``text`` in order, stopwords removed."""
-    out: list[str] = []
+def _words(text: str, stem: Stemming, out: list[str]) -> None:
     for match in _WORD.finditer(text.lower()):
         word = match.group(0)
-        if _CJK.search(word) is None:
-            if word not in STOPWORDS_EN and len(word) <= 64:
-                out.append(word)
+        if word.isascii() or _CJK.search(word) is None:
+            if (term := _latin(word, stem)) is not None:
+                out.append(term)
             continue
         # Split mixed runs such as "DSH插件" into latin and CJK parts.
         pos = 0
         for cjk in _CJK.finditer(word):
-            latin = word[pos : cjk.start()]
-            if latin and latin not in STOPWORDS_EN:
+            if (latin := _latin(word[pos : cjk.start()], stem)) is not None:
                 out.append(latin)
             out.extend(_cjk_terms(cjk.group(0)))
             pos = cjk.end()
-        tail = word[pos:]
-        if tail and tail not in STOPWORDS_EN:
+        if (tail := _latin(word[pos:], stem)) is not None:
             out.append(tail)
+
+
+def terms(text: str, *, stem: Stemming = "snowball", dates: bool = True) -> list[str]:
+    """Index/query terms of ``text`` in order, stopwords removed.
+
+    ``stem`` and ``dates`` exist to measure the tokenizer (bench/bench_locomo.py); every index uses the defaults.
+    """
+    out: list[str] = []
+    pos = 0
+    if dates:
+        for span in find_dates(text):
+            _words(text[pos : span.start], stem, out)
+            out.extend(span.tokens)
+            pos = span.end
+    _words(text[pos:], stem, out)
     return out
 
 
-def fts_document(text: str) -> str:
-    return " ".join(terms(text))
+def fts_document(text: str, *, stem: Stemming = "snowball", dates: bool = True) -> str:
+    return " ".join(terms(text, stem=stem, dates=dates))
 
 
-def fts_query(text: str) -> str | None:
+def quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts_query(text: str, *, stem: Stemming = "snowball", dates: bool = True) -> str | None:
     """An FTS5 MATCH expression OR-ing the distinct query terms, or None when nothing is searchable."""
-    seen: dict[str, None] = {}
-    for term in terms(text):
-        seen.setdefault(term, None)
+    seen = dict.fromkeys(terms(text, stem=stem, dates=dates))
     if not seen:
         return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in seen)
+    return " OR ".join(quote(t) for t in seen)

@@ -1,73 +1,208 @@
-"""memory_search_raw: BM25 over the source messages, tool calls and results included."""
+"""memory_search_raw: ranked search over the source messages, tool calls and results included.
+
+The ranking lives in ``stratagate.search.raw``; this module is the agent-facing shape: arguments, filters,
+neighbouring messages and where to read more (the block and level to expand, or the open tail).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from stratagate import ids
-from stratagate.search.terms import fts_query
+from stratagate.errors import invalid_params
+from stratagate.search.raw import Ranked, RawFilters, iso, neighbour_ids, plan, rank
 from stratagate.storage import lookup
 from stratagate.tools.registry import Tool, ToolContext
 
 SNIPPET_CHARS = 600
+NEIGHBOUR_CHARS = 240
+RELEVANT_FRACTION = 0.5  # with temporal_intent: hits scoring at least this share of the best one, then by time
+Role = Literal["user", "assistant", "tool"]
 
 
 class SearchRawArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, max_length=2000, description="Words to look for in past messages.")
+    query: str = Field(
+        "",
+        max_length=2000,
+        description="Words to look for in past messages (any language; dates like 'May 2023' match "
+        "'2023-05-08'). May be empty only when a filter is given: then every message that passes the filters.",
+    )
     limit: int = Field(8, ge=1, le=50, description="Maximum number of hits (1–50).")
+    scope: Literal["all", "session"] = Field(
+        "all", description="'all' sessions of this project, or only this 'session'."
+    )
+    session: str | None = Field(None, max_length=512, description="Only this session key (from an earlier hit).")
+    roles: list[Role] | None = Field(None, min_length=1, description="Only these roles, e.g. ['tool'].")
+    after: datetime | None = Field(None, description="Only messages written at or after this time (ISO 8601).")
+    before: datetime | None = Field(None, description="Only messages written before this time (ISO 8601).")
+    temporal_intent: Literal["first", "latest"] | None = Field(
+        None,
+        description="'first' or 'latest': of the relevant matches, the earliest or the most recent first "
+        "(e.g. when was X first mentioned, what is the latest on X).",
+    )
+
+    @field_validator("after", "before")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("timestamp needs a timezone (e.g. 2026-05-01T09:30:00Z)")
+        return value
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS] + "…"
+def _clip(text: str, chars: int = SNIPPET_CHARS) -> str:
+    return text if len(text) <= chars else text[:chars] + "…"
+
+
+def _text(r: Any) -> str:
+    if r["role"] == "tool":
+        return f"Tool call: {r['tool_name']} {r['tool_arguments']}\nTool result: {r['tool_result']}"
+    return r["content"]
+
+
+_ROW_SQL = (
+    "SELECT m.id, m.role, m.content, m.tool_name, m.tool_arguments, m.tool_result, m.is_error, m.created_at,"
+    " m.turn_id, t.seq AS turn, s.key AS session, t.block_id, b.status AS block_status"
+    " FROM messages m JOIN turns t ON t.id = m.turn_id JOIN sessions s ON s.id = m.session_id"
+    " LEFT JOIN blocks b ON b.id = t.block_id WHERE m.id IN ({})"
+)
+
+
+async def _rows(ctx: ToolContext, message_ids: list[int]) -> dict[int, Any]:
+    if not message_ids:
+        return {}
+    rows = await ctx.db.fetchall(_ROW_SQL.format(",".join("?" * len(message_ids))), message_ids)
+    return {int(r["id"]): r for r in rows}
+
+
+async def _filters(ctx: ToolContext, ns: int, args: SearchRawArgs) -> RawFilters:
+    sessions: tuple[int, ...] | None = None
+    if args.scope == "session" and args.session is not None and args.session != ctx.session:
+        raise invalid_params("give either scope='session' (this session) or session=<key>, not both")
+    key = ctx.session if args.scope == "session" else args.session
+    if key is not None:
+        sid = await lookup.session_id(ctx.db, ns, key)
+        sessions = (sid if sid is not None else -1,)
+    if args.after and args.before and args.before <= args.after:
+        raise invalid_params("'before' must be later than 'after'")
+    return RawFilters(
+        session_ids=sessions,
+        roles=tuple(args.roles) if args.roles else None,
+        after=iso(args.after),
+        before=iso(args.before),
+    )
+
+
+async def _filtered_by_time(ctx: ToolContext, ns: int, filters: RawFilters, args: SearchRawArgs) -> list[Ranked]:
+    """An empty query: the messages that pass the filters, newest first (oldest first for 'first')."""
+    where, params = filters.sql()
+    order = "ASC" if args.temporal_intent == "first" else "DESC"
+    rows = await ctx.db.fetchall(
+        f"SELECT m.id FROM messages m WHERE m.namespace_id = ?{where} ORDER BY m.created_at {order}, m.id {order}"
+        " LIMIT ?",
+        (ns, *params, args.limit),
+    )
+    return [Ranked(int(r[0]), 0.0) for r in rows]
+
+
+def _by_time(ranked: list[Ranked], rows: dict[int, Any], intent: str) -> list[Ranked]:
+    if not ranked:
+        return ranked
+    best = ranked[0].score
+    relevant = [h for h in ranked if h.score >= RELEVANT_FRACTION * best]
+    return sorted(
+        relevant, key=lambda h: (rows[h.message_id]["created_at"], h.message_id), reverse=intent == "latest"
+    )
 
 
 async def search_raw(ctx: ToolContext, args: SearchRawArgs) -> dict[str, Any]:
     ns = await lookup.namespace_id(ctx.db, ctx.namespace)
-    match = fts_query(args.query)
-    if match is None:
-        return {"query": args.query, "hits": [], "note": "the query has no searchable words"}
-    rows = await ctx.db.fetchall(
-        "SELECT m.id, m.role, m.content, m.tool_name, m.tool_arguments, m.tool_result, m.is_error, m.created_at,"
-        " t.seq AS turn, s.key AS session, t.block_id, b.status AS block_status, bm25(message_fts) AS rank"
-        " FROM message_fts JOIN messages m ON m.id = message_fts.rowid"
-        " JOIN turns t ON t.id = m.turn_id JOIN sessions s ON s.id = m.session_id"
-        " LEFT JOIN blocks b ON b.id = t.block_id"
-        " WHERE message_fts MATCH ? AND m.namespace_id = ?"
-        " ORDER BY rank, m.id LIMIT ?",
-        (match, ns, args.limit),
-    )
-    hits = []
-    for r in rows:
-        if r["role"] == "tool":
-            text = f"Tool call: {r['tool_name']} {r['tool_arguments']}\nTool result: {r['tool_result']}"
-        else:
-            text = r["content"]
-        hits.append(
-            {
-                "message_id": ids.make("msg", r["id"]),
-                "role": r["role"],
-                "session": r["session"],
-                "turn": r["turn"],
-                "created_at": r["created_at"],
-                "block_id": ids.make("blk", r["block_id"]) if r["block_id"] else None,
-                "block_status": r["block_status"],
-                "expand_level": 5 if r["block_id"] else None,
-                "score": round(-float(r["rank"]), 4),
-                "text": _clip(text),
-            }
+    filters = await _filters(ctx, ns, args)
+    query = args.query.strip()
+    out: dict[str, Any] = {"query": args.query}
+    if not query:
+        if not filters.any():
+            raise invalid_params(
+                "query is empty: give words to search for, or a filter (scope, session, roles, after, before) "
+                "to list the messages that pass it"
+            )
+        ranked = await _filtered_by_time(ctx, ns, filters, args)
+        out["note"] = "empty query: the messages that pass the filters, " + (
+            "oldest first" if args.temporal_intent == "first" else "newest first"
         )
-    return {"query": args.query, "hits": hits}
+    else:
+        if not plan(query).terms:
+            return out | {"hits": [], "note": "the query has no searchable words (only stopwords)"}
+        ranked = await rank(ctx.db, ns, query, filters)
+        if not ranked:
+            out["hits"] = []
+            out["note"] = "no message matches these words" + (" within the filters" if filters.any() else "")
+            return out
+        if args.temporal_intent:
+            pool = ranked[: max(args.limit * 4, 50)]
+            ranked = _by_time(pool, await _rows(ctx, [h.message_id for h in pool]), args.temporal_intent)
+            out["note"] = f"the relevant matches ordered by time, {args.temporal_intent} first"
+    ranked = ranked[: args.limit]
+    rows = await _rows(ctx, [h.message_id for h in ranked])
+    links = await neighbour_ids(ctx.db, [h.message_id for h in ranked])
+    around = await _rows(ctx, sorted({n for pair in links.values() for n in pair if n is not None}))
+    out["hits"] = [_hit(h, rows[h.message_id], links.get(h.message_id, (None, None)), around, query) for h in ranked]
+    return out
+
+
+def _neighbour(row: Any | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    return {
+        "message_id": ids.make("msg", row["id"]),
+        "role": row["role"],
+        "turn": row["turn"],
+        "created_at": row["created_at"],
+        "text": _clip(_text(row), NEIGHBOUR_CHARS),
+    }
+
+
+def _hit(h: Ranked, r: Any, link: tuple[int | None, int | None], around: dict[int, Any], query: str) -> dict[str, Any]:
+    block = ids.make("blk", r["block_id"]) if r["block_id"] else None
+    hit: dict[str, Any] = {
+        "message_id": ids.make("msg", r["id"]),
+        "role": r["role"],
+        "session": r["session"],
+        "turn": r["turn"],
+        "turn_id": ids.make("turn", r["turn_id"]),
+        "created_at": r["created_at"],
+        "block_id": block,
+        "block_status": r["block_status"],
+        "expand_level": 5 if block else None,
+        "where": f"block {block}: memory_expand_block(id='{block}', level=5) shows the source"
+        if block
+        else "open tail: not sealed into a block yet; the neighbours show its context",
+        "score": round(h.score, 4) if query else None,
+        "matched": h.matched,
+        "text": _clip(_text(r)),
+        "before": _neighbour(around.get(link[0]) if link[0] is not None else None),
+        "after": _neighbour(around.get(link[1]) if link[1] is not None else None),
+    }
+    if h.answers is not None:
+        hit["answers"] = ids.make("msg", h.answers)  # no query word here: it answers the matching question before
+    if r["role"] == "tool":
+        hit["tool_name"] = r["tool_name"]
+        hit["is_error"] = bool(r["is_error"])
+    return hit
 
 
 TOOLS = [
     Tool(
         "memory_search_raw",
-        "Search the source messages of this project's memory (user, assistant, tool calls and results), "
-        "best match first. Each hit names its block; expand that block at level 5 to read the full source.",
+        "Search the source messages of this project's memory (user, assistant, tool calls and results), best "
+        "match first, across sealed blocks and the open tail. Each hit carries its previous and next message and "
+        "names its block: expand that block at level 5 to read the full source. Filters: scope, session, roles, "
+        "after/before; temporal_intent 'first'/'latest' orders the relevant matches by time. Words that match "
+        "nothing return nothing.",
         SearchRawArgs,
         search_raw,
     ),
