@@ -278,3 +278,29 @@ def test_fingerprint_is_stable_under_whitespace_and_case(words: list[str], seps:
     assert fingerprint(canonical + "x") != fingerprint(canonical)
     if len(words) > 1:
         assert fingerprint("".join(words)) != fingerprint(canonical)
+
+
+async def test_event_search_filters_and_temporal_intent(sidecar: SidecarClient):
+    async def remember(text: str, **extra: Any) -> str:
+        return (await tool(sidecar, "memory_remember", {"text": text, **extra}))["id"]
+
+    kickoff = await remember("Kickoff meeting for the billing service.", when="2026-03-02", happened="occurred",
+                             type="event", tags=["billing"])
+    review = await remember("Design review of the billing service.", when="2026-04-14", happened="occurred",
+                            type="event")
+    launch = await remember("Launch of the billing service.", when="2026-06-01", happened="planned", type="plan")
+    stripe = await remember("Billing uses Stripe.", type="fact", scope="session")  # said now: latest of all
+
+    async def ids_of(**args: Any) -> list[str]:
+        return [h["id"] for h in (await tool(sidecar, "memory_search_events", args))["hits"]]
+
+    assert await ids_of(query="billing service", temporal_intent="first") == [kickoff, review, launch, stripe]
+    assert await ids_of(query="billing service", temporal_intent="latest") == [stripe, launch, review, kickoff]
+    assert await ids_of(query="billing", type="plan") == [launch]
+    assert await ids_of(type="event", temporal_intent="first") == [kickoff, review]  # empty query + filter
+    assert await ids_of(after="2026-04-01", before="2026-05-01") == [review]
+    assert await ids_of(query="billing", after="2026-05-01", type="event") == []
+    assert await ids_of(scope="session") == [stripe]
+    assert await ids_of(query="xylophone zebra quartz") == []  # no match → nothing, never recency
+    err = await rpc_error(sidecar, "memory_search_events", {"after": "soon"})
+    assert err.code == -32602 and "not a date" in err.message

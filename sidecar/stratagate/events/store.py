@@ -20,6 +20,7 @@ import unicodedata
 from typing import Any
 
 import aiosqlite
+from pydantic import BaseModel
 
 from stratagate import ids
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow, NewEvent, Status
@@ -256,9 +257,14 @@ async def forget(conn: aiosqlite.Connection, ev: EventRow, actor: Actor, reason:
 
 async def restore(conn: aiosqlite.Connection, ev: EventRow, actor: Actor) -> EventRow:
     back: Status = ev.prior_status if ev.prior_status and ev.prior_status != "forgotten" else "active"
-    if back == "superseded" and ev.successor_id is None:
-        back = "active"
-    after = await _set(conn, ev, actor, "event.restored", None, status=back, prior_status=None)
+    changes: dict[str, Any] = {}
+    if back == "superseded":
+        successor = await get_event(conn, ev.successor_id) if ev.successor_id else None
+        if successor is None or successor.status == "archived":
+            # What replaced it went away meanwhile (e.g. its import was removed): it is current again.
+            back = "active"
+            changes = {"successor_id": None, "weight_cap": None}
+    after = await _set(conn, ev, actor, "event.restored", None, status=back, prior_status=None, **changes)
     await conn.execute(
         "DELETE FROM tombstones WHERE namespace_id = ? AND fingerprint = ? AND event_id = ?",
         (ev.namespace_id, ev.fingerprint, ev.id),
@@ -283,28 +289,61 @@ async def set_pinned(conn: aiosqlite.Connection, ev: EventRow, actor: Actor, pin
     return await _set(conn, ev, actor, "event.pinned" if pinned else "event.unpinned", None, pinned=int(pinned))
 
 
+class EventFilter(BaseModel):
+    """Narrowing that applies with or without a query (an empty query with a filter lists only its matches)."""
+
+    statuses: list[str]
+    type: str | None = None
+    scope: str | None = None
+    participants: list[str] = []
+    after: str | None = None  # on the occurrence start when known, else the mention time
+    before: str | None = None
+    temporal_intent: str | None = None  # 'first' / 'latest': order by that time instead of relevance
+
+
+_WHEN = "COALESCE(e.happened_start, e.mentioned_at)"
+
+
 async def search(
     conn: aiosqlite.Connection,
     namespace_id: int,
     session_id: int | None,
     match: str | None,
-    statuses: list[str],
-    event_type: str | None,
-    limit: int,
+    statuses: list[str] | EventFilter,
+    event_type: str | None = None,
+    limit: int = 6,
 ) -> list[tuple[EventRow, float | None]]:
-    """Visible events with one of ``statuses``: BM25 order (scaled by weight cap) for a match, else newest first."""
+    """Visible events passing the filter: BM25 order (scaled by weight cap) for a match, else newest first;
+    ``temporal_intent`` orders the same set by occurrence time instead."""
+    f = statuses if isinstance(statuses, EventFilter) else EventFilter(statuses=statuses, type=event_type)
     where = [
         "e.namespace_id = ?",
-        f"e.status IN ({', '.join('?' for _ in statuses)})",
+        f"e.status IN ({', '.join('?' for _ in f.statuses)})",
         "(e.scope <> 'session' OR e.session_id IS ?)",
     ]
-    params: list[Any] = [namespace_id, *statuses, session_id]
-    if event_type is not None:
+    params: list[Any] = [namespace_id, *f.statuses, session_id]
+    if f.type is not None:
         where.append("e.type = ?")
-        params.append(event_type)
+        params.append(f.type)
+    if f.scope is not None:
+        where.append("e.scope = ?")
+        params.append(f.scope)
+    for person in f.participants:
+        where.append("EXISTS (SELECT 1 FROM json_each(e.participants) p WHERE lower(p.value) = lower(?))")
+        params.append(person)
+    if f.after is not None:
+        where.append(f"{_WHEN} >= ?")
+        params.append(f.after)
+    if f.before is not None:
+        where.append(f"{_WHEN} < ?")
+        params.append(f.before)
+    order_time = {"first": f"{_WHEN} ASC, e.id ASC", "latest": f"{_WHEN} DESC, e.id DESC"}.get(
+        f.temporal_intent or ""
+    )
     if match is None:
+        order = order_time or "e.pinned DESC, e.id DESC"
         rows = await conn.execute_fetchall(
-            f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY e.pinned DESC, e.id DESC LIMIT ?", (*params, limit)
+            f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?", (*params, limit)
         )
         return [(EventRow.from_row(r), None) for r in rows]
     rows = await conn.execute_fetchall(
@@ -321,7 +360,12 @@ async def search(
         scored.append((ev, -rank * (ev.weight_cap if ev.weight_cap is not None else 1.0)))
     # Ties (BM25 is ~0 when every event holds the words) go to current events, then the newest.
     scored.sort(key=lambda pair: (-(pair[1] or 0.0), pair[0].status == "superseded", -pair[0].id))
-    return scored[:limit]
+    scored = scored[:limit]
+    if f.temporal_intent in ("first", "latest"):
+        # The relevant set, told in time order: "when did we first…" / "what is the latest…".
+        scored.sort(key=lambda pair: (pair[0].happened_start or pair[0].mentioned_at, pair[0].id),
+                    reverse=f.temporal_intent == "latest")
+    return scored
 
 
 async def successor_chain(conn: aiosqlite.Connection, ev: EventRow) -> list[EventRow]:
@@ -346,12 +390,16 @@ async def predecessors(conn: aiosqlite.Connection, ev: EventRow) -> list[EventRo
 
 async def sources(conn: aiosqlite.Connection, event_id: int) -> list[dict[str, Any]]:
     rows = await conn.execute_fetchall(
-        "SELECT message_id, call_id, quote, created_at FROM event_sources WHERE event_id = ? ORDER BY id", (event_id,)
+        "SELECT message_id, call_id, quote, import_id, source_ref, created_at FROM event_sources"
+        " WHERE event_id = ? ORDER BY id",
+        (event_id,),
     )
     return [
         {
             "message_id": ids.make("msg", r["message_id"]) if r["message_id"] else None,
             "call_id": r["call_id"],
+            "import_id": ids.make("imp", r["import_id"]) if r["import_id"] else None,
+            "source_ref": r["source_ref"],
             "quote": r["quote"],
             "created_at": r["created_at"],
         }

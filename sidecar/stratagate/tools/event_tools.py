@@ -4,7 +4,7 @@ and memory_expand_event. Every mutation is audited with actor 'agent'."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import aiosqlite
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
@@ -263,6 +263,33 @@ class SearchEventsArgs(BaseModel):
     )
     type: EventType | None = Field(None, description="Only events of this type.")
     include_inactive: bool = Field(False, description="Also show superseded events (default: active and disputed).")
+    scope: Scope | None = Field(None, description="Only events of this scope.")
+    participants: list[Tag] = Field(
+        default_factory=list, max_length=8, description="Only events naming all of these participants."
+    )
+    after: str | None = Field(
+        None, max_length=40, description="Only events that happened (or, if unknown, were said) at or after this date "
+        "or date-time ('2026-05-01')."
+    )
+    before: str | None = Field(None, max_length=40, description="Only events before this date or date-time.")
+    temporal_intent: Literal["first", "latest"] | None = Field(
+        None, description="'first' or 'latest': order the matches by when they happened, earliest or latest first."
+    )
+
+    @field_validator("after", "before")
+    @classmethod
+    def _instant(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        text = value.strip()
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise ValueError(f"not a date or date-time: {value!r} (use '2026-05-01' or '2026-05-01T12:00Z')") from exc
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        # No zone suffix: compares correctly against both stored forms ('…+00:00' and '….000Z').
+        return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 async def search_events(ctx: ToolContext, args: SearchEventsArgs) -> dict[str, Any]:
@@ -282,7 +309,16 @@ async def search_events(ctx: ToolContext, args: SearchEventsArgs) -> dict[str, A
     ns, sess = await _scope_keys(conn, ctx)
     if ns is None:
         return result
-    for ev, score in await store.search(conn, ns, sess, match, statuses, args.type, args.limit):
+    filters = store.EventFilter(
+        statuses=statuses,
+        type=args.type,
+        scope=args.scope,
+        participants=args.participants,
+        after=args.after,
+        before=args.before,
+        temporal_intent=args.temporal_intent,
+    )
+    for ev, score in await store.search(conn, ns, sess, match, filters, limit=args.limit):
         hit: dict[str, Any] = {
             "id": ev.public_id,
             "title": ev.title,
