@@ -1,4 +1,5 @@
-"""Command line: `stratagate serve` runs the JSON-RPC sidecar on stdio; `info` and `audit` inspect a database."""
+"""Command line: `stratagate serve` runs the JSON-RPC sidecar on stdio; `info` and `audit` inspect a database;
+`import` brings in, lists or removes memories exported from other assistants."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 from stratagate import __version__
 from stratagate.config import SettingsError, load_settings
@@ -30,6 +33,19 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--namespace", help="only entries of this namespace")
     audit.add_argument("--limit", type=_positive, default=20, help="how many entries, newest first (default 20)")
     audit.add_argument("--json", action="store_true", help="print a JSON array instead of one line per entry")
+    imp = sub.add_parser(
+        "import",
+        help="import a Mem0, ChatGPT, Markdown, text or dsh-memory-connect export; list or remove imports",
+    )
+    imp.add_argument("file", nargs="?", type=Path, help="the export file to import")
+    imp.add_argument("--remove", metavar="IMPORT_ID", help="remove an import (imp_N): archive its memories")
+    imp.add_argument("--list", action="store_true", help="list imports (of --namespace, if given)")
+    imp.add_argument("--db", type=Path)
+    imp.add_argument("--namespace", help="memory space (default: the project namespace of the current directory)")
+    imp.add_argument("--format", help="mem0, chatgpt, markdown, text or dsh-memory-connect (default: detect)")
+    imp.add_argument("--scope", choices=["user", "project"], default="user", help="scope of the new events")
+    imp.add_argument("--allow-duplicate", action="store_true", help="import a file that is already imported")
+    imp.add_argument("--json", action="store_true", help="print the result as JSON")
     return parser
 
 
@@ -81,6 +97,83 @@ def _print_audit(entries: list[dict[str, object]], as_json: bool) -> None:
         for key in ("before", "after"):
             if e[key] is not None:
                 print(f"    {key}: {json.dumps(e[key], ensure_ascii=False, sort_keys=True)}")
+
+
+def _ids(values: list[str]) -> str:
+    return f"{len(values)}" + (f" ({', '.join(values)})" if values else "")
+
+
+def _print_import(command: str, result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    elif command == "list":
+        for i in result["imports"]:
+            events = ", ".join(f"{k} {v}" for k, v in sorted(i["counts"]["events"].items())) or "none"
+            print(f"{i['id']} {i['status']} {i['format']} {i['source_name']} ns={i['namespace']} {i['created_at']}")
+            print(f"    items: {i['item_count']}; events: {events}; merged sources: {i['counts']['merged_sources']}")
+    elif command == "remove":
+        print(f"removed: {result['import_id']}")
+        print(f"archived: {_ids(result['archived'])}")
+        print(f"restored: {_ids(result['restored'])}")
+    else:
+        print(f"import: {result['import_id']} ({result['format']}, {result['source_name']}, ns={result['namespace']})")
+        print(f"items: {result['items']}")
+        print(f"inserted: {_ids(result['inserted'])}")
+        print(f"merged: {_ids(result['merged'])}")
+        print(f"suppressed: {result['suppressed']}")
+        print(f"skipped_inactive: {result['skipped_inactive']}")
+        for warning in result["warnings"]:
+            print(f"warning: {warning}")
+
+
+def import_command(args: argparse.Namespace, db_path: Path) -> int:
+    """`stratagate import`: opens the database itself (safe while a sidecar runs: SQLite serialises writers)."""
+    from stratagate.errors import RpcError
+    from stratagate.imports import store
+    from stratagate.imports.parsers import ImportFormatError, parse_file
+    from stratagate.imports.rpc import parse_import_id
+    from stratagate.namespaces import ResolveParams, resolve
+    from stratagate.storage.db import Database, SchemaError, StorageError
+
+    modes = [name for name, given in (("FILE", args.file), ("--remove", args.remove), ("--list", args.list)) if given]
+    if len(modes) != 1:
+        print("stratagate import: give exactly one of FILE, --remove IMPORT_ID or --list", file=sys.stderr)
+        return 1
+    namespace = args.namespace or resolve(ResolveParams(mode="project", cwd=os.getcwd()))["namespace"]
+    if not args.file and not db_path.exists():
+        print(f"stratagate: no database at {db_path}", file=sys.stderr)
+        return 1
+
+    async def run() -> tuple[str, dict[str, Any]]:
+        db = Database(db_path)
+        if args.file:
+            # Parse before opening the database, so a bad file creates nothing.
+            batch = parse_file(args.file, args.format)
+            await db.open()
+            try:
+                return "run", await store.run_import(
+                    db, namespace, batch, scope=args.scope, allow_duplicate=args.allow_duplicate
+                )
+            finally:
+                await db.close()
+        await db.open()
+        try:
+            if args.remove:
+                return "remove", await store.remove_import(db, parse_import_id(args.remove))
+            return "list", {"imports": await store.list_imports(db.reader, args.namespace)}
+        finally:
+            await db.close()
+
+    try:
+        command, result = asyncio.run(run())
+    except RpcError as exc:
+        print(f"stratagate import: {exc.message}", file=sys.stderr)
+        return 1
+    except (ImportFormatError, SchemaError, StorageError, sqlite3.Error, OSError) as exc:
+        print(f"stratagate import: {exc}", file=sys.stderr)
+        return 1
+    _print_import(command, result, args.json)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,4 +228,6 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         _print_audit(entries, args.json)
         return 0
+    if args.command == "import":
+        return import_command(args, settings.db)
     return 2

@@ -16,9 +16,19 @@ from stratagate.app import App
 from stratagate.capture.models import CaptureParams
 from stratagate.capture.store import capture_turn
 from stratagate.errors import INTERNAL_ERROR, STORAGE_ERROR, RpcError, explain_validation, invalid_params, not_found
+from stratagate.evidence.rpc import OpenBatchesParams, WeightsParams, memory_weights, open_batches
+from stratagate.imports.rpc import import_get, import_list, import_remove, import_run
 from stratagate.jobs import queue
 from stratagate.namespaces import ResolveParams, resolve
-from stratagate.rpc.params import Empty, JobsListParams, JobsRetryParams, ToolsCallParams
+from stratagate.rpc.params import (
+    Empty,
+    ImportIdParams,
+    ImportListParams,
+    ImportRunParams,
+    JobsListParams,
+    JobsRetryParams,
+    ToolsCallParams,
+)
 from stratagate.tokens import count_tokens
 from stratagate.tools.registry import ToolContext
 
@@ -72,6 +82,8 @@ async def capture(app: App, params: CaptureParams) -> dict[str, Any]:
     result = await capture_turn(app.db, app.settings, params, count_tokens)
     if result.sealed_block_ids:
         app.runner.wake()
+    if not result.duplicate:
+        app.dense.notice(params.namespace)  # embeddings: queued in the background after the commit, never awaited
     return result.model_dump()
 
 
@@ -128,4 +140,10 @@ METHODS: dict[str, Callable[..., Awaitable[Any]]] = {
     "tools.call": rpc_method(ToolsCallParams, tools_call),
     "jobs.list": rpc_method(JobsListParams, jobs_list),
     "jobs.retry": rpc_method(JobsRetryParams, jobs_retry),
+    "import.run": rpc_method(ImportRunParams, import_run),
+    "import.remove": rpc_method(ImportIdParams, import_remove),
+    "import.list": rpc_method(ImportListParams, import_list),
+    "import.get": rpc_method(ImportIdParams, import_get),
+    "memory.weights": rpc_method(WeightsParams, memory_weights),
+    "evidence.open_batches": rpc_method(OpenBatchesParams, open_batches),
 }

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from stratagate.capture.models import Name
 
@@ -36,3 +37,42 @@ class JobsRetryParams(BaseModel):
 
     id: str | None = Field(None, description="A job id such as 'job_7'; omit to retry every failed job.")
     namespace: Name | None = None
+
+
+ImportId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+
+
+class ImportRunParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: Name
+    path: Annotated[str, StringConstraints(min_length=1, max_length=4096)] | None = Field(
+        None, description="Absolute path of the export file, read by the sidecar."
+    )
+    text: str | None = Field(None, description="The export's text itself (any format but dsh-memory-connect).")
+    format: str | None = Field(
+        None, description="mem0, chatgpt, markdown, text or dsh-memory-connect (default: detect)."
+    )
+    source_name: Name | None = Field(None, description="Name recorded for the source; default: the file's name.")
+    scope: Literal["user", "project", "session"] = "user"
+    allow_duplicate: bool = False
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ImportRunParams:
+        if (self.path is None) == (self.text is None):
+            raise ValueError("give exactly one of path (a file the sidecar reads) or text (the export itself)")
+        if self.path is not None and not os.path.isabs(self.path):
+            raise ValueError(f"path must be absolute (got {self.path!r}); the sidecar's working directory is not yours")
+        return self
+
+
+class ImportIdParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: ImportId = Field(description="An import id such as 'imp_3'.")
+
+
+class ImportListParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: Name | None = Field(None, description="Only imports of this namespace; default: all.")
