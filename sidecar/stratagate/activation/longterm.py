@@ -1,0 +1,280 @@
+"""The long-term part of activation: at most 4 events and 4 graph nodes relevant to this step, within 900 tokens.
+
+Rules (each one tested):
+- Relevance: the current human message ranks first, then the last two captured turns of the session (their words
+  only: no role labels, no tool JSON). A query that matches nothing recalls nothing (no recency fallback).
+- Pinned events are candidates on every step, safety and identity first.
+- Nothing stale poses as current: a superseded event only appears when pinned, labelled with its status and
+  successor, and the successor comes with it; forgotten and archived events never appear; disputed ones are
+  labelled. Supersession overrides pins.
+- Events created during the session's open (unsealed) turns are skipped: the host still shows those turns.
+- Reading never writes: activation does not reinforce anything (only use receipts do).
+- Output depends only on stored state and the query, so identical inputs give byte-identical text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiosqlite
+
+from stratagate.events import store as events
+from stratagate.events.models import EventRow
+from stratagate.evidence.weights import weight_of
+from stratagate.graph import read as graph_read
+from stratagate.graph import store as graph
+from stratagate.search.fusion import rrf
+from stratagate.search.terms import fts_query
+
+MAX_EVENTS = 4
+MAX_NODES = 4
+MAX_TOKENS = 900
+CONTEXT_TURNS = 2
+CANDIDATES = 12
+FACTS_PER_NODE = 6
+SUMMARY_CHARS = 320
+CURRENT = ["active", "disputed"]
+_CRITICAL_FIRST = {"safety": 0, "identity": 1, "preference": 2, "routine": 3}
+
+
+@dataclass
+class LongTerm:
+    sections: list[str] = field(default_factory=list)
+    tokens: int = 0
+    event_ids: list[str] = field(default_factory=list)
+    node_ids: list[str] = field(default_factory=list)
+
+
+async def context_text(conn: aiosqlite.Connection, session_id: int | None, turns: int = CONTEXT_TURNS) -> str:
+    """The words of the session's last ``turns`` captured turns: user and assistant text only."""
+    if session_id is None:
+        return ""
+    rows = await conn.execute_fetchall(
+        "SELECT m.content FROM messages m WHERE m.turn_id IN"
+        " (SELECT id FROM turns WHERE session_id = ? ORDER BY seq DESC LIMIT ?)"
+        " AND m.role IN ('user', 'assistant') ORDER BY m.id",
+        (session_id, turns),
+    )
+    return "\n".join(str(r[0]) for r in rows if r[0])
+
+
+async def _sealed_until(conn: aiosqlite.Connection, session_id: int | None) -> str:
+    """When the session's last sealed turn was captured ('' when none): everything after it is still in the host's
+    native history, including events remembered during the current, not yet captured, turn."""
+    if session_id is None:
+        return ""
+    row = await (
+        await conn.execute(
+            "SELECT MAX(captured_at) FROM turns WHERE session_id = ? AND block_id IS NOT NULL", (session_id,)
+        )
+    ).fetchone()
+    return (row[0] if row else None) or ""
+
+
+def _merge(*rankings: list[EventRow]) -> list[EventRow]:
+    out: dict[int, EventRow] = {}
+    for ranking in rankings:
+        for ev in ranking:
+            out.setdefault(ev.id, ev)
+    return list(out.values())
+
+
+async def _ranked_events(
+    conn: aiosqlite.Connection, ns: int, sess: int | None, queries: list[str]
+) -> list[EventRow]:
+    """Matches of the human message (weight 2) and of the recent turns (weight 1), fused by reciprocal rank, then
+    scaled by each event's long-term weight as seen from this session (read only: nothing is reinforced here)."""
+    rankings: list[list[int]] = []
+    fusion_weights: list[float] = []
+    rows: dict[int, EventRow] = {}
+    for query, importance in zip(queries, (2.0, 1.0), strict=False):
+        match = fts_query(query) if query.strip() else None
+        if match is None:
+            continue
+        hits = await events.search(conn, ns, sess, match, CURRENT, None, CANDIDATES)
+        rankings.append([ev.id for ev, _ in hits])
+        fusion_weights.append(importance)
+        rows.update({ev.id: ev for ev, _ in hits})
+    if not rankings:
+        return []
+    scored = []
+    for event_id, score in rrf(rankings, weights=fusion_weights):
+        w = await weight_of(conn, ns, sess, "event", event_id)
+        factor = 0.3 + 0.7 * (w["weight"] if w else 1.0)
+        scored.append((score * factor, event_id))
+    scored.sort(key=lambda pair: (-pair[0], -pair[1]))
+    return [rows[event_id] for _, event_id in scored]
+
+
+async def _pinned(conn: aiosqlite.Connection, ns: int, sess: int | None) -> list[EventRow]:
+    rows = await conn.execute_fetchall(
+        f"{events._SELECT} WHERE e.namespace_id = ? AND e.pinned = 1 AND e.status IN ('active', 'disputed',"
+        " 'superseded') ORDER BY e.id",
+        (ns,),
+    )
+    pinned = [EventRow.from_row(r) for r in rows]
+    pinned = [ev for ev in pinned if ev.visible_to(ns, sess)]
+    return sorted(pinned, key=lambda ev: (_CRITICAL_FIRST[ev.criticality], ev.id))
+
+
+def _day(stamp: str | None) -> str | None:
+    return stamp[:10] if stamp else None
+
+
+def _event_heading(ev: EventRow, successor: EventRow | None) -> str:
+    parts = [ev.public_id, ev.type]
+    if ev.status == "superseded":
+        by = successor.public_id if successor else "a newer event"
+        parts.append(f"SUPERSEDED by {by}: history, not current")
+    elif ev.status == "disputed":
+        parts.append("DISPUTED: conflicting evidence, not settled")
+    else:
+        parts.append("current")
+    if ev.pinned:
+        parts.append("pinned")
+    if ev.criticality in ("safety", "identity"):
+        parts.append(ev.criticality)
+    parts.append(f"said {_day(ev.mentioned_at)}")
+    if ev.happened_start:
+        window = _day(ev.happened_start)
+        if ev.happened_end and _day(ev.happened_end) != window:
+            window = f"{window}–{_day(ev.happened_end)}"
+        parts.append(f"{ev.time_status} {window}" if ev.time_status != "unknown" else f"when {window}")
+    elif ev.time_status in ("planned", "cancelled"):
+        parts.append(ev.time_status)
+    return "[" + " · ".join(parts) + "]"
+
+
+def _event_body(ev: EventRow, short: bool) -> str:
+    if short or ev.summary.strip() == ev.title.strip():
+        return ev.title
+    summary = ev.summary if len(ev.summary) <= SUMMARY_CHARS else ev.summary[: SUMMARY_CHARS - 1].rstrip() + "…"
+    return f"{ev.title}\n{summary}"
+
+
+async def _node_entry(
+    conn: aiosqlite.Connection, node: graph.NodeRow, sess: int | None, quote: Callable[[str], str], shown: set[str]
+) -> tuple[str, list[str]] | None:
+    """A node with its current facts (and their ids); facts already shown under another node are not repeated."""
+    r = graph_read.Renderer(conn)
+    state = [f for f in await graph_read.current_state(conn, node, sess, r) if f["id"] not in shown]
+    if not state:
+        return None
+    lines = []
+    for fact in state[:FACTS_PER_NODE]:
+        line = fact["statement"]
+        if fact.get("valid_from"):
+            line += f" (since {_day(fact['valid_from'])})"
+        if fact["status"] == "disputed":
+            line += " — DISPUTED, not settled"
+        lines.append(line)
+    label = f"{node.kind} · {node.category}" if node.category else node.kind
+    entry = f"[{node.public_id} · {label} · {node.name}]\n" + quote("\n".join(lines))
+    return entry, [f["id"] for f in state[:FACTS_PER_NODE]]
+
+
+async def render_longterm(
+    conn: aiosqlite.Connection,
+    ns: int,
+    sess: int | None,
+    human: str | None,
+    count: Callable[[str], int],
+    quote: Callable[[str], str],
+    budget: int = MAX_TOKENS,
+) -> LongTerm:
+    out = LongTerm()
+    budget = min(budget, MAX_TOKENS)
+    queries = [human or "", await context_text(conn, sess)]
+    sealed_until = await _sealed_until(conn, sess)
+
+    def in_open_turns(ev: EventRow) -> bool:
+        return sess is not None and ev.session_id == sess and ev.block_id is None and ev.created_at > sealed_until
+
+    candidates = _merge(await _pinned(conn, ns, sess), await _ranked_events(conn, ns, sess, queries))
+    chosen: list[tuple[EventRow, EventRow | None]] = []
+    seen: set[int] = set()
+    for ev in candidates:
+        if ev.id in seen or in_open_turns(ev):
+            continue
+        successor = None
+        if ev.status == "superseded":
+            chain = [e for e in await events.successor_chain(conn, ev) if e.visible_to(ns, sess)]
+            successor = chain[-1] if chain else None
+            if successor is not None and successor.status in ("forgotten", "archived"):
+                successor = None
+        group = [(ev, successor)]
+        if successor is not None and successor.id not in seen and not in_open_turns(successor):
+            group.append((successor, None))  # the current version travels with the labelled old one
+        for item in group:
+            if item[0].id not in seen and len(chosen) < MAX_EVENTS:
+                chosen.append(item)
+                seen.add(item[0].id)
+        if len(chosen) >= MAX_EVENTS:
+            break
+
+    title = "Long-term memory relevant to this step (events):"
+    used = count(title)
+    entries: list[str] = []
+    for ev, successor in chosen:
+        for short in (False, True):
+            entry = _event_heading(ev, successor) + "\n" + quote(_event_body(ev, short))
+            cost = count(entry) + 1
+            if used + cost <= budget:
+                entries.append(entry)
+                used += cost
+                out.event_ids.append(ev.public_id)
+                break
+    if entries:
+        out.sections.append(title + "\n" + "\n".join(entries))
+    else:
+        used = 0
+
+    node_title = "Knowledge graph, current state (facts held today; disputed ones marked):"
+    node_used = count(node_title) + 1
+    node_entries: list[str] = []
+    match_queries = [q for q in queries if q.strip()]
+    nodes: dict[int, graph.NodeRow] = {}
+    for query in match_queries:
+        match = fts_query(query)
+        if match is None:
+            continue
+        for node, _ in await graph_read.search(conn, ns, sess, match, None, CANDIDATES):
+            nodes.setdefault(node.id, node)
+    shown: set[str] = set()
+    for node in nodes.values():
+        if len(node_entries) >= MAX_NODES:
+            break
+        rendered = await _node_entry(conn, node, sess, quote, shown)
+        if rendered is None:
+            continue
+        entry, fact_ids = rendered
+        cost = count(entry) + 1
+        if used + node_used + cost <= budget:
+            node_entries.append(entry)
+            node_used += cost
+            out.node_ids.append(node.public_id)
+            shown.update(fact_ids)
+    if node_entries:
+        out.sections.append(node_title + "\n" + "\n".join(node_entries))
+    out.tokens = count("\n\n".join(out.sections)) if out.sections else 0
+    # Piecewise counts can differ from the joined text's by a token at a seam: enforce the budget on the whole.
+    while out.tokens > budget and (node_entries or entries):
+        if node_entries:
+            node_entries.pop()
+            out.node_ids.pop()
+        else:
+            entries.pop()
+            out.event_ids.pop()
+        out.sections = []
+        if entries:
+            out.sections.append(title + "\n" + "\n".join(entries))
+        if node_entries:
+            out.sections.append(node_title + "\n" + "\n".join(node_entries))
+        out.tokens = count("\n\n".join(out.sections)) if out.sections else 0
+    return out
+
+
+def summary(lt: LongTerm) -> dict[str, Any]:
+    return {"event_ids": lt.event_ids, "node_ids": lt.node_ids, "longterm_tokens": lt.tokens}
