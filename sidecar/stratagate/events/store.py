@@ -72,10 +72,17 @@ def _fts_text(ev: NewEvent) -> str:
                 categories.append(known.category)
         if claim.get("slot"):
             categories.append(str(claim["slot"]))
+    # Field weights by repetition (one FTS column): a word in the title counts 3×, in the summary 2×, BM25's
+    # term-frequency saturation keeps it from swamping the rest. Occurrence and mention dates become date tokens.
+    dates = [d[:10] for d in (ev.happened_start, ev.mentioned_at) if d]
     parts = [
         *categories,
         ev.title,
+        ev.title,
+        ev.title,
         ev.summary,
+        ev.summary,
+        *dates,
         ev.narrative,
         *ev.tags,
         *ev.quotes,

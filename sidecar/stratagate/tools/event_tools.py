@@ -318,7 +318,10 @@ async def search_events(ctx: ToolContext, args: SearchEventsArgs) -> dict[str, A
         before=args.before,
         temporal_intent=args.temporal_intent,
     )
-    for ev, score in await store.search(conn, ns, sess, match, filters, limit=args.limit):
+    found = await store.search(conn, ns, sess, match, filters, limit=max(args.limit, DENSE_POOL))
+    if match is not None and not args.temporal_intent:
+        found = await _dense_rerank(ctx, ns, args.query or "", found)
+    for ev, score in found[: args.limit]:
         hit: dict[str, Any] = {
             "id": ev.public_id,
             "title": ev.title,
@@ -344,6 +347,39 @@ async def search_events(ctx: ToolContext, args: SearchEventsArgs) -> dict[str, A
                 hit["note"] = f"superseded by {hit['successor_id']}: not current"
         result["hits"].append(hit)
     return result
+
+
+DENSE_POOL = 20
+DENSE_WEIGHT = 1.0
+
+
+async def _dense_rerank(
+    ctx: ToolContext, ns: int, query: str, found: list[tuple[EventRow, float | None]]
+) -> list[tuple[EventRow, float | None]]:
+    """Lexical matches re-ranked by BM25 normalised to the best match plus the query's cosine similarity to each
+    event (as memory_search_raw does). Only lexical matches are ranked: a query that matches nothing stays empty."""
+    if not found:
+        return found
+    try:
+        from stratagate.search import vectors
+    except ImportError:
+        return found
+    index = vectors.for_db(ctx.db)
+    if not index.usable():
+        return found
+    vector = await index.query_vector(query)
+    if vector is None:
+        return found
+    sims = dict(await vectors.nearest(ctx.db.reader, ns, "event", vector, len(found), {ev.id for ev, _ in found}))
+    if not sims:
+        return found
+    best = max((score or 0.0) for _, score in found) or 1.0
+    rescored = [
+        (ev, (score or 0.0) / best + DENSE_WEIGHT * max(0.0, sims.get(ev.id, 0.0)) * (ev.weight_cap or 1.0))
+        for ev, score in found
+    ]
+    rescored.sort(key=lambda pair: (-(pair[1] or 0.0), pair[0].status == "superseded", -pair[0].id))
+    return rescored
 
 
 async def expand_event(ctx: ToolContext, args: IdArgs) -> dict[str, Any]:
