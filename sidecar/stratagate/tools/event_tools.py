@@ -18,8 +18,8 @@ from stratagate.events.temporal import TimeStatus, build_temporal
 from stratagate.graph.claims import Claim
 from stratagate.graph.projection import mark_projected, project_event
 from stratagate.redact import redact
-from stratagate.search.terms import fts_query
 from stratagate.tools.registry import Tool, ToolContext
+from stratagate.tools.scope import UNSEARCHABLE, query_match, scope_keys
 
 ACTOR = "agent"
 TITLE_CHARS = 80
@@ -42,22 +42,10 @@ def _parse(value: str) -> int:
     return key
 
 
-async def _scope_keys(conn: aiosqlite.Connection, ctx: ToolContext) -> tuple[int | None, int | None]:
-    """The caller's namespace and session keys, or None where nothing exists yet (no events to see)."""
-    row = await (await conn.execute("SELECT id FROM namespaces WHERE name = ?", (ctx.namespace,))).fetchone()
-    if row is None:
-        return None, None
-    ns = int(row[0])
-    sess = await (
-        await conn.execute("SELECT id FROM sessions WHERE namespace_id = ? AND key = ?", (ns, ctx.session))
-    ).fetchone()
-    return ns, None if sess is None else int(sess[0])
-
-
 async def _visible(conn: aiosqlite.Connection, ctx: ToolContext, event_id: str) -> EventRow:
     """The event if the caller may see it; otherwise -32004 (other namespaces and sessions look the same)."""
     key = _parse(event_id)
-    ns, sess = await _scope_keys(conn, ctx)
+    ns, sess = await scope_keys(conn, ctx)
     ev = await store.get_event(conn, key)
     if ns is None or ev is None or not ev.visible_to(ns, sess):
         raise not_found(f"unknown event {ids.make('evt', key)}")
@@ -300,13 +288,11 @@ async def search_events(ctx: ToolContext, args: SearchEventsArgs) -> dict[str, A
         else [*DEFAULT_STATUSES, *(["superseded"] if args.include_inactive else [])]
     )
     result: dict[str, Any] = {"query": args.query, "statuses": statuses, "hits": []}
-    match = None
-    if args.query is not None and args.query.strip():
-        match = fts_query(args.query)
-        if match is None:
-            result["note"] = "the query has no searchable words"
-            return result
-    ns, sess = await _scope_keys(conn, ctx)
+    match, unsearchable = query_match(args.query)
+    if unsearchable:
+        result["note"] = UNSEARCHABLE
+        return result
+    ns, sess = await scope_keys(conn, ctx)
     if ns is None:
         return result
     filters = store.EventFilter(
@@ -385,7 +371,7 @@ async def _dense_rerank(
 async def expand_event(ctx: ToolContext, args: IdArgs) -> dict[str, Any]:
     conn = ctx.db.reader
     ev = await _visible(conn, ctx, args.id)
-    ns, sess = await _scope_keys(conn, ctx)
+    ns, sess = await scope_keys(conn, ctx)
     assert ns is not None
     chain = [e for e in await store.successor_chain(conn, ev) if e.visible_to(ns, sess)]
     result = ev.public() | {

@@ -10,9 +10,8 @@ from stratagate import ids
 from stratagate.errors import not_found
 from stratagate.graph import read, store
 from stratagate.graph.claims import NodeKind
-from stratagate.search.terms import fts_query
-from stratagate.tools.event_tools import _scope_keys
 from stratagate.tools.registry import Tool, ToolContext
+from stratagate.tools.scope import UNSEARCHABLE, query_match, scope_keys
 
 
 class SearchGraphArgs(BaseModel):
@@ -52,13 +51,11 @@ class ExpandNodeArgs(BaseModel):
 async def search_graph(ctx: ToolContext, args: SearchGraphArgs) -> dict[str, Any]:
     conn = ctx.db.reader
     result: dict[str, Any] = {"query": args.query, "hits": []}
-    match = None
-    if args.query is not None and args.query.strip():
-        match = fts_query(args.query)
-        if match is None:
-            result["note"] = "the query has no searchable words"
-            return result
-    ns, sess = await _scope_keys(conn, ctx)
+    match, unsearchable = query_match(args.query)
+    if unsearchable:
+        result["note"] = UNSEARCHABLE
+        return result
+    ns, sess = await scope_keys(conn, ctx)
     if ns is None:
         return result
     for node, score in await read.search(conn, ns, sess, match, args.kind, args.limit):
@@ -79,7 +76,7 @@ async def search_graph(ctx: ToolContext, args: SearchGraphArgs) -> dict[str, Any
 
 async def expand_node(ctx: ToolContext, args: ExpandNodeArgs) -> dict[str, Any]:
     conn = ctx.db.reader
-    ns, sess = await _scope_keys(conn, ctx)
+    ns, sess = await scope_keys(conn, ctx)
     key = ids.parse(args.node, "nod")
     node = None
     if ns is not None:
