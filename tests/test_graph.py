@@ -99,6 +99,9 @@ async def test_npm_then_pnpm_acceptance(sidecar: SidecarClient):
     assert statements(pnpm_node["current_state"]) == ["shop uses pnpm"]
     incoming = await node(sidecar, "pnpm")
     assert incoming["facts"][0]["direction"] == "in"
+    counts = (await sidecar.call("system.info"))["counts"]
+    assert counts["graph_nodes"] == 3 and counts["graph_facts"] == {"active": 1, "superseded": 1, "disputed": 0,
+                                                                    "archived": 0}
 
 
 def _minus_ms(stamp: str) -> str:

@@ -102,6 +102,13 @@ class App:
         counts["events"] = {s: 0 for s in ("active", "superseded", "disputed", "forgotten", "archived")} | {
             r["status"]: r["n"] for r in events
         }
+        counts["graph_nodes"] = int(await db.scalar("SELECT COUNT(*) FROM graph_nodes") or 0)
+        facts = await db.fetchall("SELECT status, COUNT(*) AS n FROM graph_facts GROUP BY status")
+        counts["graph_facts"] = {s: 0 for s in ("active", "superseded", "disputed", "archived")} | {
+            r["status"]: r["n"] for r in facts
+        }
+        imports = await db.fetchall("SELECT status, COUNT(*) AS n FROM imports GROUP BY status")
+        counts["imports"] = {"active": 0, "removed": 0} | {r["status"]: r["n"] for r in imports}
         jobs = await db.fetchall("SELECT status, COUNT(*) AS n FROM jobs GROUP BY status")
         counts["jobs"] = {"queued": 0, "running": 0, "done": 0, "failed": 0} | {r["status"]: r["n"] for r in jobs}
         return {
