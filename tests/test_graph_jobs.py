@@ -88,3 +88,39 @@ async def test_batches_keep_progress_and_a_failing_batch_blocks_nothing(
     facts = await db.fetchall("SELECT status FROM graph_facts")
     assert len(facts) == len(TOOLS) and {r["status"] for r in facts} == {"active"}
     await db.close()
+
+
+async def test_a_job_that_requeues_itself_is_reported_queued_not_done(tmp_path: Path):
+    """A handler may hand its row back to the queue (the embedding job does after a long run): jobs.changed must
+    say 'queued', as the row does, not 'done'."""
+    from stratagate.jobs.queue import enqueue
+
+    db = Database(tmp_path / "memory.db")
+    await db.open()
+    async with db.transaction() as conn:
+        ns = await ensure_namespace(conn, "proj")
+        job_id = await enqueue(conn, ns, "self_requeue", 1, 3)
+    runs: list[int] = []
+    seen: list[str] = []
+    changed = asyncio.Event()
+
+    async def handler(job: Any) -> None:
+        runs.append(job.id)
+        async with db.transaction() as conn:
+            await conn.execute("UPDATE jobs SET status = 'queued', next_run_at = 4e9 WHERE id = ?", (job.id,))
+
+    async def notify(method: str, payload: dict[str, Any]) -> None:
+        seen.append(payload["status"])
+        changed.set()
+
+    runner = JobRunner(db, {"self_requeue": handler}, concurrency=1, backoff_base=0.01, backoff_cap=0.02,
+                       notify=notify)
+    await runner.start()
+    try:
+        async with asyncio.timeout(30):
+            await changed.wait()
+    finally:
+        await runner.stop()
+    assert runs == [job_id] and seen == ["queued"]
+    assert await db.scalar("SELECT status FROM jobs WHERE id = ?", (job_id,)) == "queued"
+    await db.close()

@@ -112,6 +112,10 @@ class JobRunner:
             if handler is None:
                 raise PermanentJobError(f"no handler for job kind {job.kind!r}")
             await handler(job)
+            # A handler may put its own row back in the queue (the embedding job after a long run): report that.
+            row = await self._db.scalar("SELECT status FROM jobs WHERE id = ?", (job.id,))
+            if row == "queued":
+                status = "queued"
         except asyncio.CancelledError:
             raise
         except Exception as exc:
