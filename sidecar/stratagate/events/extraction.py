@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import aiosqlite
@@ -29,6 +28,7 @@ from stratagate.jobs.runner import PermanentJobError
 from stratagate.redact import redact
 from stratagate.search.terms import fts_query, terms
 from stratagate.storage.db import Database, audit
+from stratagate.timeutil import parse_time
 
 if TYPE_CHECKING:
     from stratagate.model import ModelGateway
@@ -94,10 +94,6 @@ def _shown_text(m: SourceMessage) -> str:
         f"[tool {m.tool_name}{failed}] {_clip(m.arguments_text(), TOOL_ARGS_CHARS)}"
         f" → {_clip(m.result_text(), TOOL_RESULT_CHARS)}"
     )
-
-
-def _parse_time(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 class EventExtractor:
@@ -277,7 +273,7 @@ class EventExtractor:
             await store.add_sources(conn, event, sources, ACTOR, {"block": block_ref})
             report["merged"].append(event.public_id)
         else:
-            mentioned = min(_parse_time(m.created_at) for m in cited)
+            mentioned = min(parse_time(m.created_at) for m in cited)
             temporal = build_temporal(draft.time_original or None, mentioned, draft.time_status).model_dump(
                 mode="json"
             )

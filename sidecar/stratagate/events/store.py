@@ -27,7 +27,7 @@ from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow, NewEvent, 
 from stratagate.graph import lexicon
 from stratagate.search.terms import fts_document, fts_query, terms
 from stratagate.storage.db import Actor, audit
-from stratagate.timeutil import now_iso
+from stratagate.timeutil import now_iso, parse_time, to_iso
 
 MAX_CHAIN = 32
 
@@ -45,11 +45,16 @@ def fingerprint(text: str) -> str:
 
 
 def temporal_columns(temporal: dict[str, Any]) -> dict[str, Any]:
-    """A serialised events.temporal.Temporal as the event columns that store it."""
+    """A serialised events.temporal.Temporal as the event columns that store it. Instants are stored in the one
+    text form of every timestamp (UTC, milliseconds, 'Z'), so they compare as strings with everything else."""
+
+    def stored(value: str | None) -> str | None:
+        return None if value is None else to_iso(parse_time(value))
+
     return {
-        "mentioned_at": temporal["mentioned_at"],
-        "happened_start": temporal["happened_start"],
-        "happened_end": temporal["happened_end"],
+        "mentioned_at": stored(temporal["mentioned_at"]),
+        "happened_start": stored(temporal["happened_start"]),
+        "happened_end": stored(temporal["happened_end"]),
         "time_original": temporal["original"],
         "time_precision": temporal["precision"],
         "time_basis": temporal["basis"],

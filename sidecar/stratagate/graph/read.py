@@ -17,21 +17,16 @@ import aiosqlite
 from stratagate import ids
 from stratagate.graph import store
 from stratagate.graph.store import FactRow, NodeRow
-from stratagate.timeutil import to_iso
+from stratagate.timeutil import parse_time, to_iso
 
 SHOWN = ("active", "superseded", "disputed")
 
 
 def parse_instant(value: str) -> str:
     """'2026-05-01' (the end of that day, UTC) or an ISO-8601 date-time (naive = UTC) as a stored instant."""
-    text = value.strip()
-    try:
-        if len(text) == 10:
-            day = datetime.fromisoformat(text).date()
-            return to_iso(datetime.combine(day, time(23, 59, 59, 999000), UTC))
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise ValueError(f"not a date or date-time: {value!r} (use '2026-05-01' or '2026-05-01T12:00:00Z')") from exc
+    moment = parse_time(value)
+    if len(value.strip()) == 10:
+        return to_iso(datetime.combine(moment.date(), time(23, 59, 59, 999000), UTC))
     return to_iso(moment)
 
 

@@ -8,7 +8,6 @@ the events that support it and of the events that ended it (see ``refresh_fact``
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime
 from typing import Any, Literal
 
 import aiosqlite
@@ -21,7 +20,7 @@ from stratagate.graph import lexicon
 from stratagate.graph.claims import PROJECT, USER
 from stratagate.search.terms import fts_document
 from stratagate.storage.db import Actor, audit
-from stratagate.timeutil import now_iso, to_iso
+from stratagate.timeutil import now_iso
 
 FactStatus = Literal["active", "superseded", "disputed", "archived"]
 CURRENT_EVENT = ("active", "disputed")
@@ -328,16 +327,11 @@ async def update_fact(
     return after
 
 
-def canonical_time(value: str) -> str:
-    """One text form for every stored instant (UTC, milliseconds, 'Z'), so windows compare as strings."""
-    return to_iso(datetime.fromisoformat(value.replace("Z", "+00:00")))
-
-
 def event_time(ev: EventRow) -> str:
     """When an event's change took effect: its occurrence start when known, else when it was said."""
     if ev.happened_start and ev.time_status in ("occurred", "ongoing") and ev.time_basis != "unknown":
-        return canonical_time(ev.happened_start)
-    return canonical_time(ev.mentioned_at)
+        return ev.happened_start
+    return ev.mentioned_at
 
 
 async def refresh_fact(conn: aiosqlite.Connection, fact: FactRow, actor: Actor) -> FactRow:

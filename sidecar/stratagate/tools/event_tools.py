@@ -18,6 +18,7 @@ from stratagate.events.temporal import TimeStatus, build_temporal
 from stratagate.graph.claims import Claim
 from stratagate.graph.projection import mark_projected, project_event
 from stratagate.redact import redact
+from stratagate.timeutil import parse_time, to_iso
 from stratagate.tools.registry import Tool, ToolContext
 from stratagate.tools.scope import UNSEARCHABLE, query_match, scope_keys
 
@@ -267,17 +268,7 @@ class SearchEventsArgs(BaseModel):
     @field_validator("after", "before")
     @classmethod
     def _instant(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        text = value.strip()
-        try:
-            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError as exc:
-            raise ValueError(f"not a date or date-time: {value!r} (use '2026-05-01' or '2026-05-01T12:00Z')") from exc
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        # No zone suffix: compares correctly against both stored forms ('…+00:00' and '….000Z').
-        return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        return None if value is None else to_iso(parse_time(value))
 
 
 async def search_events(ctx: ToolContext, args: SearchEventsArgs) -> dict[str, Any]:
