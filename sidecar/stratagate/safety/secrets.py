@@ -1,0 +1,549 @@
+"""Secret redaction: every credential in a text or JSON tree becomes a typed, keyed placeholder.
+
+``redact_text`` replaces each secret with ``[secret:<kind>#<4 hex>]``. The 4 hex digits are an HMAC-SHA256 of the
+secret under a per-database key (``configure_key``), so one secret reads the same everywhere in a database
+without being recoverable from it. Placeholders are never redacted again, so redaction is idempotent.
+
+What detect-secrets contributes: its maintained regex denylists (one per ``RegexBasedDetector`` plugin: Slack,
+GitLab, Twilio, SendGrid, Mailchimp, Discord, Telegram, Square, Artifactory, Cloudant, IBM, SoftLayer, ...), the
+keyword list of its KeywordDetector (which key names make a value secret) and its Shannon entropy function. Its
+own per-line scan is not used: it costs ~0.2 ms a line, reports GitHub tokens as "ghp", misses bare AWS secret
+keys and prose passwords, and calls public IP addresses secrets. Our own rules cover those, plus PEM blocks
+(also JSON-escaped and truncated), URL credentials, Authorization headers, env assignments, cookies and
+English/Chinese prose. A cheap gate regex skips lines that cannot hold a secret, so ordinary prose costs one scan.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+from detect_secrets.plugins.base import RegexBasedDetector
+from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+from detect_secrets.plugins.keyword import DENYLIST as _DS_KEYWORDS
+
+DEFAULT_KEY = b"stratagate-default-redaction-key"
+_key: bytes = DEFAULT_KEY
+
+
+def configure_key(key: bytes) -> None:
+    """Set the key of the placeholder hashes (the database's ``meta.redaction_key``)."""
+    global _key
+    if not key:
+        raise ValueError("the redaction key must not be empty")
+    _key = bytes(key)
+
+
+def placeholder(kind: str, secret: str) -> str:
+    digest = hmac.new(_key, secret.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+    return f"[secret:{kind}#{digest[:4]}]"
+
+
+PLACEHOLDER_RE = re.compile(r"\[secret:[a-z0-9\-]+#[0-9a-f]{4}\]")
+
+_entropy = Base64HighEntropyString().calculate_shannon_entropy
+
+
+# ------------------------------------------------------------------------------------------------ validators
+
+_STOPWORDS = frozenset(
+    """a an the is was are be been being to of for in on at by with and or not no it its this that these those
+    my your our their his her me you we they i he she them set reset changed required incorrect wrong invalid
+    valid correct too very so also still now here there what which who how when where why if then than as
+    same different empty missing long short strong weak stored saved hidden secret safe unsafe expired
+    needed necessary optional case sensitive sent shared ready done used protected encrypted hashed visible
+    known unknown forgotten lost ok okay fine good bad great new old only just all any some none null true
+    false yes undefined nil something anything nothing default blank unchanged updated rotated working
+    enabled disabled configured stale leaked compromised".""".replace('".', "").split()
+)
+_ORDINARY_SUFFIXES = ("ed", "ing", "ly", "able", "ible", "ful", "less", "ous", "ive", "tion", "ment", "ness")
+
+
+def _has_digit(s: str) -> bool:
+    return any(c.isdigit() for c in s)
+
+
+def _classes(s: str) -> int:
+    return sum(
+        (
+            any(c.islower() for c in s),
+            any(c.isupper() for c in s),
+            any(c.isdigit() for c in s),
+            any(not c.isalnum() for c in s),
+        )
+    )
+
+
+def _random_looking(s: str, min_len: int = 16) -> bool:
+    """A credential-like value: long, several character classes, high entropy."""
+    if len(s) < min_len or PLACEHOLDER_RE.search(s):
+        return False
+    if not _has_digit(s) and _classes(s) < 3:
+        return False
+    return _entropy(s) >= 3.0
+
+
+def _password_like(token: str, strong: bool, quoted: bool) -> bool:
+    """After 'password is ...': is this token the password or an ordinary word?"""
+    if not token or PLACEHOLDER_RE.fullmatch(token):
+        return False
+    low = token.lower()
+    if low in _STOPWORDS:
+        return False
+    if quoted and len(token) >= 3:
+        return True
+    if _has_digit(token) or any(not c.isalnum() for c in token) or (token[1:] != token[1:].lower()):
+        if token.isdigit():
+            return strong and len(token) >= 4
+        return len(token) >= (3 if strong else 6)
+    if not strong:
+        return False
+    return len(token) >= 4 and token.isascii() and not low.endswith(_ORDINARY_SUFFIXES)
+
+
+def _wordy(s: str) -> bool:
+    """Dash-separated lowercase words (a slug such as 'usage-monitoring-service'), not a random key."""
+    return len(re.findall(r"(?:^|-)[a-z]{3,}(?=-|$)", s)) >= 2
+
+
+def _not_hex(s: str) -> bool:
+    return not re.fullmatch(r"[0-9a-fA-F]+", s)
+
+
+def _aws_secret(s: str) -> bool:
+    """A bare 40-character AWS secret access key, not a git SHA or a path."""
+    return (
+        len(s) == 40
+        and _not_hex(s)
+        and sum(c.isdigit() for c in s) >= 2
+        and sum(c.isupper() for c in s) >= 2
+        and sum(c.islower() for c in s) >= 2
+        and s.count("/") <= 3
+        and "//" not in s
+        and _entropy(s) >= 4.2
+    )
+
+
+def _basic_credentials(s: str) -> bool:
+    try:
+        decoded = base64.b64decode(s + "=" * (-len(s) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return False
+    return ":" in decoded and decoded.isprintable()
+
+
+def _bearer(s: str) -> bool:
+    return len(s) >= 8 and (_has_digit(s) or _classes(s) >= 3) and s.lower() not in _STOPWORDS
+
+
+def _env_value(name: str, value: str) -> bool:
+    if not value or value.startswith(("$", "<", "%", "{{")) or value.lower() in _STOPWORDS:
+        return False
+    if name.upper().endswith("KEY"):
+        return _random_looking(value, 12)
+    return len(value) >= 3
+
+
+# ------------------------------------------------------------------------------------------------ rules
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str
+    pattern: re.Pattern[str]
+    group: int | str = 0  # which group is the secret
+    check: Callable[[str], bool] | None = None
+    multiline: bool = False  # applied to the whole text rather than per candidate line
+
+
+_B = r"(?<![A-Za-z0-9_])"  # left token boundary
+_E = r"(?![A-Za-z0-9_])"  # right token boundary
+
+
+def _r(kind: str, pattern: str, group: int | str = 0, check: Callable[[str], bool] | None = None,
+       flags: int = 0) -> Rule:
+    return Rule(kind, re.compile(pattern, flags), group, check)
+
+
+_OWN_RULES: list[Rule] = [
+    _r("anthropic-key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,}"),
+    # No left boundary: a key glued to other text must still be caught ("disk-usage-..." is not a key).
+    _r("sk-api-key", r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", 0, lambda s: not _wordy(s[3:])),
+    _r("aws-access-key-id", r"(?<![A-Za-z0-9])(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)"
+       r"[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    _r("aws-secret-key", r"(?i)aws.{0,30}?(?:secret|key|token|pass)[\w\-\"']{0,30}?\s*(?:=|:|=>|\s)\s*[\"']?"
+       r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", 1),
+    _r("aws-secret-key", r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])", 0, _aws_secret),
+    _r("github-fine-grained-token", _B + r"github_pat_[A-Za-z0-9_]{22,}"),
+    _r("github-token", _B + r"ghp_[A-Za-z0-9]{30,}"),
+    _r("github-oauth-token", _B + r"gh[ou]_[A-Za-z0-9]{30,}"),
+    _r("github-app-token", _B + r"gh[sr]_[A-Za-z0-9]{30,}"),
+    _r("gitlab-token", _B + r"(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|gloas)-[A-Za-z0-9_\-]{20,}"),
+    _r("slack-token", _B + r"xox[abposre]-[A-Za-z0-9\-]{10,}"),
+    _r("slack-token", _B + r"xapp-\d-[A-Za-z0-9\-]{10,}"),
+    _r("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]+"),
+    _r("discord-webhook", r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]+"),
+    _r("stripe-key", _B + r"(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{16,}"),
+    _r("stripe-key", _B + r"whsec_[0-9a-zA-Z]{24,}"),
+    _r("google-api-key", _B + r"AIza[0-9A-Za-z_\-]{35}"),
+    _r("gcp-private-key-id", r"(?i)[\"']?private_key_id\\?[\"']?\s*[:=]\s*\\?[\"']?([0-9a-f]{40})", 1),
+    _r("jwt", _B + r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    _r("npm-token", _B + r"npm_[A-Za-z0-9]{36}"),
+    _r("pypi-token", _B + r"pypi-AgE[A-Za-z0-9_\-]{50,}"),
+    _r("huggingface-token", _B + r"hf_[A-Za-z0-9]{30,}"),
+    _r("twilio-key", _B + r"(?:AC|SK)[0-9a-f]{32}" + _E),
+    _r("sendgrid-key", _B + r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{30,}"),
+    _r("mailchimp-key", _B + r"[0-9a-f]{32}-us[0-9]{1,2}" + _E),
+    _r("telegram-bot-token", r"(?<![0-9])\d{8,10}:AA[0-9A-Za-z_\-]{33}" + _E),
+    _r("vault-token", _B + r"hv[sb]\.[A-Za-z0-9_\-]{20,}"),
+    _r("azure-storage-key", r"(?i)(?:AccountKey|SharedAccessKey)\s*=\s*([A-Za-z0-9+/=]{20,})", 1),
+    _r("azure-storage-key", r"(?i)[?&]sig=([A-Za-z0-9%+/=]{20,})", 1),
+    _r("url-password", r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s/:@\"'<>]+:([^\s/@\"'<>]+)@", 1),
+    _r("bearer-token", r"(?i)\bbearer\s+([A-Za-z0-9._~+/\-]+=*)", 1, _bearer),
+    _r("basic-auth", r"(?i)\bbasic\s+([A-Za-z0-9+/]{8,}=*)", 1, _basic_credentials),
+    _r("authorization", r"(?i)\b(?:proxy-)?authorization\\?[\"']?\s*[:=]\s*\\?[\"']?"
+       r"(?:(?:bearer|basic|token|digest)\s+)?(?!(?:bearer|basic|token|digest)\s)([A-Za-z0-9._~+/=\-]{6,})", 1,
+       lambda s: s.lower() not in _STOPWORDS),
+    _r("session-id", r"(?i)\b(?:session[_\-]?id|sessionid|phpsessid|jsessionid|connect\.sid|csrftoken|"
+       r"session[_\-]?token|_session|sid)\\?[\"']?\s*[=:]\s*\\?[\"']?([A-Za-z0-9%._\-+/=]{8,})", 1,
+       lambda s: _random_looking(s, 8)),
+]
+
+# Which detect-secrets denylists we take, under which kind. Left out on purpose: 'Public IP (ipv4)' (not a
+# secret), 'JSON Web Token' (its lazy pattern stops after the header), 'GitHub Token' (its group is "ghp"),
+# 'NPM tokens' (swallows the rest of the line), 'Private Key' (only the BEGIN line) — ours cover those.
+_DS_KINDS = {
+    "AWS Access Key": "aws-access-key-id",
+    "Artifactory Credentials": "artifactory-token",
+    "Azure Storage Account access key": "azure-storage-key",
+    "Basic Auth Credentials": "url-password",
+    "Cloudant Credentials": "cloudant-key",
+    "Discord Bot Token": "discord-token",
+    "GitLab Token": "gitlab-token",
+    "IBM Cloud IAM Key": "ibm-cloud-key",
+    "IBM COS HMAC Credentials": "ibm-cos-key",
+    "Mailchimp Access Key": "mailchimp-key",
+    "OpenAI Token": "sk-api-key",
+    "PyPI Token": "pypi-token",
+    "SendGrid API Key": "sendgrid-key",
+    "Slack Token": "slack-token",
+    "SoftLayer Credentials": "softlayer-key",
+    "Square OAuth Secret": "square-key",
+    "Stripe Access Key": "stripe-key",
+    "Telegram Bot Token": "telegram-bot-token",
+    "Twilio API Key": "twilio-key",
+}
+
+
+def _ds_rules() -> list[Rule]:
+    rules: list[Rule] = []
+    for secret_type, plugin_class in get_mapping_from_secret_type_to_class().items():
+        kind = _DS_KINDS.get(secret_type)
+        if kind is None or not issubclass(plugin_class, RegexBasedDetector):
+            continue
+        for pattern in plugin_class().denylist:
+            # detect-secrets reports group 1 when there is one (the value after a keyword), else the match.
+            rules.append(Rule(kind, pattern, 1 if pattern.groups else 0))
+    return rules
+
+
+_PEM_BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?)-----")
+_PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_SEP = re.compile(r"\\r\\n|\\n|\\r|\r\n|\n|\r")
+_PEM_LINE = re.compile(r"[ \t]*(?:[A-Za-z0-9+/=]*|[A-Za-z][A-Za-z\-]*: [^\n\\]*)[ \t]*")
+_PEM_PREFIX = re.compile(r"[A-Za-z0-9+/=]*")
+_PUTTY = re.compile(r"PuTTY-User-Key-File-\d: [\s\S]*?Private-MAC: [0-9a-f]+")
+
+
+def _pem_spans(text: str) -> list[tuple[int, int, str]]:
+    spans: list[tuple[int, int, str]] = []
+    pos = 0
+    while (m := _PEM_BEGIN.search(text, pos)) is not None:
+        end_m = _PEM_END.search(text, m.end(), m.end() + 100_000)
+        if end_m is not None and _PEM_BEGIN.search(text, m.end(), end_m.start()) is None:
+            end = end_m.end()
+        else:  # truncated block: take the body lines that follow (real or JSON-escaped newlines)
+            end = m.end()
+            while True:
+                sep = _PEM_SEP.match(text, end)
+                if sep is None:
+                    break
+                line = _PEM_LINE.match(text, sep.end())
+                assert line is not None
+                nxt = line.end()
+                if nxt < len(text) and _PEM_SEP.match(text, nxt) is None:
+                    end = _PEM_PREFIX.match(text, sep.end()).end()  # type: ignore[union-attr]
+                    break
+                end = nxt
+                if line.end() == sep.end() and (nxt >= len(text) or _PEM_SEP.match(text, nxt)):
+                    # an empty line ends a body only when the next one is not base64 either
+                    peek = _PEM_SEP.match(text, nxt)
+                    if peek is None or not _PEM_PREFIX.match(text, peek.end()).group():  # type: ignore[union-attr]
+                        break
+        spans.append((m.start(), end, "private-key"))
+        pos = max(end, m.end())
+    for m in _PUTTY.finditer(text):
+        spans.append((m.start(), m.end(), "private-key"))
+    return spans
+
+
+# Key names whose value is a secret. The strong list is detect-secrets' KeywordDetector denylist plus ours.
+_STRONG_KEYWORDS = [k.replace("_?", "[_\\-]?") for k in _DS_KEYWORDS] + [
+    "passphrase", "passcode", "client[_\\-]?secret", "access[_\\-]?key", "secret[_\\-]?key", "private[_\\-]?key",
+    "auth[_\\-]?token", "access[_\\-]?token", "refresh[_\\-]?token", "api[_\\-]?token", "bot[_\\-]?token",
+    "id[_\\-]?token", "bearer[_\\-]?token", "_authtoken",
+]
+_ASSIGN = re.compile(
+    r"(?i)(?<![A-Za-z0-9])([\w.\-]*(?:" + "|".join(_STRONG_KEYWORDS) + r"|token|pin)[\w.\-]*)\\?[\"']?\s*"
+    r"(?:=|:=|=>|:)\s*\\?(?:\"([^\"\n]{1,200}?)\\?\"|'([^'\n]{1,200})'|([^\s\"'`,;&}\]\\]+))"
+)
+_ENV = re.compile(
+    r"(?<![A-Za-z0-9_])([A-Z][A-Z0-9_]*_(?:TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASS|KEY|CREDENTIALS?|AUTH))"
+    r"\s*=\s*([\"']?)([^\s\"']+)"
+)
+_STRONG_NAME = re.compile(r"(?i)" + "|".join(_STRONG_KEYWORDS))
+
+_PROSE_KEY = re.compile(
+    r"(?i)\b(pass(?:word|wd|phrase|code)|pass word|pwd|pin(?: ?code)?|secret(?: key)?|api ?key|access key|"
+    r"token|credentials?)\b"
+)
+_PROSE_COPULA = re.compile(r"(?i)(?:\s+(?:is|was|are|were|to|be|becomes?|=)\s*[:=]?|\s*[:=])\s*")
+_PROSE_WORD = re.compile(r"\s*[^\s]+")
+_PROSE_TOKEN = re.compile(r"([\"'“‘`]?)([^\s\"'“”‘’`]+)")
+_ZH_KEY = re.compile(r"(密码|口令|密钥|秘钥|令牌|验证码|PIN码|pin码|支付密码|私钥)")
+_ZH_TOKEN = re.compile(r"[^\n]{0,12}?(?:是|为|：|:|=)\s*([\"'“‘「]?)([\x21-\x7e]{3,})")
+
+_GATE = re.compile(
+    r"(?i)[A-Za-z0-9+/_\-]{20}|pass|pwd|secret|token|key|auth|bearer|basic|cookie|session|sid|credential|"
+    r"\bpin\b|://|-----BEGIN|PuTTY|密码|口令|密钥|秘钥|令牌|验证码|私钥"
+)
+
+_RULES: list[Rule] = _OWN_RULES + _ds_rules()
+
+
+def _kind_from_name(name: str) -> str:
+    n = re.sub(r"[\s_\-.]", "", name.lower())
+    for needle, kind in (
+        ("clientsecret", "client-secret"),
+        ("privatekeyid", "gcp-private-key-id"),
+        ("privatekey", "private-key"),
+        ("secretaccesskey", "aws-secret-key"),
+        ("accesskey", "access-key"),
+        ("apikey", "api-key"),
+        ("passphrase", "password"),
+        ("passcode", "password"),
+        ("password", "password"),
+        ("passwd", "password"),
+        ("pwd", "password"),
+        ("pass", "password"),
+        ("authorization", "authorization"),
+        ("cookie", "cookie"),
+        ("session", "session-id"),
+        ("secret", "secret"),
+        ("token", "token"),
+        ("credential", "credential"),
+        ("pin", "pin"),
+        ("key", "secret-key"),
+    ):
+        if needle in n:
+            return kind
+    return "secret"
+
+
+KINDS: list[str] = sorted(
+    {r.kind for r in _RULES}
+    | {"private-key", "password", "pin", "secret", "token", "api-key", "access-key", "client-secret",
+       "authorization", "cookie", "session-id", "credential", "secret-key", "gcp-private-key-id"}
+)
+
+
+# ------------------------------------------------------------------------------------------------ scanning
+
+Span = tuple[int, int, str]
+
+
+def _value_span(m: re.Match[str], group: int | str) -> tuple[int, int]:
+    start, end = m.span(group)
+    if group == 0:  # trim boundary characters some denylist patterns include
+        while start < end and m.string[start] in " \t\r\n=:\"'":
+            start += 1
+    while end > start and m.string[end - 1] in " \t\r\n\"'\\":
+        end -= 1
+    return start, end
+
+
+def _line_spans(text: str, lo: int, hi: int) -> list[Span]:
+    spans: list[Span] = []
+    for rule in _RULES:
+        for m in rule.pattern.finditer(text, lo, hi):
+            try:
+                start, end = _value_span(m, rule.group)
+            except IndexError:
+                continue
+            if end - start < 3:
+                continue
+            if rule.check is not None and not rule.check(text[start:end]):
+                continue
+            spans.append((start, end, rule.kind))
+    for m in _ENV.finditer(text, lo, hi):
+        value = m.group(3)
+        if _env_value(m.group(1), value):
+            spans.append((m.start(3), m.end(3), _kind_from_name(m.group(1))))
+    for m in _ASSIGN.finditer(text, lo, hi):
+        name = m.group(1)
+        group = 2 if m.group(2) is not None else 3 if m.group(3) is not None else 4
+        value, quote = m.group(group), group != 4
+        strong = _STRONG_NAME.search(name) is not None and not re.search(r"(?i)tokens|keys\b", name)
+        if PLACEHOLDER_RE.search(value) or value.startswith(("$", "<", "{{")) or not value.strip():
+            continue
+        if not quote and value.lower() in _STOPWORDS:
+            continue
+        if strong:
+            ok = bool(quote) or _password_like(value, True, False) or _random_looking(value, 8)
+        else:
+            ok = _random_looking(value, 16) or (bool(quote) and _random_looking(value, 10))
+        if ok:
+            spans.append((m.start(group), m.end(group), _kind_from_name(name)))
+    spans.extend(_prose_spans(text, lo, hi))
+    return spans
+
+
+def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
+    spans: list[Span] = []
+    for m in _PROSE_KEY.finditer(text, lo, hi):
+        keyword = m.group(1).lower()
+        strong = not keyword.startswith(("token", "credential", "secret", "api", "access"))
+        kind = "pin" if keyword.startswith("pin") else _kind_from_name(keyword)
+        pos = m.end()
+        for _ in range(7):  # the copula comes within a few words of the keyword
+            c = _PROSE_COPULA.match(text, pos, hi)
+            if c is not None:
+                t = _PROSE_TOKEN.match(text, c.end(), hi)
+                if t is not None:
+                    token = t.group(2).rstrip(".,;:!?)]}…")
+                    if PLACEHOLDER_RE.match(text, t.start(2)):
+                        break
+                    if _password_like(token, strong, bool(t.group(1))):
+                        spans.append((t.start(2), t.start(2) + len(token), kind))
+                        break
+            w = _PROSE_WORD.match(text, pos, hi)
+            if w is None or "\n" in text[pos:w.end()]:
+                break
+            pos = w.end()
+    for m in _ZH_KEY.finditer(text, lo, hi):
+        t = _ZH_TOKEN.match(text, m.end(), hi)
+        if t is None or PLACEHOLDER_RE.match(text, t.start(2)):
+            continue
+        token = t.group(2).rstrip(".,;:!?)]}")
+        if len(token) >= 3 and token.lower() not in _STOPWORDS:
+            spans.append((t.start(2), t.start(2) + len(token), "pin" if "验证码" in m.group(1) else "password"))
+    return spans
+
+
+def _candidate_lines(text: str) -> list[tuple[int, int]]:
+    lines: list[tuple[int, int]] = []
+    last_end = -1
+    for m in _GATE.finditer(text):
+        if m.start() < last_end:
+            continue
+        lo = text.rfind("\n", 0, m.start()) + 1
+        hi = text.find("\n", m.end())
+        hi = len(text) if hi < 0 else hi
+        lines.append((lo, hi))
+        last_end = hi
+    return lines
+
+
+def _find(text: str) -> list[Span]:
+    spans = _pem_spans(text) if "PRIVATE KEY" in text or "PuTTY" in text else []
+    for lo, hi in _candidate_lines(text):
+        spans.extend(_line_spans(text, lo, hi))
+    if not spans:
+        return []
+    protected = [m.span() for m in PLACEHOLDER_RE.finditer(text)] if "[secret:" in text else []
+    # Earliest first, the longest among equal starts; drop anything overlapping a kept span or a placeholder.
+    spans.sort(key=lambda s: (s[0], -(s[1] - s[0])))
+    kept: list[Span] = []
+    for span in spans:
+        if any(span[0] < p_end and p_start < span[1] for p_start, p_end in protected):
+            continue
+        if kept and span[0] < kept[-1][1]:
+            if span[1] > kept[-1][1] and span[0] == kept[-1][0]:
+                kept[-1] = span
+            continue
+        kept.append(span)
+    return kept
+
+
+def _redact_once(text: str) -> str:
+    spans = _find(text)
+    if not spans:
+        return text
+    out: list[str] = []
+    pos = 0
+    for start, end, kind in spans:
+        out.append(text[pos:start])
+        out.append(placeholder(kind, text[start:end]))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every secret replaced by ``[secret:<kind>#<hash>]``. Never raises; idempotent."""
+    if not text:
+        return text
+    try:
+        out = _redact_once(text)
+        for _ in range(4):  # a replacement can expose a neighbour to another rule: run to a fixpoint
+            if out == text:
+                return out
+            text, out = out, _redact_once(out)
+        return out
+    except Exception:  # pragma: no cover - a bug here must not store the text in clear
+        return placeholder("unscannable", text)
+
+
+# ------------------------------------------------------------------------------------------------ JSON trees
+
+_SECRET_KEY = re.compile(
+    r"password|passwd|passphrase|passcode|^pwd$|pwd$|secret|token$|^tokens?$|apikey|accesskey|privatekey|"
+    r"authorization|^auth$|authkey|cookie|sessionid|sessiontoken|sessionkey|sessionsecret|credential|^pin$|"
+    r"pincode|signature$|^sig$|^xapikey$|connectionstring|dsn$"
+)
+_NOT_SECRET_KEY = re.compile(r"tokens|tokenizer|tokentype|tokencount|tokenbudget|^max|count$|length$|ttl$|expires")
+
+
+def secret_key(name: str) -> bool:
+    """Is the value under this JSON key a secret (case, underscore and dash insensitive)?"""
+    n = re.sub(r"[\s_\-.]", "", name.lower())
+    return bool(_SECRET_KEY.search(n)) and not _NOT_SECRET_KEY.search(n)
+
+
+def redact_value(value: Any, key: str | None = None) -> Any:
+    """``value`` (a JSON-like tree) with secrets replaced; values under secret-ish keys are replaced whole."""
+    if isinstance(value, dict):
+        return {(redact_text(k) if isinstance(k, str) else k): redact_value(v, k if isinstance(k, str) else key)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_value(v, key) for v in value]
+    under_secret = key is not None and secret_key(key)
+    if isinstance(value, str):
+        if not under_secret or not value or PLACEHOLDER_RE.fullmatch(value):
+            return redact_text(value)
+        cleaned = redact_text(value)
+        if PLACEHOLDER_RE.fullmatch(cleaned):
+            return cleaned
+        if key is not None and re.sub(r"[_\-]", "", key.lower()) in ("connectionstring", "dsn") and cleaned != value:
+            return cleaned
+        return placeholder(_kind_from_name(key or ""), value)
+    if under_secret and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return placeholder(_kind_from_name(key or ""), str(value))
+    return value
