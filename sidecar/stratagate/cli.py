@@ -1,12 +1,11 @@
 """Command line: `stratagate serve` runs the JSON-RPC sidecar on stdio; `info` and `audit` inspect a database;
-`import` brings in, lists or removes memories exported from other assistants."""
+`import` brings in, lists or removes memories exported from other assistants; `redact` scrubs secrets out of one."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
-import logging
 import os
 import sqlite3
 import sys
@@ -15,6 +14,7 @@ from typing import Any
 
 from stratagate import __version__
 from stratagate.config import SettingsError, load_settings
+from stratagate.safety.logfmt import configure_logging
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -24,7 +24,9 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="speak JSON-RPC 2.0 on stdin/stdout (one JSON object per line)")
     serve.add_argument("--db", type=Path, help="SQLite file (default $STRATAGATE_DB or $DSH_HOME/stratagate/memory.db)")
     serve.add_argument("--block-turns", type=int, help="turns per sealed block (default 6)")
-    serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    serve.add_argument(
+        "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default $STRATAGATE_LOG_LEVEL or INFO"
+    )
     sub.add_parser("tools", help="print the agent tools (tools.list) as JSON; plugin/tools.json is this output")
     info = sub.add_parser("info", help="print database path, schema version and counts as JSON")
     info.add_argument("--db", type=Path)
@@ -33,6 +35,12 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--namespace", help="only entries of this namespace")
     audit.add_argument("--limit", type=_positive, default=20, help="how many entries, newest first (default 20)")
     audit.add_argument("--json", action="store_true", help="print a JSON array instead of one line per entry")
+    red = sub.add_parser(
+        "redact",
+        help="scrub secrets out of a database written without redaction (makes a 0600 backup first)",
+    )
+    red.add_argument("--db", type=Path, required=True, help="the SQLite file to scrub")
+    red.add_argument("--json", action="store_true", help="print the summary as JSON")
     imp = sub.add_parser(
         "import",
         help="import a Mem0, ChatGPT, Markdown, text or dsh-memory-connect export; list or remove imports",
@@ -176,13 +184,39 @@ def import_command(args: argparse.Namespace, db_path: Path) -> int:
     return 0
 
 
+def redact_command(args: argparse.Namespace) -> int:
+    """`stratagate redact --db PATH`: backup, then one transaction that rewrites every stored secret."""
+    from stratagate.safety.scrub import ScrubError, scrub
+    from stratagate.storage.db import SchemaError, StorageError
+
+    try:
+        report = asyncio.run(scrub(args.db))
+    except (ScrubError, SchemaError, StorageError) as exc:
+        print(f"stratagate redact: {exc}", file=sys.stderr)
+        return 2
+    except (sqlite3.Error, OSError) as exc:
+        print(f"stratagate redact: {args.db}: {exc.__class__.__name__}: {exc}", file=sys.stderr)
+        return 2
+    summary = report.as_dict()
+    if args.json:
+        print(json.dumps(summary, indent=2, ensure_ascii=False))
+        return 0
+    print(f"backup: {summary['backup']}")
+    total = sum(summary["rows_changed"].values())
+    print(f"rows rewritten: {total}" + "".join(f"\n    {t}: {n}" for t, n in summary["rows_changed"].items()))
+    print(
+        f"secrets redacted: {sum(summary['secrets_by_kind'].values())}"
+        + "".join(f"\n    {k}: {n}" for k, n in summary["secrets_by_kind"].items())
+    )
+    print(f"embeddings deleted (recomputed by the embedding job): {summary['embeddings_deleted']}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=getattr(args, "log_level", "INFO"),
-        format="%(asctime)s stratagate %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(getattr(args, "log_level", None) or os.environ.get("STRATAGATE_LOG_LEVEL") or "INFO")
+    if args.command == "redact":
+        return redact_command(args)
     try:
         settings = load_settings({"db": getattr(args, "db", None), "block_turns": getattr(args, "block_turns", None)})
     except SettingsError as exc:

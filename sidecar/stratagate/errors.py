@@ -22,6 +22,11 @@ class RpcError(JsonRpcError):
     """Raised anywhere below the RPC layer; becomes a JSON-RPC error with this code and message."""
 
     def __init__(self, code: int, message: str, data: Any = None):
+        # An error can quote what it failed on (a value, a model response): never send a secret back.
+        from stratagate.safety.secrets import redact_text, redact_value
+
+        message = redact_text(message)
+        data = redact_value(data)
         if data is None:
             super().__init__(code, message)
         else:

@@ -10,6 +10,7 @@ from stratagate import ids
 from stratagate.blocks.summary_model import BlockSummary
 from stratagate.jobs.queue import EVENT_EXTRACTION, JobRow, enqueue, mark_done
 from stratagate.jobs.runner import PermanentJobError
+from stratagate.redact import redact
 from stratagate.storage.db import Database, audit
 from stratagate.timeutil import now_iso
 
@@ -71,6 +72,15 @@ class BlockSummarizer:
         await self._store(job, block, summary, gateway.describe())
 
     async def _store(self, job: JobRow, block, summary: BlockSummary, route: str) -> None:
+        # The model may echo a secret from the transcript: redact what it wrote before it is stored.
+        summary = summary.model_copy(
+            update={
+                "title": redact(summary.title),
+                "tags": [redact(t) for t in summary.tags],
+                "summary": redact(summary.summary),
+                "key_facts": [redact(f) for f in summary.key_facts],
+            }
+        )
         l2 = render_l2(summary.key_facts)
         l1 = summary.summary
         l0 = render_l0(summary.title, summary.tags)

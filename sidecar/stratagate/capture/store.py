@@ -14,6 +14,7 @@ from stratagate.blocks.seal import seal_full_runs
 from stratagate.capture.models import CaptureParams, CaptureResult
 from stratagate.config import Settings
 from stratagate.errors import STORAGE_ERROR, RpcError
+from stratagate.safety.secrets import redact_text, redact_value
 from stratagate.search.terms import fts_document
 from stratagate.storage.db import Database, StorageError, audit
 from stratagate.timeutil import now_iso, to_iso
@@ -46,27 +47,30 @@ async def ensure_session(conn: aiosqlite.Connection, namespace_id: int, key: str
 
 
 def _message_rows(p: CaptureParams, captured_at: str) -> list[dict[str, Any]]:
-    """user → tool records → assistant: the order in which they happened within the turn."""
+    """user → tool records → assistant: the order in which they happened within the turn.
+
+    Secrets are redacted here, before anything is written: content, tool names, arguments and results.
+    """
     started = to_iso(p.started_at) if p.started_at else captured_at
     ended = to_iso(p.ended_at) if p.ended_at else started
     rows: list[dict[str, Any]] = []
     if p.user:
-        rows.append({"role": "user", "content": p.user, "created_at": started})
+        rows.append({"role": "user", "content": redact_text(p.user), "created_at": started})
     for tool in p.tools:
         rows.append(
             {
                 "role": "tool",
                 "content": "",
-                "tool_name": tool.name,
-                "tool_call_id": tool.call_id,
-                "tool_arguments": _json(tool.arguments),
-                "tool_result": _json(tool.result),
+                "tool_name": redact_text(tool.name),
+                "tool_call_id": redact_text(tool.call_id) if tool.call_id else tool.call_id,
+                "tool_arguments": _json(redact_value(tool.arguments)),
+                "tool_result": _json(redact_value(tool.result)),
                 "is_error": int(tool.is_error),
                 "created_at": ended,
             }
         )
     if p.assistant:
-        rows.append({"role": "assistant", "content": p.assistant, "created_at": ended})
+        rows.append({"role": "assistant", "content": redact_text(p.assistant), "created_at": ended})
     return rows
 
 

@@ -25,7 +25,7 @@ from stratagate.events.temporal import build_temporal
 from stratagate.graph.projection import enqueue_projection
 from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.jobs.runner import PermanentJobError
-from stratagate.redact import redact
+from stratagate.redact import redact, redact_value
 from stratagate.search.terms import fts_query, terms
 from stratagate.storage.db import Database, audit
 from stratagate.timeutil import parse_time
@@ -295,7 +295,7 @@ class EventExtractor:
                 confidence=draft.confidence,
                 **store.temporal_columns(temporal),
                 fingerprint=fp,
-                claims=[c.model_dump(exclude_none=True) for c in draft.claims],
+                claims=[redact_value(c.model_dump(exclude_none=True)) for c in draft.claims],
             )
             event = await store.insert_event(conn, new, ACTOR)
             await store.insert_sources(conn, event.id, sources)

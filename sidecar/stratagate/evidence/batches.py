@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from stratagate import ids
 from stratagate.capture.store import ensure_namespace, ensure_session
 from stratagate.errors import invalid_params, not_found
-from stratagate.redact import redact
+from stratagate.redact import redact_value
 from stratagate.timeutil import now_iso
 from stratagate.tools.registry import ToolContext
 
@@ -132,13 +132,7 @@ async def batch_showing(conn: aiosqlite.Connection, session_id: int, ref: str) -
 
 
 def _redacted(value: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {k: _redacted(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redacted(v) for v in value]
-    return value
+    return redact_value(value)
 
 
 def _query(arguments: dict[str, Any]) -> str | None:

@@ -127,7 +127,7 @@ async def assess(ctx: ToolContext, args: AssessArgs) -> dict[str, Any]:
                 fit,
                 missing,
                 args.next_strategy,
-                reason,
+                reason and redact(reason),
                 turn,
                 now_iso(),
             ),

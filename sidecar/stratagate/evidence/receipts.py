@@ -28,6 +28,7 @@ from stratagate import ids
 from stratagate.capture.store import ensure_namespace, ensure_session
 from stratagate.evidence import batches, weights
 from stratagate.evidence.gate import Ref
+from stratagate.redact import redact_value
 from stratagate.storage.db import audit
 from stratagate.timeutil import now_iso
 from stratagate.tools.registry import ToolContext
@@ -273,7 +274,7 @@ async def record_use(ctx: ToolContext, args: RecordUseArgs) -> dict[str, Any]:
                 None if batch is None else batch.id,
                 json.dumps(refs),
                 json.dumps([e["ref"] for e in detail]),
-                json.dumps(stored, ensure_ascii=False),
+                json.dumps(redact_value(stored), ensure_ascii=False),
                 turn,
                 ctx.call_id,
                 created_at,

@@ -20,7 +20,7 @@ from stratagate.events import store
 from stratagate.events.models import EventRow, EventType, NewEvent, Scope
 from stratagate.events.temporal import build_temporal
 from stratagate.graph.projection import enqueue_projection
-from stratagate.imports.parsers import ImportBatch
+from stratagate.imports.parsers import ImportBatch, sha256_text
 from stratagate.redact import redact
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.timeutil import now_iso
@@ -104,20 +104,25 @@ async def run_import(
     """Store ``batch`` as one import in ``namespace``: all of it or nothing. Returns the report (no memory text)."""
     check_scope(scope)
     now = datetime.now(UTC)
+    # Secrets never reach the database: the source is stored redacted, and its checksum is of what is stored
+    # (the same file still redacts to the same text, so duplicate detection keeps working).
+    source_text = redact(batch.source_text)
+    source_name = redact(batch.source_name)
+    source_sha256 = sha256_text(source_text)
     async with db.transaction() as conn:
         ns = await ensure_namespace(conn, namespace)
-        existing = await _active_import_with(conn, ns, batch.source_sha256)
+        existing = await _active_import_with(conn, ns, source_sha256)
         if existing is not None and not allow_duplicate:
             imp = ids.make("imp", existing)
             raise invalid_params(
-                f"{batch.source_name} was already imported into {namespace} as {imp} (same SHA-256); "
+                f"{source_name} was already imported into {namespace} as {imp} (same SHA-256); "
                 f"remove {imp} first or pass allow_duplicate to import it again",
                 {"import_id": imp},
             )
         cursor = await conn.execute(
             "INSERT INTO imports(namespace_id, format, source_name, source_text, source_sha256, item_count, status,"
             " created_at) VALUES (?, ?, ?, ?, ?, ?, 'active', ?)",
-            (ns, batch.format, batch.source_name, batch.source_text, batch.source_sha256, len(batch.items), now_iso()),
+            (ns, batch.format, source_name, source_text, source_sha256, len(batch.items), now_iso()),
         )
         import_id = int(cursor.lastrowid or 0)
         imp = ids.make("imp", import_id)
@@ -142,7 +147,7 @@ async def run_import(
                 continue
             dup = await store.current_duplicate(conn, ns, None, fp)
             if dup is not None:
-                await _add_import_source(conn, dup.id, quote, import_id, item.source_ref)
+                await _add_import_source(conn, dup.id, quote, import_id, redact(item.source_ref))
                 await audit(
                     conn,
                     ns,
@@ -151,7 +156,7 @@ async def run_import(
                     "event",
                     dup.public_id,
                     None,
-                    {"import": imp, "source_ref": item.source_ref},
+                    {"import": imp, "source_ref": redact(item.source_ref)},
                 )
                 merged.append(dup.public_id)
                 continue
@@ -176,14 +181,14 @@ async def run_import(
                 fingerprint=fp,
             )
             event = await store.insert_event(conn, new, actor)
-            await _add_import_source(conn, event.id, quote, import_id, item.source_ref)
+            await _add_import_source(conn, event.id, quote, import_id, redact(item.source_ref))
             inserted.append(event)
         report: dict[str, Any] = {
             "import_id": imp,
             "namespace": namespace,
             "format": batch.format,
-            "source_name": batch.source_name,
-            "source_sha256": batch.source_sha256,
+            "source_name": source_name,
+            "source_sha256": source_sha256,
             "items": len(batch.items),
             "inserted": [e.public_id for e in inserted],
             "merged": merged,

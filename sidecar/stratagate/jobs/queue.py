@@ -11,6 +11,7 @@ import aiosqlite
 from pydantic import BaseModel
 
 from stratagate import ids
+from stratagate.redact import preview
 from stratagate.storage.db import Database, audit
 from stratagate.timeutil import now_iso, to_iso
 
@@ -180,13 +181,14 @@ async def mark_failed_attempt(
     db: Database, job: JobRow, error: str, base: float, cap: float, retryable: bool = True
 ) -> str:
     """Record a failed attempt: back off and retry, or give up when attempts are exhausted."""
+    error = preview(error, 4000)  # errors can quote model output or stored text: never keep a secret
     give_up = (not retryable) or job.attempts >= job.max_attempts
     status = "failed" if give_up else "queued"
     next_run = time.time() + (0 if give_up else backoff_seconds(job.attempts, base, cap))
     async with db.transaction() as conn:
         await conn.execute(
             "UPDATE jobs SET status = ?, next_run_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
-            (status, next_run, error[:4000], now_iso(), job.id),
+            (status, next_run, error, now_iso(), job.id),
         )
         await audit(
             conn,
@@ -196,7 +198,7 @@ async def mark_failed_attempt(
             "job",
             ids.make("job", job.id),
             None,
-            {"attempts": job.attempts, "error": error[:500], "next_run_at": None if give_up else next_run},
+            {"attempts": job.attempts, "error": preview(error, 500), "next_run_at": None if give_up else next_run},
         )
     return status
 

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from stratagate import ids
 from stratagate.jobs import queue
 from stratagate.jobs.queue import JobRow
+from stratagate.redact import preview
 from stratagate.storage.db import Database
 
 log = logging.getLogger("stratagate.jobs")
@@ -119,16 +120,18 @@ class JobRunner:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            error = str(exc) or exc.__class__.__name__
+            error = preview(str(exc) or exc.__class__.__name__, 4000)
             retryable = not isinstance(exc, PermanentJobError) and getattr(exc, "retryable", True)
-            log.warning("job %s (%s) attempt %d failed: %s", job.id, job.kind, job.attempts, error)
+            # The error class only: its message may quote model output or stored text (the row keeps it, redacted).
+            log.warning("job %s (%s) attempt %d failed: %s", job.id, job.kind, job.attempts, type(exc).__name__)
             try:
                 status = await queue.mark_failed_attempt(self._db, job, error, self._base, self._cap, retryable)
             except Exception as record_exc:
                 # The row stays 'running'; the next start requeues it. Say so rather than guess a status.
-                log.exception("recording the failure of job %s failed", job.id)
+                log.error("recording the failure of job %s failed (%s)", job.id, type(record_exc).__name__)
                 status = "running"
-                error = f"{error}; the failure could not be recorded ({record_exc}); it runs again after a restart"
+                why = preview(str(record_exc), 300)
+                error = f"{error}; the failure could not be recorded ({why}); it runs again after a restart"
                 self.last_error = f"{ids.make('job', job.id)} ({job.kind}): {error}"
         finally:
             # Free the slot before waking the loop so it can claim the next job at once.

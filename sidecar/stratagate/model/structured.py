@@ -239,7 +239,8 @@ async def call_structured(
     if not isinstance(result, _Failure):
         return result
 
-    log.info("model output for %s rejected (%s: %s); retrying once", tool_name, result.kind, result.problem)
+    # Not the problem text: it can quote the model's output, which can quote memory.
+    log.info("model output for %s rejected (%s); retrying once", tool_name, result.kind)
     retry_tokens = request.max_tokens
     if result.kind == "truncated":
         retry_tokens = max(retry_tokens, min(retry_tokens * 2, MAX_RETRY_TOKENS))

@@ -523,7 +523,7 @@ _NOT_SECRET_KEY = re.compile(r"tokens|tokenizer|tokentype|tokencount|tokenbudget
 
 def secret_key(name: str) -> bool:
     """Is the value under this JSON key a secret (case, underscore and dash insensitive)?"""
-    n = re.sub(r"[\s_\-.]", "", name.lower())
+    n = re.sub(r"[\s_\-.]", "", PLACEHOLDER_RE.sub("", name).lower())  # a redacted key says nothing
     return bool(_SECRET_KEY.search(n)) and not _NOT_SECRET_KEY.search(n)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import sqlite3
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
@@ -17,6 +18,7 @@ from typing import Any
 
 import aiosqlite
 
+from stratagate.safety.secrets import configure_key, redact_value
 from stratagate.storage.schema import MIGRATIONS, SCHEMA_VERSION
 from stratagate.timeutil import now_iso
 
@@ -63,6 +65,7 @@ class Database:
         try:
             self._writer = await self._connect()
             await self._migrate(self._writer)
+            await self._configure_redaction(self._writer)
             self._reader = await self._connect()
             await self._reader.execute("PRAGMA query_only = ON")
         finally:
@@ -109,6 +112,22 @@ class Database:
             except BaseException:
                 await _rollback(conn)
                 raise
+
+    async def _configure_redaction(self, conn: aiosqlite.Connection) -> None:
+        """This database's redaction key (meta.redaction_key, 32 random bytes, made on first open): placeholders
+        of one secret read the same everywhere in it, and differ between databases."""
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            await conn.execute(
+                "INSERT INTO meta(key, value) VALUES ('redaction_key', ?) ON CONFLICT(key) DO NOTHING",
+                (secrets.token_hex(32),),
+            )
+            row = await (await conn.execute("SELECT value FROM meta WHERE key = 'redaction_key'")).fetchone()
+            await conn.execute("COMMIT")
+        except BaseException:
+            await _rollback(conn)
+            raise
+        configure_key(bytes.fromhex(row[0]))
 
     async def close(self) -> None:
         for conn in (self._reader, self._writer):
@@ -194,7 +213,8 @@ async def audit(
     before: Any = None,
     after: Any = None,
 ) -> None:
-    """Append one audit row inside the caller's transaction."""
+    """Append one audit row inside the caller's transaction. Secrets in before/after are redacted first."""
+    before, after = redact_value(before), redact_value(after)
     await conn.execute(
         "INSERT INTO audit_log(namespace_id, at, actor, action, subject_type, subject_id, before, after)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -17,7 +17,7 @@ from stratagate.events.models import Criticality, EventRow, EventType, NewEvent,
 from stratagate.events.temporal import TimeStatus, build_temporal
 from stratagate.graph.claims import Claim
 from stratagate.graph.projection import mark_projected, project_event
-from stratagate.redact import redact
+from stratagate.redact import redact, redact_value
 from stratagate.timeutil import parse_time, to_iso
 from stratagate.tools.registry import Tool, ToolContext
 from stratagate.tools.scope import UNSEARCHABLE, query_match, scope_keys
@@ -156,7 +156,7 @@ async def remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
                 confidence=1.0,
                 **store.temporal_columns(temporal),
                 fingerprint=fp,
-                claims=[c.model_dump(exclude_none=True) for c in args.claims or []],
+                claims=[redact_value(c.model_dump(exclude_none=True)) for c in args.claims or []],
             )
             event = await store.insert_event(conn, new, ACTOR, call_id=ctx.call_id, quote=text)
             # Projected now, in this transaction: the agent may read the graph in its very next call.
