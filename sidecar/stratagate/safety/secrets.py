@@ -10,7 +10,8 @@ keyword list of its KeywordDetector (which key names make a value secret) and it
 own per-line scan is not used: it costs ~0.2 ms a line, reports GitHub tokens as "ghp", misses bare AWS secret
 keys and prose passwords, and calls public IP addresses secrets. Our own rules cover those, plus PEM blocks
 (also JSON-escaped and truncated), URL credentials, Authorization headers, env assignments, cookies and
-English/Chinese prose. A cheap gate regex skips lines that cannot hold a secret, so ordinary prose costs one scan.
+English/Chinese prose. A prefilter runs a rule only when one of its literals (or, for unanchored token rules, a
+long token-like run) occurs in the text, so ordinary prose costs a few substring searches.
 """
 
 from __future__ import annotations
@@ -160,7 +161,6 @@ class Rule:
     pattern: re.Pattern[str]
     group: int | str = 0  # which group is the secret
     check: Callable[[str], bool] | None = None
-    multiline: bool = False  # applied to the whole text rather than per candidate line
 
 
 _B = r"(?<![A-Za-z0-9_])"  # left token boundary
@@ -300,9 +300,12 @@ _STRONG_KEYWORDS = [k.replace("_?", "[_\\-]?") for k in _DS_KEYWORDS] + [
     "auth[_\\-]?token", "access[_\\-]?token", "refresh[_\\-]?token", "api[_\\-]?token", "bot[_\\-]?token",
     "id[_\\-]?token", "bearer[_\\-]?token", "_authtoken",
 ]
-_ASSIGN = re.compile(
-    r"(?i)(?<![A-Za-z0-9])([\w.\-]*(?:" + "|".join(_STRONG_KEYWORDS) + r"|token|pin)[\w.\-]*)\\?[\"']?\s*"
-    r"(?:=|:=|=>|:)\s*\\?(?:\"([^\"\n]{1,200}?)\\?\"|'([^'\n]{1,200})'|([^\s\"'`,;&}\]\\]+))"
+_ASSIGN_KEY = re.compile(r"pass|pwd|secret|token|key|pin|contrase")
+_ASSIGN_KEY_I = re.compile(_ASSIGN_KEY.pattern, re.I)
+_NAME_OK = re.compile(r"(?i)(?:" + "|".join(_STRONG_KEYWORDS) + r"|token|pin)")
+_ENV_LITERALS = ("TOKEN", "SECRET", "PASS", "PWD", "KEY", "CREDENTIAL", "AUTH")
+_ASSIGN_VALUE = re.compile(
+    r"\\?[\"']?[ \t]*(?:=|:=|=>|:)[ \t]*\\?(?:\"([^\"\n]{1,200}?)\\?\"|'([^'\n]{1,200})'|([^\s\"'`,;&}\]\\]+))"
 )
 _ENV = re.compile(
     r"(?<![A-Za-z0-9_])([A-Z][A-Z0-9_]*_(?:TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASS|KEY|CREDENTIALS?|AUTH))"
@@ -319,11 +322,6 @@ _PROSE_WORD = re.compile(r"\s*[^\s]+")
 _PROSE_TOKEN = re.compile(r"([\"'“‘`]?)([^\s\"'“”‘’`]+)")
 _ZH_KEY = re.compile(r"(密码|口令|密钥|秘钥|令牌|验证码|PIN码|pin码|支付密码|私钥)")
 _ZH_TOKEN = re.compile(r"[^\n]{0,12}?(?:是|为|：|:|=)\s*([\"'“‘「]?)([\x21-\x7e]{3,})")
-
-_GATE = re.compile(
-    r"(?i)[A-Za-z0-9+/_\-]{20}|pass|pwd|secret|token|key|auth|bearer|basic|cookie|session|sid|credential|"
-    r"\bpin\b|://|-----BEGIN|PuTTY|密码|口令|密钥|秘钥|令牌|验证码|私钥"
-)
 
 _RULES: list[Rule] = _OWN_RULES + _ds_rules()
 
@@ -379,9 +377,65 @@ def _value_span(m: re.Match[str], group: int | str) -> tuple[int, int]:
     return start, end
 
 
+# The prefilter: a rule runs only when one of its literals occurs in the lowercased text (a C-level substring
+# search); a rule with no literal anchor (None) runs only when the text has a long token-like run.
+_TRIGGERS: dict[str, tuple[str, ...] | None] = {
+    "anthropic-key": ("sk-ant-",),
+    "sk-api-key": ("sk-",),
+    "aws-access-key-id": ("a3t", "akia", "asia", "abia", "acca", "agpa", "aida", "aroa", "anpa", "anva", "aipa"),
+    "aws-secret-key": None,
+    "github-fine-grained-token": ("github_pat_",),
+    "github-token": ("ghp_",),
+    "github-oauth-token": ("gho_", "ghu_"),
+    "github-app-token": ("ghs_", "ghr_"),
+    "gitlab-token": ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "glcbt-", "glimt-", "glptt-", "gloas-",
+                     "gr1348941", "glagent-"),
+    "slack-token": ("xox", "xapp-"),
+    "slack-webhook": ("hooks.slack.com",),
+    "discord-webhook": ("discord",),
+    "stripe-key": ("sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_"),
+    "google-api-key": ("aiza",),
+    "gcp-private-key-id": ("private_key_id",),
+    "jwt": ("eyj",),
+    "npm-token": ("npm_",),
+    "pypi-token": ("pypi-",),
+    "huggingface-token": ("hf_",),
+    "twilio-key": None,
+    "sendgrid-key": ("sg.",),
+    "mailchimp-key": ("-us",),
+    "telegram-bot-token": None,
+    "vault-token": ("hvs.", "hvb."),
+    "azure-storage-key": ("accountkey", "sharedaccesskey", "sig="),
+    "url-password": ("://",),
+    "authorization": ("authorization",),
+    "bearer-token": ("bearer",),
+    "basic-auth": ("basic",),
+    "session-id": ("sess", "sid", "csrf"),
+    "artifactory-token": None,
+    "cloudant-key": ("cloudant", "clou", "cl_", "cl-", "clkey", "clpw", "clpass", "cltoken", "clapi"),
+    "ibm-cloud-key": ("key", "pwd", "pass", "token"),
+    "ibm-cos-key": ("secret",),
+    "softlayer-key": ("softlayer", "sl_", "sl-", "slkey", "slapi", "slpass", "slpwd", "sltoken"),
+    "square-key": ("sq0csp-",),
+    "discord-token": None,
+}
+_LONG_RUN = re.compile(r"[A-Za-z0-9+/_\-]{20}")
+_KEYWORD_LITERALS = ("pass", "pwd", "secret", "token", "key", "auth", "cookie", "sess", "pin", "credential")
+_ZH_LITERALS = ("密码", "口令", "密钥", "秘钥", "令牌", "验证码", "私钥")
+
+
+_ALL_TRIGGERS = frozenset(t for ts in _TRIGGERS.values() if ts for t in ts)
+
+
 def _line_spans(text: str, lo: int, hi: int) -> list[Span]:
+    low = text.lower()
+    long_run = _LONG_RUN.search(text) is not None
+    present = {t for t in _ALL_TRIGGERS if t in low}
     spans: list[Span] = []
     for rule in _RULES:
+        triggers = _TRIGGERS.get(rule.kind)
+        if (triggers is None and not long_run) or (triggers is not None and present.isdisjoint(triggers)):
+            continue
         for m in rule.pattern.finditer(text, lo, hi):
             try:
                 start, end = _value_span(m, rule.group)
@@ -392,14 +446,42 @@ def _line_spans(text: str, lo: int, hi: int) -> list[Span]:
             if rule.check is not None and not rule.check(text[start:end]):
                 continue
             spans.append((start, end, rule.kind))
-    for m in _ENV.finditer(text, lo, hi):
+    keywords = any(k in low for k in _KEYWORD_LITERALS)
+    if keywords:
+        spans.extend(_assign_spans(text, low, lo, hi))
+    if keywords or any(k in text for k in _ZH_LITERALS):
+        spans.extend(_prose_spans(text, lo, hi))
+    return spans
+
+
+def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
+    spans: list[Span] = []
+    env = _ENV.finditer(text, lo, hi) if any(k in text for k in _ENV_LITERALS) else ()
+    for m in env:
         value = m.group(3)
         if _env_value(m.group(1), value):
             spans.append((m.start(3), m.end(3), _kind_from_name(m.group(1))))
-    for m in _ASSIGN.finditer(text, lo, hi):
-        name = m.group(1)
-        group = 2 if m.group(2) is not None else 3 if m.group(3) is not None else 4
-        value, quote = m.group(group), group != 4
+    seen_ends: set[int] = set()
+    # Keyword hits on the lowercased text (same offsets unless lowercasing changed a length).
+    hits = _ASSIGN_KEY.finditer(low, lo, hi) if len(low) == len(text) else _ASSIGN_KEY_I.finditer(text, lo, hi)
+    for k in hits:
+        # The key name around the keyword, then the operator and the value: no backtracking over names.
+        start, end = k.start(), k.end()
+        while start > lo and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
+            start -= 1
+        while end < hi and (text[end].isalnum() or text[end] in "_.-"):
+            end += 1
+        if end in seen_ends or (start > lo and text[start - 1].isalnum()):
+            continue
+        seen_ends.add(end)
+        m = _ASSIGN_VALUE.match(text, end, hi)
+        if m is None:
+            continue
+        name = text[start:end]
+        if _NAME_OK.search(name) is None:
+            continue
+        group = 1 if m.group(1) is not None else 2 if m.group(2) is not None else 3
+        value, quote = m.group(group), group != 3
         strong = _STRONG_NAME.search(name) is not None and not re.search(r"(?i)tokens|keys\b", name)
         if PLACEHOLDER_RE.search(value) or value.startswith(("$", "<", "{{")) or not value.strip():
             continue
@@ -411,7 +493,6 @@ def _line_spans(text: str, lo: int, hi: int) -> list[Span]:
             ok = _random_looking(value, 16) or (bool(quote) and _random_looking(value, 10))
         if ok:
             spans.append((m.start(group), m.end(group), _kind_from_name(name)))
-    spans.extend(_prose_spans(text, lo, hi))
     return spans
 
 
@@ -447,24 +528,9 @@ def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
     return spans
 
 
-def _candidate_lines(text: str) -> list[tuple[int, int]]:
-    lines: list[tuple[int, int]] = []
-    last_end = -1
-    for m in _GATE.finditer(text):
-        if m.start() < last_end:
-            continue
-        lo = text.rfind("\n", 0, m.start()) + 1
-        hi = text.find("\n", m.end())
-        hi = len(text) if hi < 0 else hi
-        lines.append((lo, hi))
-        last_end = hi
-    return lines
-
-
 def _find(text: str) -> list[Span]:
     spans = _pem_spans(text) if "PRIVATE KEY" in text or "PuTTY" in text else []
-    for lo, hi in _candidate_lines(text):
-        spans.extend(_line_spans(text, lo, hi))
+    spans.extend(_line_spans(text, 0, len(text)))
     if not spans:
         return []
     protected = [m.span() for m in PLACEHOLDER_RE.finditer(text)] if "[secret:" in text else []
