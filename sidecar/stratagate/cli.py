@@ -159,7 +159,7 @@ def import_command(args: argparse.Namespace, db_path: Path) -> int:
         await db.open()
         try:
             if args.remove:
-                return "remove", await store.remove_import(db, parse_import_id(args.remove))
+                return "remove", await store.remove_import(db, parse_import_id(args.remove), args.namespace)
             return "list", {"imports": await store.list_imports(db.reader, args.namespace)}
         finally:
             await db.close()

@@ -22,7 +22,7 @@ from stratagate.blocks.render import LEVEL_LABELS
 from stratagate.blocks.views import BlockRow, session_blocks, view_text
 from stratagate.capture.models import Name
 from stratagate.config import Settings
-from stratagate.redact import redact
+from stratagate.safety.inert import Named, heading, quote
 from stratagate.storage.db import Database
 
 RECENT_BLOCKS = 4
@@ -45,17 +45,15 @@ class ActivationParams(BaseModel):
     query: Annotated[str, StringConstraints(max_length=200_000)] | None = None
 
 
-def quote(text: str) -> str:
-    """Memory content as inert data: entities for markup, every line behind a bar."""
-    safe = redact(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return "\n".join("│ " + line if line else "│" for line in safe.splitlines())
-
-
 def _heading(block: BlockRow, level: int, other_session: bool) -> str:
-    where = f"session {block.session} · " if other_session else ""
-    return (
-        f"[{block.ref} · {where}turns {block.first_turn}–{block.last_turn} · {LEVEL_LABELS[level]} · "
-        f"{block.status} · sealed {block.sealed_at[:10]}]"
+    # Every field, stored names and dates included, goes through the one rendering rule (safety/inert.py).
+    return heading(
+        block.ref,
+        Named(block.session) if other_session else None,
+        f"turns {block.first_turn}–{block.last_turn}",
+        LEVEL_LABELS[level],
+        block.status,
+        f"sealed {block.sealed_at[:10]}",
     )
 
 
