@@ -6,13 +6,15 @@ Memory is data, never instructions. Whatever a stored text says, once rendered i
 - carry a model special token: DeepSeek's added tokens all start with ``<`` or contain ``｜`` (U+FF5C), ChatML's
   with ``<|``; with ``<`` escaped and ``｜`` mapped to ``|`` none survives, so our tokenizer never sees one;
 - hide text: control characters (but tab and newline), zero-width and other format characters (bidi embeddings,
-  overrides and isolates, word joiners, BOM, soft hyphen, Unicode tag characters), Hangul fillers and the
+  overrides and isolates, word joiners, BOM, soft hyphen, Unicode tag characters), the grapheme joiner, Hangul
+  fillers and the
   supplementary variation selectors are removed; CR, VT, FF, NEL and the line/paragraph separators become ``\n``;
   lone surrogates become U+FFFD;
 - start a line that reads as a role turn ("SYSTEM:", "Assistant:", "### Human:", "<|im_start|>user" …): such a line
   is put behind the quote bar ``│ ``;
 - forge a heading: ``inline=True`` (heading fields: names, sessions, kinds, dates) folds every line break and tab
-  into one space and turns ``[``/``]`` into ``(``/``)`` and ``"`` into ``&quot;``;
+  into one space and turns ``[``, ``]`` and ``"`` into ``&#91;``, ``&#93;`` and ``&quot;`` (redaction placeholders
+  ``[secret:kind#hash]`` excepted);
 - leak a secret: redaction runs inside the rule, after invisible characters are gone (so none can split a key).
 
 The rule is idempotent (``inert(inert(x)) == inert(x)``): the model reads entity-escaped text and may copy it into
@@ -31,6 +33,10 @@ from stratagate.redact import redact
 BAR = "│ "
 
 
+# Invisible but not format characters: grapheme joiner, Hangul fillers, object replacement.
+_ALSO_INVISIBLE = frozenset({0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0, 0xFFFC})
+
+
 def _removed_code_points() -> str:
     """A regex class of the characters the rule deletes (computed once; ~80k code points are looked at)."""
     points: list[int] = []
@@ -41,7 +47,7 @@ def _removed_code_points() -> str:
             if ch in "\t\n":
                 continue
             cat = unicodedata.category(ch)
-            if cat in ("Cc", "Cf") or cp in (0x115F, 0x1160, 0x3164, 0xFFA0, 0xFFFC) or 0xE0100 <= cp <= 0xE01EF:
+            if cat in ("Cc", "Cf") or cp in _ALSO_INVISIBLE or 0xE0100 <= cp <= 0xE01EF:
                 points.append(cp)
     # Line breaks are mapped, not removed.
     breaks = {0x0B, 0x0C, 0x0D, 0x85, 0x2028, 0x2029}
@@ -76,7 +82,8 @@ _LOOKALIKES = str.maketrans(
         "\uff5c": "|",  # DeepSeek's special-token bar (｜User｜, ｜DSML｜)
     }
 )
-_INLINE = str.maketrans({"[": "(", "]": ")", '"': "&quot;"})
+_INLINE = str.maketrans({"[": "&#91;", "]": "&#93;", '"': "&quot;"})
+_PLACEHOLDER = re.compile(r"(\[secret:[a-z0-9\-]+#[0-9a-f]{4}\])")
 _ROLES = (
     r"(?:system|developer|assistant|user|human|tool|function|model|ai|bot|instructions?|im_start|im_end|inst|sys"
     r"|context|memory|stratagate)\b"
@@ -84,9 +91,9 @@ _ROLES = (
 # A role turn: "System:" / "> **User**:" / "- assistant：" (any markdown or quote prefix, then a colon), or a
 # header-like "### Human", "[INST]", "<|im_start|>user" (a heading, bracket or ChatML prefix, no colon needed).
 _ROLE_LINE = re.compile(
-    rf"""(?imx)^(?=[ \t]*(?:
-        (?:(?:[#>*\-_=|`~]|&lt;|&gt;)+[ \t]*)* {_ROLES} [ \t*_`]* [:：]
-      | (?:\#{{1,6}}|&lt;\|?|\[|\*\*)[ \t]* {_ROLES}
+    rf"""(?imx)^(?=[^\S\n]*(?:
+        (?:(?:[#>*\-_=|`~]|&lt;|&gt;)+[^\S\n]*)* {_ROLES} [^\S\n*_`]* [:：]
+      | (?:\#{{1,6}}|&lt;\|?|&lt;&lt;|\[|\*\*)[^\S\n]* {_ROLES}
     ))"""
 )
 _SPACES = re.compile(r"\s+")
@@ -101,12 +108,14 @@ def inert(text: Any, *, inline: bool = False) -> str:
     out = _BREAKS.sub("\n", out)
     out = _INVISIBLE.sub("", out)  # first: no invisible character may split a secret or a marker
     out = _AMP.sub("&amp;", out).translate(_LOOKALIKES)
+    if inline:
+        # Brackets and quotes become entities too; redaction placeholders (already in the text) stay as they are.
+        out = "".join(p if i % 2 else p.translate(_INLINE) for i, p in enumerate(_PLACEHOLDER.split(out)))
+        out = _SPACES.sub(" ", out).strip()
     # Redaction after escaping: placeholders hold no markup, so the result stays escaped and a second pass is a
     # no-op (redacting first could let escaping expose a new secret-looking value to the second pass).
     out = redact(out)
-    if inline:
-        return _SPACES.sub(" ", out.translate(_INLINE)).strip()
-    return _ROLE_LINE.sub(BAR, out)
+    return out if inline else _ROLE_LINE.sub(BAR, out)
 
 
 def quote(text: Any) -> str:
