@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from stratagate.activation.longterm import render_longterm, summary
 from stratagate.blocks.render import LEVEL_LABELS
-from stratagate.blocks.views import BlockRow, session_blocks, view_text
+from stratagate.blocks.views import BlockRow, session_blocks, shown_view
 from stratagate.capture.models import Name
 from stratagate.config import Settings
 from stratagate.redact import redact
@@ -65,7 +65,8 @@ async def _fit(
     for level in levels:
         if level not in block.available_levels():
             continue
-        entry = _heading(block, level, other) + "\n" + quote(await view_text(db, block, level))
+        shown = await shown_view(db, block, level, None if other else block.session_id)  # forgotten memories hidden
+        entry = _heading(block, level, other) + "\n" + quote(shown)
         tokens = count(entry)
         if tokens <= budget:
             return entry, tokens

@@ -13,6 +13,7 @@ from stratagate.blocks.render import LEVEL_LABELS, render_l5
 from stratagate.blocks.source import ROW_COLUMNS, from_row
 from stratagate.blocks.summarize import render_l0, render_l2
 from stratagate.errors import invalid_params, not_found
+from stratagate.events import forgotten as forgotten_mod
 from stratagate.storage.db import Database, audit
 from stratagate.timeutil import now_iso
 
@@ -142,6 +143,25 @@ async def view_text(db: Database, block: BlockRow, level: int) -> str:
     return render_l0(block.l0_title or "", json.loads(block.l0_tags or "[]"))
 
 
+async def shown_view(db: Database, block: BlockRow, level: int, viewer: int | None) -> str:
+    """``view_text`` as the agent may see it: source messages of forgotten events (and messages restating one) are
+    one ``[hidden: …]`` line each (L5/L4/L3 re-rendered from the remaining messages by blocks/render.py), and model
+    lines that restate a forgotten event are dropped (events/forgotten.py). Stored views never change."""
+    forgotten = await forgotten_mod.load(db, block.namespace_id, viewer)
+    if not forgotten:
+        return await view_text(db, block, level)
+    return await _filtered(db, block, level, forgotten)
+
+
+async def _filtered(db: Database, block: BlockRow, level: int, forgotten: forgotten_mod.Forgotten) -> str:
+    if level >= 3 or (level == 2 and not json.loads(block.l2 or "[]")) or (level == 1 and not block.l1):
+        messages = await block_messages(db, block.namespace_id, block.id)
+        if not any(forgotten.message_event(m) is not None for m in messages):
+            return await view_text(db, block, level)
+        return forgotten_mod.render_masked(level if level >= 3 else 3, messages, forgotten)
+    return forgotten_mod.model_view(level, block.l2, block.l1, block.l0_title, block.l0_tags, block.l3, forgotten)
+
+
 def parse_level(spec: object, current: int) -> int:
     """0–5, "L0".."L5", "raw"/"source" (5) or "next" (one level more detail than now)."""
     if isinstance(spec, bool):
@@ -202,16 +222,17 @@ async def expand_block(
         block.lifted_at, block.lifted_by = stamp, actor
         reanchored = True
     result = block.meta(lam)
+    forgotten = await forgotten_mod.load(db, ns_id, caller_session)
     result.update(
         level=target,
         label=LEVEL_LABELS[target],
-        view=await view_text(db, block, target),
+        view=await _filtered(db, block, target, forgotten) if forgotten else await view_text(db, block, target),
         view_tokens=block.tokens_at(target),
         reanchored=reanchored,
         available_levels=block.available_levels(),
     )
     if target == 5:
-        result["messages"] = [m.public() for m in await block_messages(db, ns_id, block.id)]
+        result["messages"] = forgotten_mod.public_messages(await block_messages(db, ns_id, block.id), forgotten)
     if note:
         result["note"] = note
     return result

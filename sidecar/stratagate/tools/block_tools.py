@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from stratagate import ids
-from stratagate.blocks.views import expand_block, session_blocks, view_text
+from stratagate.blocks.views import expand_block, session_blocks, shown_view
 from stratagate.errors import invalid_params
 from stratagate.storage import lookup
 from stratagate.tools.registry import Tool, ToolContext
@@ -37,7 +37,7 @@ async def get_blocks(ctx: ToolContext, _args: GetBlocksArgs) -> dict[str, Any]:
     out = []
     for block in blocks:
         item = block.meta(lam)
-        item["view"] = await view_text(ctx.db, block, block.level)
+        item["view"] = await shown_view(ctx.db, block, block.level, sess)
         out.append(item)
     open_turns = await ctx.db.scalar("SELECT COUNT(*) FROM turns WHERE session_id = ? AND block_id IS NULL", (sess,))
     return {"session": ctx.session, "blocks": out, "open_turns": int(open_turns or 0)}
