@@ -76,3 +76,10 @@ class ImportListParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     namespace: Name | None = Field(None, description="Only imports of this namespace; default: all.")
+
+
+class EraseParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: Name
+    id: Annotated[str, StringConstraints(min_length=1, max_length=64)]
