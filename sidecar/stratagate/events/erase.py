@@ -94,10 +94,11 @@ class Scrubber:
         return sorted(out, key=len, reverse=True)
 
     def text(self, value: str) -> str:
+        """Case-insensitive: a search query or a lower-cased key holds the same words."""
         for t in sorted(self.texts, key=len, reverse=True):
-            value = value.replace(t, ERASED)
+            value = re.sub(re.escape(t), ERASED, value, flags=re.IGNORECASE)
         for w in sorted(self.words, key=len, reverse=True):
-            value = re.sub(rf"(?<!\w){re.escape(w)}(?!\w)", ERASED, value)
+            value = re.sub(rf"(?<!\w){re.escape(w)}(?!\w)", ERASED, value, flags=re.IGNORECASE)
         return value
 
     def value(self, value: Any) -> Any:
@@ -397,7 +398,7 @@ async def _erase_imports(
 
 def _cut(text: str, scrub: Scrubber) -> str:
     for needle in scrub.needles():
-        text = text.replace(needle, ERASED)
+        text = re.sub(re.escape(needle), ERASED, text, flags=re.IGNORECASE)
     return text
 
 
@@ -411,7 +412,8 @@ async def _scrub_everywhere(conn: aiosqlite.Connection, scrub: Scrubber) -> int:
             hits: set[Any] = set()
             for needle in needles:
                 rows = await conn.execute_fetchall(
-                    f"SELECT {key} FROM {table} WHERE {column} IS NOT NULL AND instr({column}, ?) > 0", (needle,)
+                    f"SELECT {key} FROM {table} WHERE {column} IS NOT NULL AND instr(lower({column}), lower(?)) > 0",
+                    (needle,),
                 )
                 hits.update(r[0] for r in rows)
             for rowkey in sorted(hits):
