@@ -19,9 +19,10 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from stratagate.activation.longterm import render_longterm, summary
 from stratagate.blocks.render import LEVEL_LABELS
-from stratagate.blocks.views import BlockRow, session_blocks, view_text
+from stratagate.blocks.views import BlockRow, session_blocks
 from stratagate.capture.models import Name
 from stratagate.config import Settings
+from stratagate.events.forgotten import shown_view
 from stratagate.safety.inert import Named, heading, quote
 from stratagate.storage.db import Database
 
@@ -63,7 +64,8 @@ async def _fit(
     for level in levels:
         if level not in block.available_levels():
             continue
-        entry = _heading(block, level, other) + "\n" + quote(await view_text(db, block, level))
+        shown = await shown_view(db, block, level, None if other else block.session_id)  # forgotten memories hidden
+        entry = _heading(block, level, other) + "\n" + quote(shown)
         tokens = count(entry)
         if tokens <= budget:
             return entry, tokens

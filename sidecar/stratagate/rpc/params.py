@@ -77,3 +77,10 @@ class ImportListParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     namespace: Name = Field(description="The namespace whose imports are listed (never another's).")
+
+
+class EraseParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: Name
+    id: Annotated[str, StringConstraints(min_length=1, max_length=64)]
