@@ -5,19 +5,19 @@
 //
 // Which text is the recall query (fold.js `activationQuery`): the human message the step answers, plus, from the
 // second step of a turn on, the words of the turn's newest tool round. At step 0 the new human message is NOT in
-// `session.events` yet. DSH 0.1.0-rc.8, packages/core/agent-loop/src/agent.ts (installed:
-// dsh-agent-loop/lib/index.js, `preStep`/`turn`):
-//   preStep():  const claimed = this.inbox.claim(target, position.turn)               // removes it from the inbox
-//               const assembly = await this.loopCtx.systemPrompt.assemble(assembleContextFor(this, signal))
-//               ... await this.dispatch.waterfall('agent/pre-step', { messages: claimed, ... })
-//   turn():     for (const message of decision.messages) this.session.append('user/message', message, ...)
-//                                                                                    // only after assembly
+// `session.events` yet. DSH 0.1.0-rc.8 (tag dsh-v0.1.0-rc.8), packages/core/agent-loop/src/agent.ts (installed:
+// dsh-agent-loop/lib/index.js:496-501, `preStep`/`turn`):
+//   preStep() :229  const claimed = this.inbox.claim(target, position.turn)           // removes it from the inbox
+//             :230  const assembly = await this.loopCtx.systemPrompt.assemble(assembleContextFor(this, signal))
+//             :235  ... await this.dispatch.waterfall('agent/pre-step', { messages: claimed, ... })
+//   turn()    :283  this.session.append('user/message', message, ...)  // for each entered message, after assembly
 // So at assembly time the prompt is neither in the log nor in `agent.inbox` (claim() already removed it), the
-// assemble context is only `{ agent, scope, signal }` (packages/core/agent/src/dispatch.ts `assembleContextFor`),
+// assemble context is only `{ agent, scope, signal }` (packages/core/agent/src/dispatch.ts:174 `assembleContextFor`),
 // and `agent/pre-step` runs after assembly, too late for this step. What does precede assembly is the claim's
 // notification: Inbox.claim() calls `notifications.claimed(message, turn)` for every claimed message
-// (packages/core/agent/src/inbox.ts `claim`), which the loop emits synchronously as `agent/inbox/claimed`
-// `{ agent, message, turn }` (agent.ts constructor; dispatch.ts `agentEvents().emit` calls listeners in place).
+// (packages/core/agent/src/inbox.ts:71-76 `claim`), which the loop emits synchronously as `agent/inbox/claimed`
+// `{ agent, message, turn }` (agent.ts:90; dispatch.ts:120-129 `agentEvents().emit` calls listeners in place;
+// declared in packages/core/agent/src/runtime-types.ts:197).
 // StepInbox records those per session; the assemble listener reads them.
 
 import { activationQuery, currentTurnOf, isSubagentSession, sessionIdOf } from './fold.js'
