@@ -2,8 +2,25 @@
 // (`activation.render`) and add it as the runtime context `stratagate:memory`. The sidecar renders byte-stable
 // text, so DSH only re-sends the runtime-context snapshot when memory actually changed. Bounded by
 // activationTimeoutMs; any failure or timeout means "no memory this step", never a failed step.
+//
+// Which text is the recall query (fold.js `activationQuery`): the human message the step answers, plus, from the
+// second step of a turn on, the words of the turn's newest tool round. At step 0 the new human message is NOT in
+// `session.events` yet. DSH 0.1.0-rc.8 (tag dsh-v0.1.0-rc.8), packages/core/agent-loop/src/agent.ts (installed:
+// dsh-agent-loop/lib/index.js:496-501, `preStep`/`turn`):
+//   preStep() :229  const claimed = this.inbox.claim(target, position.turn)           // removes it from the inbox
+//             :230  const assembly = await this.loopCtx.systemPrompt.assemble(assembleContextFor(this, signal))
+//             :235  ... await this.dispatch.waterfall('agent/pre-step', { messages: claimed, ... })
+//   turn()    :283  this.session.append('user/message', message, ...)  // for each entered message, after assembly
+// So at assembly time the prompt is neither in the log nor in `agent.inbox` (claim() already removed it), the
+// assemble context is only `{ agent, scope, signal }` (packages/core/agent/src/dispatch.ts:174 `assembleContextFor`),
+// and `agent/pre-step` runs after assembly, too late for this step. What does precede assembly is the claim's
+// notification: Inbox.claim() calls `notifications.claimed(message, turn)` for every claimed message
+// (packages/core/agent/src/inbox.ts:71-76 `claim`), which the loop emits synchronously as `agent/inbox/claimed`
+// `{ agent, message, turn }` (agent.ts:90; dispatch.ts:120-129 `agentEvents().emit` calls listeners in place;
+// declared in packages/core/agent/src/runtime-types.ts:197).
+// StepInbox records those per session; the assemble listener reads them.
 
-import { isSubagentSession, latestHumanText, sessionIdOf } from './fold.js'
+import { activationQuery, currentTurnOf, isSubagentSession, sessionIdOf } from './fold.js'
 
 export const CONTEXT_NAME = 'stratagate:memory'
 /** DSH interpolates `{{name}}` in context text strictly (unknown names throw), so literal `{{` is routed via a variable. */
@@ -49,14 +66,61 @@ export async function withDeadline(fn, timeoutMs, fallback, onError) {
 }
 
 /**
+ * The messages DSH claimed from each session's inbox for its current turn (`agent/inbox/claimed`), so the assemble
+ * listener can see the step's new input before DSH logs it. Bounded: `remember` sessions, `perTurn` messages.
+ */
+export class StepInbox {
+  constructor({ remember = 256, perTurn = 64 } = {}) {
+    this.remember = remember
+    this.perTurn = perTurn
+    /** @type {Map<string, {turn: unknown, messages: object[]}>} */
+    this.bySession = new Map()
+  }
+
+  /** The `agent/inbox/claimed` listener: `{agent, message, turn}`. */
+  record(payload) {
+    const session = payload?.agent?.session
+    const sid = sessionIdOf(session)
+    const message = payload?.message
+    if (!sid || !message || typeof message !== 'object' || isSubagentSession(session)) return
+    let entry = this.bySession.get(sid)
+    if (!entry || entry.turn !== payload.turn) {
+      entry = { turn: payload.turn, messages: [] }
+      this.bySession.delete(sid)
+      this.bySession.set(sid, entry)
+      if (this.bySession.size > this.remember) this.bySession.delete(this.bySession.keys().next().value)
+    }
+    entry.messages.push(message)
+    if (entry.messages.length > this.perTurn) entry.messages.shift()
+  }
+
+  /** The messages claimed for `turn` of `session` ([] for another turn or an unknown session). */
+  claimed(session, turn) {
+    const entry = this.bySession.get(sessionIdOf(session))
+    return entry && entry.turn === turn ? entry.messages : []
+  }
+
+  forget(session) {
+    this.bySession.delete(sessionIdOf(session))
+  }
+}
+
+/** The recall query of the step being assembled for `session` (see the header comment). */
+export function queryForStep(session, stepInbox) {
+  const log = session?.events
+  return activationQuery(log, stepInbox ? stepInbox.claimed(session, currentTurnOf(log)) : [])
+}
+
+/**
  * The `system-prompt/assemble` listener.
  * @param {object} o
  * @param {(session: object, signal: AbortSignal) => Promise<string>} o.namespaceOf
  * @param {(params: object, signal: AbortSignal, timeoutMs: number) => Promise<{text: string}>} o.render
  * @param {() => boolean} o.available - false when the sidecar is failed/unavailable (skip at once).
  * @param {() => number} o.timeoutMs
+ * @param {StepInbox} [o.stepInbox] - the messages claimed for each session's step (the new prompt at step 0).
  */
-export function makeAssembleListener({ namespaceOf, render, available, timeoutMs, log = {} }) {
+export function makeAssembleListener({ namespaceOf, render, available, timeoutMs, stepInbox, log = {} }) {
   return async function assemble(_assembly, context, next) {
     const assembled = await next()
     const session = context?.agent?.session
@@ -65,7 +129,7 @@ export function makeAssembleListener({ namespaceOf, render, available, timeoutMs
     const text = await withDeadline(
       async (signal) => {
         const namespace = await namespaceOf(session, signal)
-        const query = latestHumanText(session.events)
+        const query = queryForStep(session, stepInbox)
         const params = { namespace, session: sessionIdOf(session) }
         if (query) params.query = query
         const result = await render(params, signal, budget)

@@ -265,15 +265,129 @@ export function eventsOfTurn(log, turn) {
   return out
 }
 
-/** The latest human prompt of a session log (the recall query), cut to `max` characters. */
+/** The latest human prompt of a session log, cut to `max` characters. */
 export function latestHumanText(log, max = 4000) {
   if (!log || typeof log.length !== 'number') return ''
   for (let i = log.length - 1; i >= 0; i--) {
     const e = log[i]
     if (e?.type === 'user/message' && isHumanMessage(e.data)) {
       const text = textOfBlocks(e.data.content)
-      if (text) return text.length > max ? text.slice(0, max) : text
+      if (text) return cut(text, max)
     }
   }
   return ''
+}
+
+/** Bounds of the activation query (characters): the human message, and the newest tool round of the turn. */
+export const QUERY_HUMAN_MAX = 4000
+export const QUERY_TOOL_ROUND_MAX = 2000
+
+function cut(text, max) {
+  return text.length > max ? text.slice(0, max) : text
+}
+
+function isLog(log) {
+  return Boolean(log) && typeof log.length === 'number'
+}
+
+/** Index of the current turn's `turn/start` in a session log (-1 when the log has none). */
+export function currentTurnStart(log) {
+  if (!isLog(log)) return -1
+  for (let i = log.length - 1; i >= 0; i--) if (log[i]?.type === 'turn/start') return i
+  return -1
+}
+
+/** The number of the session's current (latest started) turn, or null. */
+export function currentTurnOf(log) {
+  const i = currentTurnStart(log)
+  return i < 0 ? null : (log[i].data?.turn ?? null)
+}
+
+/**
+ * The human message a step answers. `claimed` are the messages DSH claimed from the inbox for this step (see
+ * activation.js: at step 0 the new prompt is claimed but not yet in the log). The newest claimed human message that
+ * the log does not hold yet wins; otherwise the latest human message of the log. Cut to `max` characters.
+ */
+export function stepHumanText(log, claimed = [], max = QUERY_HUMAN_MAX) {
+  const logged = new Set()
+  if (isLog(log)) {
+    for (let i = Math.max(currentTurnStart(log), 0); i < log.length; i++) {
+      const e = log[i]
+      if (e?.type === 'user/message' && e.data?.id !== undefined) logged.add(e.data.id)
+    }
+  }
+  for (let i = (claimed?.length ?? 0) - 1; i >= 0; i--) {
+    const message = claimed[i]
+    if (!isHumanMessage(message) || logged.has(message.id)) continue
+    const text = textOfBlocks(message.content)
+    if (text) return cut(text, max)
+  }
+  return latestHumanText(log, max)
+}
+
+function leafWords(value, out) {
+  if (value === null || value === undefined) return
+  if (typeof value === 'string') out.push(value)
+  else if (typeof value === 'number' || typeof value === 'boolean') out.push(String(value))
+  else if (Array.isArray(value)) for (const v of value) leafWords(v, out)
+  else if (typeof value === 'object') for (const v of Object.values(value)) leafWords(v, out)
+}
+
+function words(text) {
+  return text.replace(/\s+/g, ' ').trim()
+}
+
+/**
+ * The words of the current turn's newest tool round: the tool calls of the latest assistant message of this turn
+ * that called tools, and their results. Per call: the tool's name, its argument values (no JSON syntax, no keys)
+ * and its result text, whitespace collapsed, one line per call, each call cut to an equal share of `max`.
+ * The shim's own memory tools are left out (their results are memory already shown). '' when this turn has no
+ * tool round yet (step 0) or the log is missing.
+ */
+export function toolRoundText(log, max = QUERY_TOOL_ROUND_MAX, skipTool = (name) => typeof name === 'string' && name.startsWith(OWN_TOOL_PREFIX)) {
+  if (!isLog(log) || max <= 0) return ''
+  const start = Math.max(currentTurnStart(log), 0)
+  let at = -1
+  for (let i = log.length - 1; i >= start; i--) {
+    const e = log[i]
+    if (e?.type !== 'assistant/message') continue
+    const content = e.data?.message?.content
+    if (Array.isArray(content) && content.some((b) => b?.type === 'tool-call')) {
+      at = i
+      break
+    }
+  }
+  if (at < 0) return ''
+  const step = log[at].data?.step
+  const calls = []
+  const byCall = new Map()
+  for (let i = at + 1; i < log.length; i++) {
+    const e = log[i]
+    const data = e?.data ?? {}
+    if (e?.type === 'tool/call' && (step === undefined || data.step === step)) {
+      if (skipTool(data.name)) continue
+      const argWords = []
+      leafWords(parseArguments(data.arguments), argWords)
+      const call = { name: String(data.name ?? ''), args: argWords.join(' '), result: '' }
+      calls.push(call)
+      byCall.set(String(data.callId ?? ''), call)
+    } else if (e?.type === 'tool/result') {
+      const message = data.message ?? {}
+      const call = byCall.get(String(message.source?.callId ?? message.content?.[0]?.toolCallId ?? ''))
+      if (call) call.result = textOfBlocks(message.content)
+    }
+  }
+  if (calls.length === 0) return ''
+  const share = Math.max(1, Math.floor((max - (calls.length - 1)) / calls.length))
+  const lines = calls.map((c) => cut(words([c.name, c.args, c.result].filter(Boolean).join(' ')), share)).filter(Boolean)
+  return cut(lines.join('\n'), max)
+}
+
+/**
+ * The `activation.render` query of one step: the human message the step answers (the new prompt at step 0, see
+ * stepHumanText), then, from the second step of a turn on, the words of the turn's newest tool round.
+ * Bounded: QUERY_HUMAN_MAX + 2 + QUERY_TOOL_ROUND_MAX characters at most.
+ */
+export function activationQuery(log, claimed = [], { humanMax = QUERY_HUMAN_MAX, toolMax = QUERY_TOOL_ROUND_MAX } = {}) {
+  return [stepHumanText(log, claimed, humanMax), toolRoundText(log, toolMax)].filter(Boolean).join('\n\n')
 }

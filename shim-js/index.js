@@ -6,7 +6,7 @@
 
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { makeAssembleListener } from './activation.js'
+import { makeAssembleListener, StepInbox } from './activation.js'
 import { normalizeConfig } from './config.js'
 import { shouldCapture, TurnCollector } from './fold.js'
 import { makeLogger } from './logger.js'
@@ -64,7 +64,10 @@ export function apply(ctx, rawConfig) {
   // Usage protocol, static (changing it would invalidate the prompt cache).
   ctx.systemPrompt.section({ name: 'stratagate', order: 113, text: PROTOCOL_SECTION })
 
-  // Per-step recall: the sidecar's byte-stable memory text as a runtime context.
+  // Per-step recall: the sidecar's byte-stable memory text as a runtime context. The query needs the step's new input,
+  // which DSH claims from the inbox (and announces) before assembling but logs only after (activation.js header).
+  const stepInbox = new StepInbox()
+  ctx.on('agent/inbox/claimed', (payload) => stepInbox.record(payload))
   ctx.on(
     'system-prompt/assemble',
     makeAssembleListener({
@@ -72,6 +75,7 @@ export function apply(ctx, rawConfig) {
       render: (params, signal, timeoutMs) => runtime.render(params, signal, timeoutMs),
       available: () => runtime.recallAvailable(),
       timeoutMs: () => runtime.recallBudget(),
+      stepInbox,
       log,
     }),
   )
@@ -113,7 +117,10 @@ export function apply(ctx, rawConfig) {
       log.error(`capture failed for ${event?.type} in ${session?.id}: ${error?.stack ?? error}`)
     }
   })
-  ctx.on('session/disposed', (session) => collector.forget(session))
+  ctx.on('session/disposed', (session) => {
+    collector.forget(session)
+    stepInbox.forget(session)
+  })
 
   // Status route, only where a web server exists (the web profile).
   ctx.plugin({

@@ -21,7 +21,9 @@ def summary_arguments(tool_name: str, body: dict[str, Any]) -> dict[str, Any]:
     """
     payload = json.loads(body["messages"][-1]["content"])
     first, last = payload["turns"]
-    lines = [ln for ln in payload["transcript"].splitlines() if ln.startswith("User: ")]
+    # Role-like lines reach the model behind the quote bar (the inert rendering rule).
+    lines = [ln.removeprefix("│ ") for ln in payload["transcript"].splitlines()]
+    lines = [ln for ln in lines if ln.startswith("User: ")]
     return {
         "title": f"Turns {first}–{last}",
         "tags": ["test"],

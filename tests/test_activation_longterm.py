@@ -149,3 +149,34 @@ async def test_use_receipts_not_activation_move_the_ranking(client: SidecarClien
     await client.tool(NS, "s2", "memory_record_use", {"batch_id": found["batch_id"], "evidence_refs": [b["id"]]})
     after = await render(client, "cache")
     assert after["event_ids"][0] == b["id"]
+
+
+async def test_four_unrelated_pins_leave_room_for_the_relevant_memory(client: SidecarClient):
+    pins = []
+    for text in ("Prefer tabs over spaces.", "The user's name is Ada.", "Standups are at nine.",
+                 "Reviews need two approvals."):
+        ev = await remember(client, text)
+        await client.tool(NS, "s1", "memory_pin", {"id": ev["id"], "pinned": True})
+        pins.append(ev["id"])
+    relevant = await remember(client, "The staging cluster runs in Frankfurt.")
+    out = await render(client, "where does the staging cluster run?")
+    assert relevant["id"] in out["event_ids"] and "Frankfurt" in out["text"]
+    assert len(out["event_ids"]) <= 4
+    assert len([e for e in out["event_ids"] if e in pins]) <= 2  # unrelated pins take at most half the slots
+    # A pinned memory that is relevant is admitted as relevant, beyond the pin share.
+    out = await render(client, "how many approvals do reviews need, and where does the staging cluster run?")
+    assert pins[3] in out["event_ids"] and relevant["id"] in out["event_ids"]
+
+
+async def test_active_safety_rules_are_always_admitted(client: SidecarClient):
+    rule = await remember(client, "Never run migrations against production without a backup.", criticality="safety",
+                          type="decision")
+    for i in range(6):
+        await remember(client, f"Lunch option {i} is the noodle bar on street {i}.")
+    out = await render(client, "which lunch option is the noodle bar?")
+    assert rule["id"] in out["event_ids"]  # unrelated and unpinned, yet a safety rule is always there
+    assert len(out["event_ids"]) == 4 and "safety" in entry_of(out["text"], rule["id"])
+    assert out["longterm_tokens"] <= 900
+    # A forgotten safety rule is gone like any other memory.
+    await client.tool(NS, "s1", "memory_forget", {"id": rule["id"]})
+    assert rule["id"] not in (await render(client, "which lunch option is the noodle bar?"))["event_ids"]

@@ -85,11 +85,18 @@ async def test_mem0_import_becomes_traceable_events(sidecar: SidecarClient, tmp_
     hits = (await tool(sidecar, "memory_search_events", {"query": "shellfish"}))["hits"]
     assert [h["id"] for h in hits] == ["evt_3"] and "import:mem0" in hits[0]["tags"]
 
-    got = await sidecar.call("import.get", {"id": "imp_1"})
+    got = await sidecar.call("import.get", {"namespace": NS, "id": "imp_1"})
     assert got["source_text"] == path.read_bytes().decode("utf-8")
     assert got["source_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert got["status"] == "active" and got["report"]["inserted"] == report["inserted"]
     listed = (await sidecar.call("import.list", {"namespace": NS}))["imports"]
+    # Host methods never cross namespaces: another namespace's id is unknown there, and listing needs a namespace.
+    for method in ("import.get", "import.remove"):
+        err = await rpc_error(sidecar, method, {"namespace": "elsewhere", "id": "imp_1"})
+        assert err.code == -32004 and "unknown import imp_1 in namespace 'elsewhere'" in err.message
+    err = await rpc_error(sidecar, "import.list", {})
+    assert err.code == -32602 and "namespace" in err.message
+    assert (await sidecar.call("import.get", {"namespace": NS, "id": "imp_1"}))["id"] == "imp_1"
     assert [(i["id"], i["item_count"], i["counts"]["events"]) for i in listed] == [("imp_1", 3, {"active": 3})]
     assert (await sidecar.call("import.list", {"namespace": "elsewhere"}))["imports"] == []
 
@@ -136,9 +143,9 @@ async def test_forgotten_is_suppressed_and_known_memory_gains_a_source(sidecar: 
     assert (await tool(sidecar, "memory_expand_event", {"id": gone["id"]}))["status"] == "forgotten"
     berlin = await tool(sidecar, "memory_search_events", {"query": "Berlin"})
     assert berlin["hits"] == []
-    stored = (await sidecar.call("import.get", {"id": "imp_1"}))["report"]
+    stored = (await sidecar.call("import.get", {"namespace": NS, "id": "imp_1"}))["report"]
     assert "Berlin" not in json.dumps(stored, ensure_ascii=False)  # only the tombstone's id is reported
-    assert (await sidecar.call("import.list", {}))["imports"][0]["counts"]["merged_sources"] == 1
+    assert (await sidecar.call("import.list", {"namespace": NS}))["imports"][0]["counts"]["merged_sources"] == 1
 
 
 async def projected(client: SidecarClient, job: str) -> None:
@@ -173,7 +180,7 @@ async def test_remove_archives_imported_and_restores_what_they_superseded(
         before = await client.tool(NS, "s1", "memory_expand_event", {"id": old["id"]})
         assert before["status"] == "superseded" and before["successor_id"] == new
 
-        removed = await client.call("import.remove", {"id": report["import_id"]})
+        removed = await client.call("import.remove", {"namespace": NS, "id": report["import_id"]})
         assert removed == {"import_id": "imp_1", "archived": [new], "restored": [old["id"]]}
 
         back = await client.tool(NS, "s1", "memory_expand_event", {"id": old["id"]})
@@ -186,13 +193,13 @@ async def test_remove_archives_imported_and_restores_what_they_superseded(
         archived = await client.tool(NS, "s1", "memory_search_events", {"query": "deploys", "status": ["archived"]})
         assert [h["id"] for h in archived["hits"]] == [new]
 
-        err = await rpc_error(client, "import.remove", {"id": "imp_1"})
+        err = await rpc_error(client, "import.remove", {"namespace": NS, "id": "imp_1"})
         assert err.code == -32602 and err.message == "imp_1 was already removed"
-        listed = (await client.call("import.list", {}))["imports"][0]
+        listed = (await client.call("import.list", {"namespace": NS}))["imports"][0]
         assert listed["status"] == "removed" and listed["removed_at"] is not None
         assert listed["counts"]["events"] == {"archived": 1}
         # The source stays readable after removal.
-        assert (await client.call("import.get", {"id": "imp_1"}))["source_text"] == mem0(new_text)
+        assert (await client.call("import.get", {"namespace": NS, "id": "imp_1"}))["source_text"] == mem0(new_text)
 
         # A removed import no longer blocks importing the same text: it comes back as a new event.
         again = await client.call("import.run", {"namespace": NS, "text": mem0(new_text)})
@@ -221,7 +228,7 @@ async def test_supersession_by_an_imported_event_through_the_graph_is_undone_on_
     await projected(sidecar, report["projection_jobs"][0])  # the package-manager slot: pnpm replaces npm
     assert (await tool(sidecar, "memory_expand_event", {"id": npm["id"]}))["successor_id"] == pnpm
 
-    removed = await sidecar.call("import.remove", {"id": report["import_id"]})
+    removed = await sidecar.call("import.remove", {"namespace": NS, "id": report["import_id"]})
     assert removed["archived"] == [pnpm] and removed["restored"] == [npm["id"]]
     hits = (await tool(sidecar, "memory_search_events", {"query": "npm pnpm"}))["hits"]
     assert [(h["id"], h["status"]) for h in hits] == [(npm["id"], "active")]
@@ -247,12 +254,11 @@ async def test_bad_input_gives_clear_errors_and_stores_nothing(sidecar: SidecarC
         ("import.get", {"id": "imp_9"}, -32004, "unknown import imp_9"),
     ]
     for method, params, code, text in cases:
-        if method == "import.run":
-            params = {"namespace": NS} | params
+        params = {"namespace": NS} | params
         err = await rpc_error(sidecar, method, params)
         assert err.code == code and text in err.message, (params, err.message)
     assert (await sidecar.call("system.ping"))["pong"] is True
-    assert (await sidecar.call("import.list", {}))["imports"] == []
+    assert (await sidecar.call("import.list", {"namespace": NS}))["imports"] == []
     assert db_rows(tmp_path / "memory.db", "SELECT count(*) AS n FROM events") == [{"n": 0}]
 
 

@@ -1,5 +1,6 @@
 """Command line: `stratagate serve` runs the JSON-RPC sidecar on stdio; `info` and `audit` inspect a database;
-`import` brings in, lists or removes memories exported from other assistants; `redact` scrubs secrets out of one."""
+`import` brings in, lists or removes memories exported from other assistants; `erase` removes a memory for good;
+`redact` scrubs secrets out of a database."""
 
 from __future__ import annotations
 
@@ -54,6 +55,14 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--scope", choices=["user", "project"], default="user", help="scope of the new events")
     imp.add_argument("--allow-duplicate", action="store_true", help="import a file that is already imported")
     imp.add_argument("--json", action="store_true", help="print the result as JSON")
+    erase = sub.add_parser(
+        "erase", help="erase an event (evt_N) or a captured message (msg_N) and every stored copy; cannot be undone"
+    )
+    erase.add_argument("id", help="evt_N or msg_N")
+    erase.add_argument("--db", type=Path)
+    erase.add_argument("--namespace", help="memory space (default: the project namespace of the current directory)")
+    erase.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    erase.add_argument("--json", action="store_true", help="print the result as JSON")
     return parser
 
 
@@ -167,7 +176,7 @@ def import_command(args: argparse.Namespace, db_path: Path) -> int:
         await db.open()
         try:
             if args.remove:
-                return "remove", await store.remove_import(db, parse_import_id(args.remove))
+                return "remove", await store.remove_import(db, parse_import_id(args.remove), args.namespace)
             return "list", {"imports": await store.list_imports(db.reader, args.namespace)}
         finally:
             await db.close()
@@ -209,6 +218,54 @@ def redact_command(args: argparse.Namespace) -> int:
         + "".join(f"\n    {k}: {n}" for k, n in summary["secrets_by_kind"].items())
     )
     print(f"embeddings deleted (recomputed by the embedding job): {summary['embeddings_deleted']}")
+    return 0
+
+
+def erase_command(args: argparse.Namespace, db_path: Path, max_attempts: int) -> int:
+    """`stratagate erase`: opens the database itself (safe while a sidecar runs: SQLite serialises writers)."""
+    from stratagate import ids
+    from stratagate.erase import erase_subject
+    from stratagate.errors import RpcError
+    from stratagate.namespaces import ResolveParams, resolve
+    from stratagate.storage.db import Database, SchemaError, StorageError
+
+    if ids.parse(args.id.strip(), "evt") is None and ids.parse(args.id.strip(), "msg") is None:
+        print(f"stratagate erase: {args.id!r} is not an event id (evt_12) or a message id (msg_40)", file=sys.stderr)
+        return 1
+    if not db_path.exists():
+        print(f"stratagate: no database at {db_path}", file=sys.stderr)
+        return 1
+    namespace = args.namespace or resolve(ResolveParams(mode="project", cwd=os.getcwd()))["namespace"]
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print("stratagate erase: erasing cannot be undone; pass --yes to confirm", file=sys.stderr)
+            return 1
+        answer = input(f"Erase {args.id} from {namespace} for good (cannot be undone)? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("stratagate erase: nothing erased", file=sys.stderr)
+            return 1
+
+    async def run() -> dict[str, Any]:
+        db = Database(db_path)
+        await db.open()
+        try:
+            return await erase_subject(db, namespace, args.id, "user", max_attempts=max_attempts)
+        finally:
+            await db.close()
+
+    try:
+        result = asyncio.run(run())
+    except RpcError as exc:
+        print(f"stratagate erase: {exc.message}", file=sys.stderr)
+        return 1
+    except (SchemaError, StorageError, sqlite3.Error, OSError) as exc:
+        print(f"stratagate erase: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(result["counts"].items()))
+        print(f"erased: {result['id']} ({counts})")
     return 0
 
 
@@ -264,4 +321,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "import":
         return import_command(args, settings.db)
+    if args.command == "erase":
+        return erase_command(args, settings.db, settings.job_max_attempts)
     return 2

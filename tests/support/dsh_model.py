@@ -128,7 +128,8 @@ def summary_arguments(payload: dict[str, Any]) -> dict[str, Any]:
     """Valid ``stratagate_summarize_block`` arguments: key facts are the transcript's user lines."""
     transcript = str(payload.get("transcript") or "")
     turns = payload.get("turns") or [0, 0]
-    users = [ln[len("User: ") :].strip() for ln in transcript.splitlines() if ln.startswith("User: ")]
+    lines = [ln.removeprefix("│ ") for ln in transcript.splitlines()]  # role lines arrive behind the quote bar
+    users = [ln[len("User: ") :].strip() for ln in lines if ln.startswith("User: ")]
     users = [u[:400] for u in users if u]
     first = users[0] if users else "no user text"
     return {

@@ -3,7 +3,8 @@
 Rules (each one tested):
 - Relevance: the current human message ranks first, then the last two captured turns of the session (their words
   only: no role labels, no tool JSON). A query that matches nothing recalls nothing (no recency fallback).
-- Pinned events are candidates on every step, safety and identity first.
+- Admission (`admission_order`): active safety-critical events always; pinned events not relevant to the step take
+  at most half of the 4 slots (safety and identity first); relevant events fill the rest. All within 900 tokens.
 - Nothing stale poses as current: a superseded event only appears when pinned, labelled with its status and
   successor, and the successor comes with it; forgotten and archived events never appear; disputed ones are
   labelled. Supersession overrides pins.
@@ -25,6 +26,7 @@ from stratagate.events.models import EventRow
 from stratagate.evidence.weights import weight_of
 from stratagate.graph import read as graph_read
 from stratagate.graph import store as graph
+from stratagate.safety.inert import Named, heading
 from stratagate.search.fusion import rrf
 from stratagate.search.terms import fts_query
 
@@ -119,6 +121,34 @@ async def _pinned(conn: aiosqlite.Connection, ns: int, sess: int | None) -> list
     return sorted(pinned, key=lambda ev: (_CRITICAL_FIRST[ev.criticality], ev.id))
 
 
+async def _safety(conn: aiosqlite.Connection, ns: int, sess: int | None) -> list[EventRow]:
+    """Active safety-critical events, pinned first, then newest: admitted on every step, relevant or not."""
+    rows = await conn.execute_fetchall(
+        f"{events._SELECT} WHERE e.namespace_id = ? AND e.criticality = 'safety' AND e.status = 'active'"
+        " ORDER BY e.pinned DESC, e.id DESC LIMIT ?",
+        (ns, 4 * MAX_EVENTS),
+    )
+    return [ev for ev in (EventRow.from_row(r) for r in rows) if ev.visible_to(ns, sess)]
+
+
+def admission_order(
+    safety: list[EventRow], relevant: list[EventRow], pinned: list[EventRow], slots: int = MAX_EVENTS
+) -> list[EventRow]:
+    """Which events compete for the slots, in order (the rule documented in docs/architecture.md, "Recall"):
+    1. active safety-critical events, always (relevant ones first);
+    2. pinned events that are not relevant to the step, at most half of the slots;
+    3. relevant events, best first, fill the rest (a relevant pinned event is just relevant).
+    A superseded pinned event brings its successor along, in the next slot."""
+    relevant_ids = {ev.id for ev in relevant}
+    safety_ids = {ev.id for ev in safety}
+    first = sorted(safety, key=lambda ev: ev.id not in relevant_ids)  # stable: pinned/newest order kept
+    unrelated_pins = [ev for ev in pinned if ev.id not in relevant_ids and ev.id not in safety_ids]
+    pin_share = max(0, min(slots // 2, slots - len(first)))
+    pins = unrelated_pins[:pin_share]
+    rest = [ev for ev in relevant if ev.id not in safety_ids]
+    return _merge(first, pins, rest)
+
+
 def _day(stamp: str | None) -> str | None:
     return stamp[:10] if stamp else None
 
@@ -144,7 +174,7 @@ def _event_heading(ev: EventRow, successor: EventRow | None) -> str:
         parts.append(f"{ev.time_status} {window}" if ev.time_status != "unknown" else f"when {window}")
     elif ev.time_status in ("planned", "cancelled"):
         parts.append(ev.time_status)
-    return "[" + " · ".join(parts) + "]"
+    return heading(*parts)
 
 
 def _event_body(ev: EventRow, short: bool) -> str:
@@ -171,7 +201,7 @@ async def _node_entry(
             line += " — DISPUTED, not settled"
         lines.append(line)
     label = f"{node.kind} · {node.category}" if node.category else node.kind
-    entry = f"[{node.public_id} · {label} · {node.name}]\n" + quote("\n".join(lines))
+    entry = heading(node.public_id, label, Named(node.name)) + "\n" + quote("\n".join(lines))
     return entry, [f["id"] for f in state[:FACTS_PER_NODE]]
 
 
@@ -192,7 +222,10 @@ async def render_longterm(
     def in_open_turns(ev: EventRow) -> bool:
         return sess is not None and ev.session_id == sess and ev.block_id is None and ev.created_at > sealed_until
 
-    candidates = _merge(await _pinned(conn, ns, sess), await _ranked_events(conn, ns, sess, queries))
+    ranked = [ev for ev in await _ranked_events(conn, ns, sess, queries) if not in_open_turns(ev)]
+    pinned = [ev for ev in await _pinned(conn, ns, sess) if not in_open_turns(ev)]
+    safety = [ev for ev in await _safety(conn, ns, sess) if not in_open_turns(ev)]
+    candidates = admission_order(safety, ranked, pinned)
     chosen: list[tuple[EventRow, EventRow | None]] = []
     seen: set[int] = set()
     for ev in candidates:

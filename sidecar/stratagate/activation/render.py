@@ -19,10 +19,11 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from stratagate.activation.longterm import render_longterm, summary
 from stratagate.blocks.render import LEVEL_LABELS
-from stratagate.blocks.views import BlockRow, session_blocks, view_text
+from stratagate.blocks.views import BlockRow, session_blocks
 from stratagate.capture.models import Name
 from stratagate.config import Settings
-from stratagate.redact import redact
+from stratagate.events.forgotten import shown_view
+from stratagate.safety.inert import Named, heading, quote
 from stratagate.storage.db import Database
 
 RECENT_BLOCKS = 4
@@ -45,17 +46,15 @@ class ActivationParams(BaseModel):
     query: Annotated[str, StringConstraints(max_length=200_000)] | None = None
 
 
-def quote(text: str) -> str:
-    """Memory content as inert data: entities for markup, every line behind a bar."""
-    safe = redact(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return "\n".join("│ " + line if line else "│" for line in safe.splitlines())
-
-
 def _heading(block: BlockRow, level: int, other_session: bool) -> str:
-    where = f"session {block.session} · " if other_session else ""
-    return (
-        f"[{block.ref} · {where}turns {block.first_turn}–{block.last_turn} · {LEVEL_LABELS[level]} · "
-        f"{block.status} · sealed {block.sealed_at[:10]}]"
+    # Every field, stored names and dates included, goes through the one rendering rule (safety/inert.py).
+    return heading(
+        block.ref,
+        Named(block.session) if other_session else None,
+        f"turns {block.first_turn}–{block.last_turn}",
+        LEVEL_LABELS[level],
+        block.status,
+        f"sealed {block.sealed_at[:10]}",
     )
 
 
@@ -65,7 +64,8 @@ async def _fit(
     for level in levels:
         if level not in block.available_levels():
             continue
-        entry = _heading(block, level, other) + "\n" + quote(await view_text(db, block, level))
+        shown = await shown_view(db, block, level, None if other else block.session_id)  # forgotten memories hidden
+        entry = _heading(block, level, other) + "\n" + quote(shown)
         tokens = count(entry)
         if tokens <= budget:
             return entry, tokens

@@ -8,9 +8,7 @@ from collections.abc import Callable, Sequence
 from stratagate.blocks.prune import PasteDeduper, prune_text
 from stratagate.blocks.source import SourceMessage
 from stratagate.blocks.toolsummary import summarize_result
-
-L4_ARGUMENT_CHARS = 600
-L4_RESULT_CHARS = 1200
+from stratagate.safety.inert import inert
 
 LEVEL_LABELS = {
     0: "L0 title and tags",
@@ -56,23 +54,23 @@ def _tidy(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", text)
 
 
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f" […{len(text) - limit} more characters in L5]"
+def tool_outcome(msg: SourceMessage) -> str:
+    """A tool record's result in at most 160 characters (``failed: …`` for errors); never its arguments."""
+    outcome = summarize_result(msg.result_value())
+    if msg.is_error and not outcome.startswith("failed"):
+        outcome = "failed: " + outcome
+    return outcome
 
 
 def render_l4(messages: Sequence[SourceMessage]) -> str:
-    """Near-verbatim: whitespace tidied, long tool payloads clipped with a pointer to L5."""
+    """Near-verbatim: the words whitespace-tidied; a tool record is its name and a result summary of at most 160
+    characters. Raw arguments (and params/input/request fields of results) never appear: they stay in L5."""
     chunks: list[str] = []
     for turn in _grouped(messages):
         lines = [_turn_header(turn[0], with_time=True)]
         for msg in turn:
             if msg.role == "tool":
-                args = _clip(" ".join(msg.arguments_text().split()), L4_ARGUMENT_CHARS)
-                lines.append(f"Tool call: {msg.tool_name} {args}")
-                label = "Tool result (error)" if msg.is_error else "Tool result"
-                lines.append(f"{label}: {_clip(_tidy(msg.result_text()), L4_RESULT_CHARS)}")
+                lines.append(f"Tool call: {msg.tool_name} ({tool_outcome(msg)})")
             elif text := _tidy(msg.content):
                 lines.append(f"{msg.role.capitalize()}: {text}")
         if len(lines) > 1:
@@ -88,10 +86,7 @@ def render_l3(messages: Sequence[SourceMessage]) -> str:
         lines = [_turn_header(turn[0], with_time=False)]
         for msg in turn:
             if msg.role == "tool":
-                outcome = summarize_result(msg.result_value())
-                if msg.is_error and not outcome.startswith("failed"):
-                    outcome = "failed: " + outcome
-                lines.append(f"Tool {msg.tool_name} → {outcome}")
+                lines.append(f"Tool {msg.tool_name} → {tool_outcome(msg)}")
             elif text := prune_text(msg.content, dedup):
                 lines.append(f"{msg.role.capitalize()}: {text}")
         if len(lines) > 1:
@@ -109,10 +104,13 @@ class SealedViews:
 
 
 def seal_views(messages: Sequence[SourceMessage], count: Callable[[str], int]) -> SealedViews:
-    """Compute L5/L4/L3 and enforce tokens(L3) <= tokens(L4) <= tokens(L5)."""
-    l5 = render_l5(messages)
-    l4 = render_l4(messages)
-    l3 = render_l3(messages)
+    """Compute L5/L4/L3 and enforce tokens(L3) <= tokens(L4) <= tokens(L5).
+
+    Views are stored (and counted) in their rendered form (safety/inert.py): what a tool or a prompt shows is
+    exactly this text, so the recorded token counts are the counts of what the model reads."""
+    l5 = inert(render_l5(messages))
+    l4 = inert(render_l4(messages))
+    l3 = inert(render_l3(messages))
     t5, t4, t3 = count(l5), count(l4), count(l3)
     if t4 > t5:
         l4, t4 = l5, t5

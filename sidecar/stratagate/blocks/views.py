@@ -13,6 +13,7 @@ from stratagate.blocks.render import LEVEL_LABELS, render_l5
 from stratagate.blocks.source import ROW_COLUMNS, from_row
 from stratagate.blocks.summarize import render_l0, render_l2
 from stratagate.errors import invalid_params, not_found
+from stratagate.safety.inert import inert
 from stratagate.storage.db import Database, audit
 from stratagate.timeutil import now_iso
 
@@ -128,8 +129,8 @@ async def block_messages(db: Database, ns_id: int, block_id: int) -> list[Any]:
 
 
 async def view_text(db: Database, block: BlockRow, level: int) -> str:
-    if level == 5:
-        return render_l5(await block_messages(db, block.namespace_id, block.id))
+    if level == 5:  # rendered like the stored views (blocks/render.py seal_views), so its token count holds
+        return inert(render_l5(await block_messages(db, block.namespace_id, block.id)))
     if level == 4:
         return block.l4
     if level == 3:

@@ -26,6 +26,7 @@ from stratagate.graph.projection import enqueue_projection
 from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.redact import redact, redact_value
+from stratagate.safety.inert import inert
 from stratagate.search.terms import fts_query, terms
 from stratagate.storage.db import Database, audit
 from stratagate.timeutil import parse_time
@@ -75,8 +76,10 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _squash(text: str) -> str:
-    """Whitespace runs collapsed: quotes are compared verbatim up to spacing and line breaks."""
-    return " ".join(text.split())
+    """Inert (the model reads the rendered form) with whitespace runs collapsed: quotes are compared verbatim up
+    to spacing and line breaks. The rule is idempotent, so a quote copied from the rendered text squashes to
+    itself and is found in the squashed source."""
+    return " ".join(inert(text).split())
 
 
 def _full_text(m: SourceMessage) -> str:

@@ -48,7 +48,7 @@ async def import_run(app: App, p: ImportRunParams) -> dict[str, Any]:
 
 
 async def import_remove(app: App, p: ImportIdParams) -> dict[str, Any]:
-    return await store.remove_import(app.db, parse_import_id(p.id))
+    return await store.remove_import(app.db, parse_import_id(p.id), p.namespace)
 
 
 async def import_list(app: App, p: ImportListParams) -> dict[str, Any]:
@@ -56,4 +56,4 @@ async def import_list(app: App, p: ImportListParams) -> dict[str, Any]:
 
 
 async def import_get(app: App, p: ImportIdParams) -> dict[str, Any]:
-    return await store.get_import(app.db.reader, parse_import_id(p.id))
+    return await store.get_import(app.db.reader, parse_import_id(p.id), p.namespace)

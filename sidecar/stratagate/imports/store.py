@@ -208,15 +208,24 @@ async def run_import(
     return report
 
 
-async def remove_import(db: Database, import_id: int, *, actor: Actor = "user") -> dict[str, Any]:
-    """Mark an import removed, archive its events, and restore what they had superseded."""
+async def remove_import(
+    db: Database, import_id: int, namespace: str | None, *, actor: Actor = "user"
+) -> dict[str, Any]:
+    """Mark an import removed, archive its events, and restore what they had superseded.
+
+    ``namespace`` confines the id to that namespace (the RPC method always passes it; only the CLI, run by the
+    database's owner, may pass None)."""
     imp = ids.make("imp", import_id)
     async with db.transaction() as conn:
         row = await (
-            await conn.execute("SELECT namespace_id, status FROM imports WHERE id = ?", (import_id,))
+            await conn.execute(
+                "SELECT i.namespace_id, i.status FROM imports i JOIN namespaces n ON n.id = i.namespace_id"
+                " WHERE i.id = ? AND (? IS NULL OR n.name = ?)",
+                (import_id, namespace, namespace),
+            )
         ).fetchone()
         if row is None:
-            raise not_found(f"unknown import {imp}")
+            raise not_found(f"unknown import {imp}" + (f" in namespace {namespace!r}" if namespace else ""))
         if row["status"] != "active":
             raise invalid_params(f"{imp} was already removed")
         ns = int(row["namespace_id"])
@@ -300,9 +309,16 @@ async def list_imports(conn: aiosqlite.Connection, namespace: str | None) -> lis
     return [await _public(conn, r) for r in rows]
 
 
-async def get_import(conn: aiosqlite.Connection, import_id: int) -> dict[str, Any]:
-    """One import with its stored report and its source text verbatim (traceability of every imported event)."""
-    row = await (await conn.execute(f"SELECT {_COLUMNS}, i.source_text{_FROM} WHERE i.id = ?", (import_id,))).fetchone()
+async def get_import(conn: aiosqlite.Connection, import_id: int, namespace: str | None) -> dict[str, Any]:
+    """One import with its stored report and its source text verbatim (traceability of every imported event);
+    ``namespace`` confines the id as in remove_import."""
+    row = await (
+        await conn.execute(
+            f"SELECT {_COLUMNS}, i.source_text{_FROM} WHERE i.id = ? AND (? IS NULL OR n.name = ?)",
+            (import_id, namespace, namespace),
+        )
+    ).fetchone()
     if row is None:
-        raise not_found(f"unknown import {ids.make('imp', import_id)}")
+        raise not_found(f"unknown import {ids.make('imp', import_id)}" + (f" in namespace {namespace!r}" if namespace
+                                                                           else ""))
     return await _public(conn, row) | {"report": json.loads(row["report"]), "source_text": row["source_text"]}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
@@ -11,6 +12,7 @@ from stratagate.model.host_route import HostCaller, HostRoute
 from stratagate.model.openai_route import OpenAIRoute
 from stratagate.model.structured import call_structured
 from stratagate.model.types import Completion, CompletionRequest, ModelRoute
+from stratagate.safety.inert import inert, inert_tree
 
 if TYPE_CHECKING:
     from stratagate.config import Settings
@@ -55,7 +57,7 @@ class ModelGateway:
             return await call_structured(
                 self.route,
                 system=system,
-                payload=payload,
+                payload=render_payload(payload),
                 output_model=output_model,
                 tool_name=tool_name,
                 tool_description=tool_description,
@@ -66,6 +68,16 @@ class ModelGateway:
         close = getattr(self.route, "aclose", None)
         if close is not None:
             await close()
+
+
+def render_payload(payload: str) -> str:
+    """Memory sent to a model goes through the one rendering rule: every string of a JSON payload (keys included),
+    or the whole text when it is not JSON. The system prompt is ours and is sent as written."""
+    try:
+        value = json.loads(payload)
+    except ValueError:
+        return inert(payload)
+    return json.dumps(inert_tree(value), ensure_ascii=False)
 
 
 def build_gateway(settings: Settings, host_caller: HostCaller | Any) -> ModelGateway:

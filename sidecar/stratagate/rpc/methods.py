@@ -15,6 +15,7 @@ from stratagate.activation.render import ActivationParams, render_activation
 from stratagate.app import App
 from stratagate.capture.models import CaptureParams
 from stratagate.capture.store import capture_turn
+from stratagate.erase import erase_subject
 from stratagate.errors import INTERNAL_ERROR, STORAGE_ERROR, RpcError, explain_validation, invalid_params, not_found
 from stratagate.evidence.rpc import OpenBatchesParams, WeightsParams, memory_weights, open_batches
 from stratagate.imports.rpc import import_get, import_list, import_remove, import_run
@@ -22,6 +23,7 @@ from stratagate.jobs import queue
 from stratagate.namespaces import ResolveParams, resolve
 from stratagate.rpc.params import (
     Empty,
+    EraseParams,
     ImportIdParams,
     ImportListParams,
     ImportRunParams,
@@ -105,7 +107,12 @@ async def tools_list(app: App, _: Empty) -> list[dict[str, Any]]:
 
 async def tools_call(app: App, p: ToolsCallParams) -> Any:
     ctx = ToolContext(app.db, app.settings, p.namespace, p.session, p.call_id)
-    return await app.tools.call(ctx, p.name, p.arguments)
+    if p.name == "memory_forget" and app.tokens_ready is not None:
+        await app.tokens_ready  # erase=true re-renders and re-counts blocks
+    result = await app.tools.call(ctx, p.name, p.arguments)
+    if p.name == "memory_forget":
+        app.runner.wake()  # an erase re-queued block summaries
+    return result
 
 
 async def jobs_list(app: App, p: JobsListParams) -> dict[str, Any]:
@@ -129,6 +136,15 @@ async def jobs_retry(app: App, p: JobsRetryParams) -> dict[str, Any]:
     return {"retried": [ids.make("job", j) for j in retried]}
 
 
+async def memory_erase(app: App, p: EraseParams) -> dict[str, Any]:
+    """Erase an event (evt_N) or a captured message (msg_N) for good; see erase.py."""
+    if app.tokens_ready is not None:
+        await app.tokens_ready  # blocks are re-rendered and re-counted
+    result = await erase_subject(app.db, p.namespace, p.id, "user", max_attempts=app.settings.job_max_attempts)
+    app.runner.wake()  # the rebuilt blocks wait for their summary job
+    return result
+
+
 METHODS: dict[str, Callable[..., Awaitable[Any]]] = {
     "system.ping": rpc_method(Empty, ping),
     "system.info": rpc_method(Empty, info),
@@ -146,4 +162,5 @@ METHODS: dict[str, Callable[..., Awaitable[Any]]] = {
     "import.get": rpc_method(ImportIdParams, import_get),
     "memory.weights": rpc_method(WeightsParams, memory_weights),
     "evidence.open_batches": rpc_method(OpenBatchesParams, open_batches),
+    "memory.erase": rpc_method(EraseParams, memory_erase),
 }

@@ -69,10 +69,18 @@ class ImportRunParams(BaseModel):
 class ImportIdParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    namespace: Name = Field(description="The namespace the import belongs to; other namespaces' ids are unknown.")
     id: ImportId = Field(description="An import id such as 'imp_3'.")
 
 
 class ImportListParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    namespace: Name | None = Field(None, description="Only imports of this namespace; default: all.")
+    namespace: Name = Field(description="The namespace whose imports are listed (never another's).")
+
+
+class EraseParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: Name
+    id: Annotated[str, StringConstraints(min_length=1, max_length=64)]

@@ -162,6 +162,12 @@ class Database:
                 await _rollback(conn)
                 raise StorageError(f"commit failed, nothing was written: {exc}") from exc
 
+    @asynccontextmanager
+    async def exclusive(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The writer under the write lock, outside any transaction (VACUUM, checkpoints)."""
+        async with self._write_lock:
+            yield self.writer
+
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         return list(await self.reader.execute_fetchall(sql, tuple(params)))
 

@@ -7,8 +7,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from stratagate import ids
-from stratagate.blocks.views import expand_block, session_blocks, view_text
+from stratagate.blocks.views import expand_block, get_block, session_blocks
 from stratagate.errors import invalid_params
+from stratagate.events.forgotten import mask_expanded, shown_view
 from stratagate.storage import lookup
 from stratagate.tools.registry import Tool, ToolContext
 
@@ -37,7 +38,7 @@ async def get_blocks(ctx: ToolContext, _args: GetBlocksArgs) -> dict[str, Any]:
     out = []
     for block in blocks:
         item = block.meta(lam)
-        item["view"] = await view_text(ctx.db, block, block.level)
+        item["view"] = await shown_view(ctx.db, block, block.level, sess)
         out.append(item)
     open_turns = await ctx.db.scalar("SELECT COUNT(*) FROM turns WHERE session_id = ? AND block_id IS NULL", (sess,))
     return {"session": ctx.session, "blocks": out, "open_turns": int(open_turns or 0)}
@@ -50,7 +51,8 @@ async def expand(ctx: ToolContext, args: ExpandBlockArgs) -> dict[str, Any]:
     ns = await lookup.namespace_id(ctx.db, ctx.namespace)
     sess = await lookup.session_id(ctx.db, ns, ctx.session)
     lam = ctx.settings.block_decay_lambda
-    return await expand_block(ctx.db, ns, block_id, args.level, sess, lam, "agent", ctx.call_id)
+    result = await expand_block(ctx.db, ns, block_id, args.level, sess, lam, "agent", ctx.call_id)
+    return await mask_expanded(ctx.db, result, await get_block(ctx.db, ns, block_id, lam), sess)
 
 
 TOOLS = [

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 
 from stratagate import ids
 from stratagate.capture.store import ensure_namespace, ensure_session
+from stratagate.erase import erase_subject, is_erased
 from stratagate.errors import invalid_params, not_found
 from stratagate.events import store
 from stratagate.events.models import Criticality, EventRow, EventType, NewEvent, Scope, Status
@@ -51,6 +52,10 @@ async def _visible(conn: aiosqlite.Connection, ctx: ToolContext, event_id: str) 
     if ns is None or ev is None or not ev.visible_to(ns, sess):
         raise not_found(f"unknown event {ids.make('evt', key)}")
     return ev
+
+
+async def _erased(conn: aiosqlite.Connection, ev: EventRow | None) -> bool:
+    return ev is not None and await is_erased(conn, ev.namespace_id, ev.public_id)
 
 
 def _brief(ev: EventRow) -> dict[str, Any]:
@@ -120,6 +125,12 @@ async def remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
         tomb = await store.tombstone_for(conn, ns, fp)
         if tomb is not None:
             dead = ids.make("evt", tomb)
+            if await _erased(conn, await store.get_event(conn, tomb)):
+                raise invalid_params(
+                    f"refused: this restates erased event {dead} (tombstone {dead}); it was erased on request and "
+                    "cannot be stored again.",
+                    {"tombstone": dead, "erased": True},
+                )
             raise invalid_params(
                 f"refused: this restates forgotten event {dead} (tombstone {dead}); it was forgotten on request "
                 f"and stays forgotten. To bring it back, call memory_restore with id '{dead}'.",
@@ -187,6 +198,12 @@ class ForgetArgs(BaseModel):
 
     id: EventId = Field(description=ID_HELP)
     reason: str | None = Field(None, max_length=500, description="Why it is forgotten (kept in the audit log).")
+    erase: bool = Field(
+        False,
+        description="Also erase it for good: its text and every stored copy (source messages, block views, "
+        "search indexes, vectors, import source, audit copies) are removed. Erasing CANNOT be undone: "
+        "memory_restore will not bring it back.",
+    )
 
 
 class IdArgs(BaseModel):
@@ -203,6 +220,14 @@ class PinArgs(BaseModel):
 
 
 async def forget(ctx: ToolContext, args: ForgetArgs) -> dict[str, Any]:
+    if args.erase:
+        key = _parse(args.id)
+        async with ctx.db.transaction() as conn:  # unknown and invisible events look the same
+            await _visible(conn, ctx, args.id)
+        return await erase_subject(
+            ctx.db, ctx.namespace, ids.make("evt", key), ACTOR, max_attempts=ctx.settings.job_max_attempts,
+            viewer_session=ctx.session,
+        )
     async with ctx.db.transaction() as conn:
         ev = await _visible(conn, ctx, args.id)
         if ev.status == "forgotten":
@@ -219,6 +244,8 @@ async def restore(ctx: ToolContext, args: IdArgs) -> dict[str, Any]:
         ev = await _visible(conn, ctx, args.id)
         if ev.status != "forgotten":
             raise invalid_params(f"{ev.public_id} is {ev.status}, not forgotten; only forgotten events can be restored")
+        if await _erased(conn, ev):
+            raise invalid_params(f"{ev.public_id} was erased; an erased memory cannot be restored")
         after = await store.restore(conn, ev, ACTOR)
     return after.public()
 
@@ -386,7 +413,9 @@ TOOLS = [
     ),
     Tool(
         "memory_forget",
-        "Forget an event: it disappears from search and activation and restating it is refused, until restored.",
+        "Forget an event: it disappears from search, activation, block views and raw search (its source messages "
+        "are shown as hidden) and restating it is refused, until restored. erase=true removes its text and every "
+        "stored copy for good: that cannot be undone.",
         ForgetArgs,
         forget,
     ),

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from stratagate import ids
 from stratagate.errors import invalid_params
+from stratagate.events import forgotten as forgotten_mod
 from stratagate.search.raw import Ranked, RawFilters, iso, neighbour_ids, plan, rank
 from stratagate.storage import lookup
 from stratagate.tools.registry import Tool, ToolContext
@@ -146,12 +147,51 @@ async def search_raw(ctx: ToolContext, args: SearchRawArgs) -> dict[str, Any]:
             pool = ranked[: max(args.limit * 4, 50)]
             ranked = _by_time(pool, await _rows(ctx, [h.message_id for h in pool]), args.temporal_intent)
             out["note"] = f"the relevant matches ordered by time, {args.temporal_intent} first"
+    viewer = await lookup.session_id(ctx.db, ns, ctx.session)
+    forgotten = await forgotten_mod.load(ctx.db, ns, viewer)
+    hidden: set[int] = set()
+    if forgotten:
+        ranked = await _unhidden(ctx, ranked, args.limit, forgotten, hidden)
     ranked = ranked[: args.limit]
     rows = await _rows(ctx, [h.message_id for h in ranked])
     links = await neighbour_ids(ctx.db, [h.message_id for h in ranked])
     around = await _rows(ctx, sorted({n for pair in links.values() for n in pair if n is not None}))
+    if forgotten:
+        for mid, row in list(around.items()):
+            if forgotten.message_event(row) is not None:
+                hidden.add(mid)
+                del around[mid]
+        for h in ranked:
+            if h.answers is not None and (h.answers in hidden or forgotten.message_event(
+                    (await _rows(ctx, [h.answers]))[h.answers]) is not None):
+                hidden.add(h.answers)
+                h.answers = None
     out["hits"] = [_hit(h, rows[h.message_id], links.get(h.message_id, (None, None)), around, query) for h in ranked]
+    if hidden:
+        out["hidden"] = len(hidden)
+        out["hidden_note"] = (
+            f"{len(hidden)} matching or neighbouring message(s) belong to forgotten memories and are not shown; "
+            "memory_restore brings them back"
+        )
     return out
+
+
+async def _unhidden(
+    ctx: ToolContext, ranked: list[Ranked], limit: int, forgotten: forgotten_mod.Forgotten, hidden: set[int]
+) -> list[Ranked]:
+    """The best ``limit`` hits that are neither sources of a forgotten event nor restate one."""
+    kept: list[Ranked] = []
+    for start in range(0, len(ranked), 50):
+        chunk = ranked[start : start + 50]
+        rows = await _rows(ctx, [h.message_id for h in chunk])
+        for h in chunk:
+            if forgotten.message_event(rows[h.message_id]) is not None:
+                hidden.add(h.message_id)
+            else:
+                kept.append(h)
+        if len(kept) >= limit:
+            break
+    return kept
 
 
 def _neighbour(row: Any | None) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from stratagate.config import Settings
 from stratagate.errors import explain_validation, invalid_params, not_found
 from stratagate.jsonschema import tool_parameters
+from stratagate.safety.inert import inert_tree
 from stratagate.storage.db import Database
 
 
@@ -57,4 +58,5 @@ class ToolRegistry:
             args = tool.args.model_validate(arguments if arguments is not None else {})
         except ValidationError as exc:
             raise invalid_params(f"bad arguments for {name}: {explain_validation(exc)}") from exc
-        return await tool.run(ctx, args)
+        # Every tool result reaches the model: each of its strings goes through the one rendering rule.
+        return inert_tree(await tool.run(ctx, args))

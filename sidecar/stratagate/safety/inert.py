@@ -1,0 +1,165 @@
+"""The one rendering rule for memory that reaches a model: every field goes through ``inert``.
+
+Memory is data, never instructions. Whatever a stored text says, once rendered it cannot
+- close or forge the ``<stratagate-memory>`` wrapper or any other tag: ``<`` and ``>`` (and their full-width and
+  small look-alikes) become ``&lt;``/``&gt;``, a bare ``&`` becomes ``&amp;``;
+- carry a model special token: DeepSeek's added tokens all start with ``<`` or contain ``｜`` (U+FF5C), ChatML's
+  with ``<|``; with ``<`` escaped and ``｜`` mapped to ``|`` none survives, so our tokenizer never sees one;
+- hide text: control characters (but tab and newline), zero-width and other format characters (bidi embeddings,
+  overrides and isolates, word joiners, BOM, soft hyphen, Unicode tag characters), the grapheme joiner, Hangul
+  fillers and the
+  supplementary variation selectors are removed; CR, VT, FF, NEL and the line/paragraph separators become ``\n``;
+  lone surrogates become U+FFFD;
+- start a line that reads as a role turn ("SYSTEM:", "Assistant:", "### Human:", "<|im_start|>user" …): such a line
+  is put behind the quote bar ``│ ``;
+- forge a heading: ``inline=True`` (heading fields: names, sessions, kinds, dates) folds every line break and tab
+  into one space and turns ``[``, ``]`` and ``"`` into ``&#91;``, ``&#93;`` and ``&quot;`` (redaction placeholders
+  ``[secret:kind#hash]`` excepted);
+- leak a secret: redaction runs inside the rule, after invisible characters are gone (so none can split a key).
+
+The rule is idempotent (``inert(inert(x)) == inert(x)``): the model reads entity-escaped text and may copy it into
+what it writes (summaries, quotes), and rendering that again changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import unicodedata
+from typing import Any
+
+from stratagate.redact import redact
+
+BAR = "│ "
+
+
+# Invisible but not format characters: grapheme joiner, Hangul fillers, object replacement.
+_ALSO_INVISIBLE = frozenset({0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0, 0xFFFC})
+
+
+def _removed_code_points() -> str:
+    """A regex class of the characters the rule deletes (computed once; ~80k code points are looked at)."""
+    points: list[int] = []
+    spans = ((0x0000, 0x3400), (0xA000, 0x10000), (0x10000, 0x20000), (0xE0000, 0xE0200))
+    for lo, hi in spans:
+        for cp in range(lo, hi):
+            ch = chr(cp)
+            if ch in "\t\n":
+                continue
+            cat = unicodedata.category(ch)
+            if cat in ("Cc", "Cf") or cp in _ALSO_INVISIBLE or 0xE0100 <= cp <= 0xE01EF:
+                points.append(cp)
+    # Line breaks are mapped, not removed.
+    breaks = {0x0B, 0x0C, 0x0D, 0x85, 0x2028, 0x2029}
+    points = [cp for cp in points if cp not in breaks]
+    ranges: list[tuple[int, int]] = []
+    for cp in points:
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1] = (ranges[-1][0], cp)
+        else:
+            ranges.append((cp, cp))
+
+    def esc(cp: int) -> str:
+        return f"\\U{cp:08x}"
+
+    return "".join(esc(a) if a == b else f"{esc(a)}-{esc(b)}" for a, b in ranges)
+
+
+_INVISIBLE = re.compile(f"[{_removed_code_points()}]")
+_BREAKS = re.compile("\r\n|[\r\x0b\x0c\x85\u2028\u2029]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_AMP = re.compile(r"&(?!(?:amp|lt|gt|quot|#\d{1,7}|#x[0-9a-fA-F]{1,6});)")
+_LOOKALIKES = str.maketrans(
+    {
+        "<": "&lt;",
+        ">": "&gt;",
+        "\uff1c": "&lt;",  # full-width <
+        "\uff1e": "&gt;",
+        "\ufe64": "&lt;",  # small <
+        "\ufe65": "&gt;",
+        "\u2329": "&lt;",  # angle brackets that NFKC folds to 〈〉
+        "\u232a": "&gt;",
+        "\uff5c": "|",  # DeepSeek's special-token bar (｜User｜, ｜DSML｜)
+    }
+)
+_INLINE = str.maketrans({"[": "&#91;", "]": "&#93;", '"': "&quot;"})
+_PLACEHOLDER = re.compile(r"(\[secret:[a-z0-9\-]+#[0-9a-f]{4}\])")
+_ROLES = (
+    r"(?:system|developer|assistant|user|human|tool|function|model|ai|bot|instructions?|im_start|im_end|inst|sys"
+    r"|context|memory|stratagate)\b"
+)
+# A role turn: "System:" / "> **User**:" / "- assistant：" (any markdown or quote prefix, then a colon), or a
+# header-like "### Human", "[INST]", "<|im_start|>user" (a heading, bracket or ChatML prefix, no colon needed).
+_ROLE_LINE = re.compile(
+    rf"""(?imx)^(?=[^\S\n]*(?:
+        (?:(?:[#>*\-_=|`~]|&lt;|&gt;)+[^\S\n]*)* {_ROLES} [^\S\n*_`]* [:：]
+      | (?:\#{{1,6}}|&lt;\|?|&lt;&lt;|\[|\*\*)[^\S\n]* {_ROLES}
+    ))"""
+)
+_SPACES = re.compile(r"\s+")
+
+
+def inert(text: Any, *, inline: bool = False) -> str:
+    """``text`` as inert data (see the module docstring); ``inline`` for heading fields."""
+    out = text if isinstance(text, str) else str(text)
+    if not out:
+        return out
+    out = _SURROGATE.sub("\ufffd", out)
+    out = _BREAKS.sub("\n", out)
+    out = _INVISIBLE.sub("", out)  # first: no invisible character may split a secret or a marker
+    out = _AMP.sub("&amp;", out).translate(_LOOKALIKES)
+    if inline:
+        # Brackets and quotes become entities too; redaction placeholders (already in the text) stay as they are.
+        out = "".join(p if i % 2 else p.translate(_INLINE) for i, p in enumerate(_PLACEHOLDER.split(out)))
+        out = _SPACES.sub(" ", out).strip()
+    # Redaction after escaping: placeholders hold no markup, so the result stays escaped and a second pass is a
+    # no-op (redacting first could let escaping expose a new secret-looking value to the second pass).
+    out = redact(out)
+    return out if inline else _ROLE_LINE.sub(BAR, out)
+
+
+def quote(text: Any) -> str:
+    """A multi-line memory text as a quoted block: inert, and every line behind the bar."""
+    safe = inert(text)
+    # A role-like line already carries the bar from the rule itself.
+    lines = safe.split("\n")
+    return "\n".join(line if line.startswith(BAR) else BAR + line if line else BAR.rstrip() for line in lines)
+
+
+class Named(str):
+    """A stored name (node, session, source) in a heading: shown in quotes so its words never read as labels."""
+
+    __slots__ = ()
+
+
+def heading(*fields: Any) -> str:
+    """``[a · b · c]`` from heading fields, each inert and single-line (empty fields are left out)."""
+    parts = []
+    for f in fields:
+        if f is None or str(f) == "":
+            continue
+        text = inert(str(f), inline=True)
+        parts.append(f'"{text}"' if isinstance(f, Named) else text)
+    return "[" + " · ".join(p for p in parts if p) + "]"
+
+
+def inert_tree(value: Any, depth: int = 0) -> Any:
+    """Every string (dictionary keys included) of a JSON-like value made inert; other scalars unchanged."""
+    if isinstance(value, str):
+        return inert(value)
+    if depth > 64:  # tool results are shallow; a pathological depth is cut rather than recursed into
+        return inert(repr(value)[:200])
+    if isinstance(value, dict):
+        return {inert(str(k), inline=True): inert_tree(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [inert_tree(v, depth + 1) for v in value]
+    return value
+
+
+def is_inert(text: str) -> bool:
+    """True when ``text`` is a fixed point of the rule (what tests and output checks assert)."""
+    return inert(text) == text
+
+
+__all__ = ["BAR", "Named", "heading", "inert", "inert_tree", "is_inert", "quote"]
+assert sys.maxunicode >= 0x10FFFF
