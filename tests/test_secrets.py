@@ -158,7 +158,7 @@ async def _feed(client: SidecarClient, tmp_path: Path) -> dict[str, Any]:
     for e in ENTRIES[:12]:
         await client.tool("proj", "s1", "memory_remember", {"text": e["prose"], "tags": ["creds"]})
     report = await client.call("import.run", {"namespace": "proj", "path": str(_markdown_export(tmp_path / "m.md"))})
-    shown["import"] = await client.call("import.get", {"id": report["import_id"]})
+    shown["import"] = await client.call("import.get", {"namespace": "proj", "id": report["import_id"]})
     shown["search"] = [
         await client.tool("proj", "s1", "memory_search_raw", {"query": q})
         for q in ("password", "token key", "secret", "private key", "staging db")

@@ -6,9 +6,23 @@ import json
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
-Name = Annotated[str, StringConstraints(min_length=1, max_length=512, pattern=r"^[^\x00-\x1f\x7f]+$")]
+from stratagate.redact import redact
+
+# Namespaces, sessions, receipts and source names are stored and shown too: a secret in one is redacted at the
+# boundary, the same way on every call (the placeholder is a keyed hash), so lookups by name still match.
+Name = Annotated[
+    str, StringConstraints(min_length=1, max_length=512, pattern=r"^[^\x00-\x1f\x7f]+$"), AfterValidator(redact)
+]
 
 
 class ToolRecord(BaseModel):
