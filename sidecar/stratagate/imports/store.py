@@ -22,6 +22,7 @@ from stratagate.events.temporal import build_temporal
 from stratagate.graph.projection import enqueue_projection
 from stratagate.imports.parsers import ImportBatch, sha256_text
 from stratagate.redact import redact
+from stratagate.safety.secrets import scrub_known, secrets_in
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.timeutil import now_iso
 
@@ -106,7 +107,10 @@ async def run_import(
     now = datetime.now(UTC)
     # Secrets never reach the database: the source is stored redacted, and its checksum is of what is stored
     # (the same file still redacts to the same text, so duplicate detection keeps working).
-    source_text = redact(batch.source_text)
+    # A secret the parser decoded from an escaped form (JSON \\u escapes) is found in the item and removed from the
+    # raw text too.
+    found = [f for item in batch.items for t in (item.flat_text, item.text, item.source_ref) for f in secrets_in(t)]
+    source_text = redact(scrub_known(batch.source_text, found))
     source_name = redact(batch.source_name)
     source_sha256 = sha256_text(source_text)
     async with db.transaction() as conn:

@@ -20,6 +20,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -259,6 +260,9 @@ _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----"
 _PEM_SEP = re.compile(r"\\r\\n|\\n|\\r|\r\n|\n|\r")
 _PEM_LINE = re.compile(r"[ \t]*(?:[A-Za-z0-9+/=]*|[A-Za-z][A-Za-z\-]*: [^\n\\]*)[ \t]*")
 _PEM_PREFIX = re.compile(r"[A-Za-z0-9+/=]*")
+_PEM_TAIL = re.compile(
+    r"(?:(?:\\r\\n|\\n|\\r|\s)+(?:[A-Za-z][A-Za-z\-]*:[^\n\\\"]*|[A-Za-z0-9+/=]{4,}))+"
+)
 _PUTTY = re.compile(r"PuTTY-User-Key-File-\d: [\s\S]*?Private-MAC: [0-9a-f]+")
 
 
@@ -269,24 +273,12 @@ def _pem_spans(text: str) -> list[tuple[int, int, str]]:
         end_m = _PEM_END.search(text, m.end(), m.end() + 100_000)
         if end_m is not None and _PEM_BEGIN.search(text, m.end(), end_m.start()) is None:
             end = end_m.end()
-        else:  # truncated block: take the body lines that follow (real or JSON-escaped newlines)
-            end = m.end()
-            while True:
-                sep = _PEM_SEP.match(text, end)
-                if sep is None:
-                    break
-                line = _PEM_LINE.match(text, sep.end())
-                assert line is not None
-                nxt = line.end()
-                if nxt < len(text) and _PEM_SEP.match(text, nxt) is None:
-                    end = _PEM_PREFIX.match(text, sep.end()).end()  # type: ignore[union-attr]
-                    break
-                end = nxt
-                if line.end() == sep.end() and (nxt >= len(text) or _PEM_SEP.match(text, nxt)):
-                    # an empty line ends a body only when the next one is not base64 either
-                    peek = _PEM_SEP.match(text, nxt)
-                    if peek is None or not _PEM_PREFIX.match(text, peek.end()).group():  # type: ignore[union-attr]
-                        break
+        else:
+            # No END: a truncated block, or one whose line breaks became spaces or JSON escapes. Take everything
+            # key-like that follows: armor headers ("Version: …", to the end of their line) and base64 runs, across
+            # real or escaped line breaks and spaces. Over-redacting a trailing word beats leaking a key body.
+            tail = _PEM_TAIL.match(text, m.end())
+            end = tail.end() if tail else m.end()
         spans.append((m.start(), end, "private-key"))
         pos = max(end, m.end())
     for m in _PUTTY.finditer(text):
@@ -575,6 +567,28 @@ def redact_text(text: str) -> str:
         return out
     except Exception:  # pragma: no cover - a bug here must not store the text in clear
         return placeholder("unscannable", text)
+
+
+def secrets_in(text: str) -> list[tuple[str, str]]:
+    """The secrets ``redact_text`` would replace in ``text``, as (secret, kind)."""
+    try:
+        return [(text[a:b], kind) for a, b, kind in _find(text)] if text else []
+    except Exception:  # pragma: no cover - same rule as redact_text: never raise
+        return []
+
+
+def scrub_known(text: str, found: list[tuple[str, str]]) -> str:
+    """``text`` with each known secret replaced wherever it occurs, also JSON-escaped (``\\u5bc6``, ``\\n``).
+
+    For sources stored verbatim (imports): a secret the parser decoded from an escaped form is invisible to the
+    rules in the raw text, but it is found in the decoded item and then removed from the raw text here."""
+    for secret, kind in sorted(set(found), key=lambda f: -len(f[0])):
+        if len(secret) < 4:
+            continue
+        mark = placeholder(kind, secret)
+        for form in dict.fromkeys((secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1])):
+            text = text.replace(form, mark)
+    return text
 
 
 # ------------------------------------------------------------------------------------------------ JSON trees

@@ -1,0 +1,194 @@
+"""The injection and secret corpora in every storage path, checked against every output.
+
+Each payload of tests/fixtures/injection_corpus.json and each secret of tests/fixtures/secrets_corpus.json goes into
+a user message, an assistant message, tool arguments, a tool result, a remembered text, an import, a graph node name
+and a session name. Then activation.render, every retrieval tool and every model request the sidecar made (captured
+by the scripted model server) must show it inert: one wrapper, headings that are whole lines, no markup, special
+token, invisible or bidi character, and no line that poses as a role turn. No secret may appear in any of those, in
+the database files or in the DEBUG log.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import model_env, turn
+from support.inert_checks import check_inert, check_tree
+from support.model_server import ScriptedModelServer
+from support.sidecar import SidecarClient
+
+NS = "project:corpus:0123456789abcdef"
+FIXTURES = Path(__file__).parent / "fixtures"
+# JSON-RPC carries UTF-8 text: a lone surrogate cannot be sent at all (the peer refuses it), so it is left out here.
+PAYLOADS = [
+    p for p in json.loads((FIXTURES / "injection_corpus.json").read_text())["payloads"]
+    if not re.search("[\ud800-\udfff]", p)
+]
+SECRETS = json.loads((FIXTURES / "secrets_corpus.json").read_text())["secrets"]
+# Long and specific enough that finding one in an output or a file means it was kept.
+LONG_SECRETS = sorted({e["secret"] for e in SECRETS if len(e["secret"]) >= 7 and not e["secret"].isdigit()})
+_HEADING = re.compile(r"\[(?:blk|evt|nod)_\d+(?: · [^\[\]\n]+)*\]")
+_TITLES = (
+    "Long-term memory relevant to this step (events):",
+    "Knowledge graph, current state (facts held today; disputed ones marked):",
+    "Recent blocks from other sessions (newest first):",
+    "Earlier blocks of this session (oldest first):",
+)
+
+
+def session_name(i: int, payload: str) -> str:
+    """A session key holding the payload (keys may not contain control characters: those are dropped)."""
+    return f"s{i} " + re.sub(r"[\x00-\x1f\x7f]", " ", payload)[:200]
+
+
+def node_name(payload: str) -> str:
+    return payload.strip()[:120] or "empty"
+
+
+async def load(client: SidecarClient, payloads: list[str], extras: list[dict[str, Any]] | None = None) -> list[str]:
+    """Every payload in every storage path; returns the sealed blocks once all are summarised."""
+    sealed: list[str] = []
+    for i, payload in enumerate(payloads):
+        extra = (extras or [{}] * len(payloads))[i]
+        res = await client.call("turn.capture", turn(
+            i, namespace=NS, session=session_name(i, payload), user=f"topic{i} question: {payload}",
+            assistant=f"topic{i} answer: {payload}",
+            tools=[{"name": "bash", "call_id": f"c{i}",
+                    "arguments": {"cmd": f"echo topic{i} {payload}", **extra.get("arguments", {})},
+                    "result": {"stdout": f"topic{i} {payload}", "exit_code": 0, **extra.get("result", {})}}],
+        ))
+        sealed.extend(res["sealed_block_ids"])
+        await client.tool(NS, session_name(i, payload), "memory_remember", {
+            "text": f"topic{i} remembered: {payload}",
+            "claims": [{"subject": node_name(payload), "subject_kind": "tool", "predicate": "version",
+                        "value": f"topic{i} {payload[:200]}"}],
+        })
+    items = [{"memory": f"topic{i} imported: {p}"} for i, p in enumerate(payloads)]
+    await client.call("import.run", {"namespace": NS, "text": json.dumps(items), "format": "mem0"})
+    for block in sealed:  # every block summarised, so L0–L2 written from the payloads exist too
+        await client.wait_notification(
+            "jobs.changed", lambda p, b=block: p["kind"] == "block_summary" and p["subject"] == b
+            and p["status"] == "done", timeout=60)
+    return sealed
+
+
+async def outputs(client: SidecarClient, payloads: list[str], sealed: list[str]) -> list[tuple[str, Any]]:
+    """What the agent and the model are shown: activation for a viewer and for the payload's own session, and every
+    retrieval tool. Each item is (what, value)."""
+    out: list[tuple[str, Any]] = []
+    for i, payload in enumerate(payloads):
+        query = f"topic{i} {payload}"
+        own = session_name(i, payload)
+        for session in (f"viewer {i}", own):
+            out.append(("activation", await client.call(
+                "activation.render", {"namespace": NS, "session": session, "query": query})))
+        raw = await client.tool(NS, own, "memory_search_raw", {"query": f"topic{i}"})
+        assert raw["hits"], f"topic{i} not found"
+        out.append(("memory_search_raw", raw))
+        events = await client.tool(NS, own, "memory_search_events", {"query": f"topic{i}"})
+        assert events["hits"], f"no event for topic{i}"
+        out.append(("memory_search_events", events))
+        for hit in events["hits"][:2]:
+            out.append(("memory_expand_event", await client.tool(NS, own, "memory_expand_event", {"id": hit["id"]})))
+        graph = await client.tool(NS, own, "memory_search_graph", {"query": node_name(payload)})
+        out.append(("memory_search_graph", graph))
+        for node in graph.get("hits", [])[:2]:
+            out.append(("memory_expand_graph_node",
+                        await client.tool(NS, own, "memory_expand_graph_node", {"node": node["id"]})))
+        out.append(("memory_get_blocks", await client.tool(NS, own, "memory_get_blocks", {})))
+    for block in sealed:
+        for level in range(6):
+            out.append(("memory_expand_block",
+                        await client.tool(NS, "viewer", "memory_expand_block", {"id": block, "level": level})))
+    return out
+
+
+@pytest.fixture
+async def loaded(tmp_path: Path, model_server: ScriptedModelServer) -> AsyncIterator[tuple[SidecarClient, list[str]]]:
+    client = await SidecarClient.start(tmp_path / "memory.db", env=model_env(model_server), args=["--block-turns", "1"])
+    try:
+        yield client, await load(client, PAYLOADS)
+    finally:
+        await client.close()
+
+
+def check_activation(text: str) -> None:
+    lines = text.split("\n")
+    assert lines[0] == "<stratagate-memory>" and lines[-1] == "</stratagate-memory>"
+    assert text.count("<stratagate-memory>") == 1 and text.count("</stratagate-memory>") == 1
+    header = lines[1]
+    for line in lines[2:-1]:
+        assert line == "" or line in _TITLES or line.startswith("│") or _HEADING.fullmatch(line), repr(line)
+    body = "\n".join(lines[1:-1])
+    check_inert(body)
+    assert header.startswith("Background evidence recalled")
+
+
+async def test_every_payload_is_inert_in_every_output(loaded: tuple[SidecarClient, list[str]],
+                                                      model_server: ScriptedModelServer):
+    client, sealed = loaded
+    assert len(PAYLOADS) >= 40
+    strings = 0
+    shown: dict[str, set[str]] = {"events": set(), "nodes": set(), "blocks": set()}
+    for what, value in await outputs(client, PAYLOADS, sealed):
+        if what == "activation":
+            if value["text"]:
+                check_activation(value["text"])
+            for key, ids_key in (("events", "event_ids"), ("nodes", "node_ids"), ("blocks", "block_ids")):
+                shown[key].update(value[ids_key])
+        else:
+            strings += check_tree(value)
+    # Recall really did show the payloads: events, nodes and other sessions' blocks made it into activation.
+    assert shown["events"] and shown["nodes"] and shown["blocks"]
+    assert strings > 1000
+
+    requests = model_server.requests
+    assert len(requests) >= len(sealed)
+    for body in requests:
+        check_tree(json.loads(body["messages"][-1]["content"]))
+
+
+def _forms(secret: str) -> set[str]:
+    """A secret as it would sit in a file: itself, JSON-escaped, and each line of a multi-line one (PEM bodies)."""
+    forms = {secret, json.dumps(secret)[1:-1]}
+    forms.update(line for line in secret.splitlines() if len(line) >= 12 and not line.startswith("-----"))
+    return forms
+
+
+async def test_no_secret_is_stored_shown_sent_or_logged(tmp_path: Path, model_server: ScriptedModelServer):
+    db = tmp_path / "memory.db"
+    env = model_env(model_server, STRATAGATE_LOG_LEVEL="DEBUG")
+    client = await SidecarClient.start(db, env=env, args=["--block-turns", "1"])
+    payloads = [e["prose"] for e in SECRETS]
+    extras = [{"arguments": {"env": {"SERVICE_CREDENTIAL": e["secret"]}, "value": e["secret"] if e["bare"] else ""},
+               "result": {"config": e["json"]}} for e in SECRETS]
+    try:
+        sealed = await load(client, payloads, extras)
+        shown = await outputs(client, payloads, sealed)
+        # A search by the secret itself finds nothing that shows it.
+        for e in SECRETS[:10]:
+            found = await client.tool(NS, "probe", "memory_search_raw", {"query": e["secret"]})
+            shown.append(("memory_search_raw", found))
+    finally:
+        await client.close()
+    texts = [(what, json.dumps(value, ensure_ascii=False)) for what, value in shown]
+    texts += [(f"model request {i}", json.dumps(b, ensure_ascii=False)) for i, b in enumerate(model_server.requests)]
+    texts.append(("DEBUG log", "".join(client.stderr_lines)))
+    assert "DEBUG" in texts[-1][1]
+    files = [p for p in tmp_path.iterdir() if p.name.startswith("memory.db")]
+    assert files
+    blobs = [(p.name, p.read_bytes()) for p in files]
+    leaks = []
+    for secret in LONG_SECRETS:
+        for form in _forms(secret):
+            leaks += [f"{what}: {form[:24]}…" for what, text in texts if form in text]
+            leaks += [f"{name}: {form[:24]}…" for name, blob in blobs if form.encode() in blob]
+    assert leaks == [], "\n".join(leaks)
+    # The placeholders are there instead, typed by kind.
+    assert any("[secret:" in text for _, text in texts)
