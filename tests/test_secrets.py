@@ -292,6 +292,8 @@ def test_redact_cli_scrubs_backs_up_audits_and_is_idempotent(tmp_path: Path) -> 
         conn.close()
     # The backup keeps the original (that is its point); it is private to the user.
     assert ENTRIES[0]["secret"].encode() in backup.read_bytes()
+    # The scrubbed database holds no secret in any byte (free pages, old FTS segments and the WAL included).
+    assert not [s for s in secrets if s.encode() in _db_bytes(db)]
 
     before = "\n".join(sqlite3.connect(db).iterdump())
     second = _cli("redact", "--db", str(db), "--json")

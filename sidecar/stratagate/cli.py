@@ -195,7 +195,7 @@ def import_command(args: argparse.Namespace, db_path: Path) -> int:
 
 def redact_command(args: argparse.Namespace) -> int:
     """`stratagate redact --db PATH`: backup, then one transaction that rewrites every stored secret."""
-    from stratagate.safety.scrub import ScrubError, scrub
+    from stratagate.scrub import ScrubError, scrub
     from stratagate.storage.db import SchemaError, StorageError
 
     try:

@@ -171,18 +171,11 @@ async def erase_subject(
             for table in ("message_fts", "event_fts", "graph_fts"):  # merge segments: old ones held the terms
                 await conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
             await conn.execute("DELETE FROM privileged_writes")  # the window closes before the commit
-        await _compact(db)
+        await db.compact_securely()
     finally:
         async with db.exclusive() as conn:
             await conn.execute("PRAGMA secure_delete = OFF")
     return result
-
-
-async def _compact(db: Database) -> None:
-    """VACUUM (no copy left in free pages) and empty the WAL, under the write lock so no write interleaves."""
-    async with db.exclusive() as conn:
-        await conn.execute("VACUUM")
-        await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 async def _erase_event(

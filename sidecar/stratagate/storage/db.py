@@ -168,6 +168,14 @@ class Database:
         async with self._write_lock:
             yield self.writer
 
+    async def compact_securely(self) -> None:
+        """After a scrub or an erase: VACUUM (no old copy left in free pages) and empty the WAL, under the write lock
+        so no write interleaves. Together with ``secure_delete`` in the rewriting transaction, removed text is in no
+        byte of the files."""
+        async with self.exclusive() as conn:
+            await conn.execute("VACUUM")
+            await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         return list(await self.reader.execute_fetchall(sql, tuple(params)))
 

@@ -26,7 +26,11 @@ from typing import Any
 
 import aiosqlite
 
+from stratagate.capture.store import _search_text
+from stratagate.events import store as event_store
+from stratagate.graph.store import reindex_node
 from stratagate.safety.secrets import PLACEHOLDER_RE, redact_text, redact_value
+from stratagate.search.terms import fts_document
 from stratagate.storage.db import Database, audit
 from stratagate.timeutil import now_iso
 
@@ -193,14 +197,10 @@ async def _reset_embeddings(conn: aiosqlite.Connection, kind: str, changed: list
 
 async def scrub_open(db: Database, backup_path: str) -> Report:
     """The scrub transaction on an open database."""
-    from stratagate.capture.store import _search_text
-    from stratagate.events import store as event_store
-    from stratagate.graph.store import reindex_node
-    from stratagate.search.terms import fts_document
-
     report = Report(backup=backup_path)
     per_ns: dict[int | None, dict[str, Counter[str]]] = {}
     async with db.transaction() as conn:
+        await conn.execute("PRAGMA secure_delete = ON")  # freed cells and pages are zeroed, not just unlinked
         await conn.execute("INSERT INTO privileged_writes(operation, started_at) VALUES ('redact', ?)", (now_iso(),))
         changed: dict[str, list[tuple[int, int | None]]] = {}
         for table in TABLES:
@@ -248,7 +248,14 @@ async def scrub_open(db: Database, backup_path: str) -> Report:
             }
             await audit(conn, ns, "user", "secrets.redacted", "database", None, None, after)
         report.namespaces = sorted(n for n in per_ns if n is not None)
+        for fts in ("message_fts", "event_fts", "graph_fts"):  # merge segments: old ones held the secrets' terms
+            await conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
         await conn.execute("DELETE FROM privileged_writes")
+    try:
+        await db.compact_securely()  # the old text must not linger in free pages or the WAL either
+    finally:
+        async with db.exclusive() as conn:
+            await conn.execute("PRAGMA secure_delete = OFF")
     return report
 
 
