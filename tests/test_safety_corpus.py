@@ -21,7 +21,7 @@ import pytest
 from conftest import model_env, turn
 from support.inert_checks import check_inert, check_tree
 from support.model_server import ScriptedModelServer
-from support.sidecar import SidecarClient
+from support.sidecar import RpcFailure, SidecarClient
 
 NS = "project:corpus:0123456789abcdef"
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -147,6 +147,12 @@ async def test_every_payload_is_inert_in_every_output(loaded: tuple[SidecarClien
     # Recall really did show the payloads: events, nodes and other sessions' blocks made it into activation.
     assert shown["events"] and shown["nodes"] and shown["blocks"]
     assert strings > 1000
+
+    # Tool errors reach the model too: one that echoes its bad input shows it inert.
+    for payload in PAYLOADS[:12]:
+        with pytest.raises(RpcFailure) as err:
+            await client.tool(NS, "viewer", "memory_expand_event", {"id": payload[:60]})
+        check_inert(err.value.message)
 
     requests = model_server.requests
     assert len(requests) >= len(sealed)

@@ -7,6 +7,8 @@ from typing import Any
 from jsonrpcserver.exceptions import JsonRpcError
 from pydantic import ValidationError
 
+from stratagate.safety.secrets import redact_text, redact_value
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -23,8 +25,6 @@ class RpcError(JsonRpcError):
 
     def __init__(self, code: int, message: str, data: Any = None):
         # An error can quote what it failed on (a value, a model response): never send a secret back.
-        from stratagate.safety.secrets import redact_text, redact_value
-
         message = redact_text(message)
         data = redact_value(data)
         if data is None:

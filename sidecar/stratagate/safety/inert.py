@@ -26,9 +26,11 @@ from __future__ import annotations
 import re
 import sys
 import unicodedata
+from functools import lru_cache
 from typing import Any
 
 from stratagate.redact import redact
+from stratagate.safety.secrets import key_version
 
 BAR = "│ "
 
@@ -104,7 +106,21 @@ def inert(text: Any, *, inline: bool = False) -> str:
     out = text if isinstance(text, str) else str(text)
     if not out:
         return out
-    out = _SURROGATE.sub("\ufffd", out)
+    if len(out) <= _CACHED_CHARS:  # the same views and names are rendered at every step
+        return _cached(out, inline, key_version())
+    return _render(out, inline)
+
+
+_CACHED_CHARS = 16_384
+
+
+@lru_cache(maxsize=8192)
+def _cached(text: str, inline: bool, _key_version: int) -> str:
+    return _render(text, inline)
+
+
+def _render(text: str, inline: bool) -> str:
+    out = _SURROGATE.sub("\ufffd", text)
     out = _BREAKS.sub("\n", out)
     out = _INVISIBLE.sub("", out)  # first: no invisible character may split a secret or a marker
     out = _AMP.sub("&amp;", out).translate(_LOOKALIKES)

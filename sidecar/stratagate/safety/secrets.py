@@ -33,14 +33,21 @@ from detect_secrets.plugins.keyword import DENYLIST as _DS_KEYWORDS
 
 DEFAULT_KEY = b"stratagate-default-redaction-key"
 _key: bytes = DEFAULT_KEY
+_key_version = 0
 
 
 def configure_key(key: bytes) -> None:
     """Set the key of the placeholder hashes (the database's ``meta.redaction_key``)."""
-    global _key
+    global _key, _key_version
     if not key:
         raise ValueError("the redaction key must not be empty")
-    _key = bytes(key)
+    if bytes(key) != _key:
+        _key, _key_version = bytes(key), _key_version + 1
+
+
+def key_version() -> int:
+    """Changes whenever the key does: caches of redacted text are valid for one version only."""
+    return _key_version
 
 
 def placeholder(kind: str, secret: str) -> str:
@@ -419,10 +426,12 @@ _ZH_LITERALS = ("密码", "口令", "密钥", "秘钥", "令牌", "验证码", "
 _ALL_TRIGGERS = frozenset(t for ts in _TRIGGERS.values() if ts for t in ts)
 
 
-def _line_spans(text: str, lo: int, hi: int) -> list[Span]:
-    low = text.lower()
-    long_run = _LONG_RUN.search(text) is not None
-    present = {t for t in _ALL_TRIGGERS if t in low}
+def _line_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
+    """The rule spans of ``text[lo:hi]``; ``low`` is ``text.lower()``. Triggers are looked for in this window only,
+    so one keyword in a long tool result does not make every rule scan all of it."""
+    window = low[lo:hi]
+    long_run = _LONG_RUN.search(text, lo, hi) is not None
+    present = {t for t in _ALL_TRIGGERS if t in window}
     spans: list[Span] = []
     for rule in _RULES:
         triggers = _TRIGGERS.get(rule.kind)
@@ -438,17 +447,41 @@ def _line_spans(text: str, lo: int, hi: int) -> list[Span]:
             if rule.check is not None and not rule.check(text[start:end]):
                 continue
             spans.append((start, end, rule.kind))
-    keywords = any(k in low for k in _KEYWORD_LITERALS)
+    keywords = any(k in window for k in _KEYWORD_LITERALS)
     if keywords:
         spans.extend(_assign_spans(text, low, lo, hi))
-    if keywords or any(k in text for k in _ZH_LITERALS):
+    if keywords or any(k in window for k in _ZH_LITERALS):
         spans.extend(_prose_spans(text, lo, hi))
     return spans
 
 
+_WINDOW = 2048
+
+
+def _windows(text: str) -> list[tuple[int, int]]:
+    """Line-aligned windows of about ``_WINDOW`` characters, each overlapping the next by one line (a rule whose
+    match spans a line break, such as ``password:\nvalue``, still sees both lines). PEM blocks are found on the
+    whole text."""
+    n = len(text)
+    if n <= 2 * _WINDOW:
+        return [(0, n)]
+    out: list[tuple[int, int]] = []
+    lo = 0
+    while lo < n:
+        cut = text.find("\n", min(lo + _WINDOW, n))
+        hi = n if cut < 0 else cut + 1
+        out.append((lo, hi))
+        if hi >= n:
+            break
+        last = text.rfind("\n", lo, hi - 1)  # the last line of this window starts the next one
+        lo = last + 1 if last + 1 > lo else hi
+    return out
+
+
 def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
     spans: list[Span] = []
-    env = _ENV.finditer(text, lo, hi) if any(k in text for k in _ENV_LITERALS) else ()
+    window = text[lo:hi]
+    env = _ENV.finditer(text, lo, hi) if any(k in window for k in _ENV_LITERALS) else ()
     for m in env:
         value = m.group(3)
         if _env_value(m.group(1), value):
@@ -522,7 +555,9 @@ def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
 
 def _find(text: str) -> list[Span]:
     spans = _pem_spans(text) if "PRIVATE KEY" in text or "PuTTY" in text else []
-    spans.extend(_line_spans(text, 0, len(text)))
+    low = text.lower()
+    for lo, hi in _windows(text):
+        spans.extend(_line_spans(text, low, lo, hi))
     if not spans:
         return []
     protected = [m.span() for m in PLACEHOLDER_RE.finditer(text)] if "[secret:" in text else []

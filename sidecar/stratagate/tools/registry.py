@@ -12,9 +12,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from stratagate.config import Settings
-from stratagate.errors import explain_validation, invalid_params, not_found
+from stratagate.errors import RpcError, explain_validation, invalid_params, not_found
 from stratagate.jsonschema import tool_parameters
-from stratagate.safety.inert import inert_tree
+from stratagate.safety.inert import inert, inert_tree
 from stratagate.storage.db import Database
 
 
@@ -51,6 +51,15 @@ class ToolRegistry:
         return [t.spec() for t in self._tools.values()]
 
     async def call(self, ctx: ToolContext, name: str, arguments: Any) -> dict[str, Any]:
+        """Run a tool. Its result reaches the model, and so do its errors (which may echo the bad input): every
+        string of either goes through the one rendering rule (safety/inert.py)."""
+        try:
+            return inert_tree(await self._run(ctx, name, arguments))
+        except RpcError as exc:
+            data = exc.data if isinstance(exc.data, dict | list | str) else None
+            raise RpcError(exc.code, inert(exc.message), inert_tree(data)) from exc
+
+    async def _run(self, ctx: ToolContext, name: str, arguments: Any) -> dict[str, Any]:
         tool = self._tools.get(name)
         if tool is None:
             raise not_found(f"unknown tool {name!r}; tools.list names the available tools")
@@ -58,5 +67,4 @@ class ToolRegistry:
             args = tool.args.model_validate(arguments if arguments is not None else {})
         except ValidationError as exc:
             raise invalid_params(f"bad arguments for {name}: {explain_validation(exc)}") from exc
-        # Every tool result reaches the model: each of its strings goes through the one rendering rule.
-        return inert_tree(await tool.run(ctx, args))
+        return await tool.run(ctx, args)
