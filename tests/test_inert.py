@@ -37,6 +37,9 @@ def test_rule_is_idempotent_and_leaves_nothing_active(text: str):
     out = inert(text)
     assert inert(out) == out
     check_inert(out)
+    sealed = inert(text, redacted=True)  # the form stored block views use: everything but the redaction pass
+    assert inert(sealed, redacted=True) == sealed
+    check_inert(sealed)
     line = inert(text, inline=True)
     assert inert(line, inline=True) == line
     bare = re.sub(r"\[secret:[a-z0-9-]+#[0-9a-f]{4}\]", "", line)

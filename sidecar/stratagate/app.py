@@ -16,6 +16,7 @@ from stratagate.events.extraction import EventExtractor
 from stratagate.graph.projection import GraphProjector
 from stratagate.jobs.queue import BLOCK_SUMMARY, EVENT_EXTRACTION, GRAPH_PROJECTION, latest_failure
 from stratagate.jobs.runner import JobRunner
+from stratagate.safety import secrets
 from stratagate.search import dense
 from stratagate.search.vectors import EMBEDDING, DenseIndex
 from stratagate.storage.db import Database
@@ -39,6 +40,7 @@ class App:
         self.tools = build_registry()
         self._gateway: ModelGateway | None = None
         self.tokens_ready: asyncio.Future[int] | None = None
+        self.secrets_ready: asyncio.Future[None] | None = None
         dense.configure(settings.dense)
         self.dense = DenseIndex(self.db)  # optional dense channel: loads its model on first use, in a thread
         self.runner = JobRunner(
@@ -74,14 +76,17 @@ class App:
         await self.db.open()
         # Build the tokenizer (~1 s) off the event loop; captures await it, pings do not.
         self.tokens_ready = asyncio.ensure_future(asyncio.to_thread(count_tokens, "warm up"))
+        # The secret detector (detect-secrets' patterns, ~150 ms to import) too: the first ping never waits for it.
+        self.secrets_ready = asyncio.ensure_future(asyncio.to_thread(secrets.warm))
         await self.runner.start()
         await self.dense.start()
         log.info("stratagate %s ready (db=%s, pid=%d)", __version__, self.settings.db, os.getpid())
 
     async def stop(self) -> None:
-        if self.tokens_ready is not None:
-            with contextlib.suppress(Exception):
-                await self.tokens_ready
+        for ready in (self.tokens_ready, self.secrets_ready):
+            if ready is not None:
+                with contextlib.suppress(Exception):
+                    await ready
         await self.dense.close()
         await self.runner.stop()
         await self.db.close()

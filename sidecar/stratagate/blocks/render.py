@@ -107,10 +107,11 @@ def seal_views(messages: Sequence[SourceMessage], count: Callable[[str], int]) -
     """Compute L5/L4/L3 and enforce tokens(L3) <= tokens(L4) <= tokens(L5).
 
     Views are stored (and counted) in their rendered form (safety/inert.py): what a tool or a prompt shows is
-    exactly this text, so the recorded token counts are the counts of what the model reads."""
-    l5 = inert(render_l5(messages))
-    l4 = inert(render_l4(messages))
-    l3 = inert(render_l3(messages))
+    exactly this text, so the recorded token counts are the counts of what the model reads. Captured messages were
+    redacted before they were stored, so the views skip the redaction pass (outputs render them again in full)."""
+    l5 = inert(render_l5(messages), redacted=True)
+    l4 = inert(render_l4(messages), redacted=True)
+    l3 = inert(render_l3(messages), redacted=True)
     t5, t4, t3 = count(l5), count(l4), count(l3)
     if t4 > t5:
         l4, t4 = l5, t5

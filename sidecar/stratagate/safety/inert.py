@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 import sys
 import unicodedata
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from stratagate.redact import redact
@@ -67,7 +67,12 @@ def _removed_code_points() -> str:
     return "".join(esc(a) if a == b else f"{esc(a)}-{esc(b)}" for a, b in ranges)
 
 
-_INVISIBLE = re.compile(f"[{_removed_code_points()}]")
+@cache
+def _invisible() -> re.Pattern[str]:
+    """Built on first use (~20 ms), not at import: the sidecar's first ping does not wait for it."""
+    return re.compile(f"[{_removed_code_points()}]")
+
+
 _BREAKS = re.compile("\r\n|[\r\x0b\x0c\x85\u2028\u2029]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _AMP = re.compile(r"&(?!(?:amp|lt|gt|quot|#\d{1,7}|#x[0-9a-fA-F]{1,6});)")
@@ -101,28 +106,30 @@ _ROLE_LINE = re.compile(
 _SPACES = re.compile(r"\s+")
 
 
-def inert(text: Any, *, inline: bool = False) -> str:
-    """``text`` as inert data (see the module docstring); ``inline`` for heading fields."""
+def inert(text: Any, *, inline: bool = False, redacted: bool = False) -> str:
+    """``text`` as inert data (see the module docstring); ``inline`` for heading fields. ``redacted``: the caller
+    vouches that ``text`` was built only from text redacted when it was stored (block views sealed from captured
+    messages), so the redaction pass, the costly part, is skipped; every output renders it again in full."""
     out = text if isinstance(text, str) else str(text)
     if not out:
         return out
     if len(out) <= _CACHED_CHARS:  # the same views and names are rendered at every step
-        return _cached(out, inline, key_version())
-    return _render(out, inline)
+        return _cached(out, inline, redacted, key_version())
+    return _render(out, inline, redacted)
 
 
-_CACHED_CHARS = 16_384
+_CACHED_CHARS = 8_192  # with maxsize below: at most ~32 MB held, whatever is rendered
 
 
-@lru_cache(maxsize=8192)
-def _cached(text: str, inline: bool, _key_version: int) -> str:
-    return _render(text, inline)
+@lru_cache(maxsize=1024)
+def _cached(text: str, inline: bool, redacted: bool, _key_version: int) -> str:
+    return _render(text, inline, redacted)
 
 
-def _render(text: str, inline: bool) -> str:
+def _render(text: str, inline: bool, redacted: bool = False) -> str:
     out = _SURROGATE.sub("\ufffd", text)
     out = _BREAKS.sub("\n", out)
-    out = _INVISIBLE.sub("", out)  # first: no invisible character may split a secret or a marker
+    out = _invisible().sub("", out)  # first: no invisible character may split a secret or a marker
     out = _AMP.sub("&amp;", out).translate(_LOOKALIKES)
     if inline:
         # Brackets and quotes become entities too; redaction placeholders (already in the text) stay as they are.
@@ -130,7 +137,8 @@ def _render(text: str, inline: bool) -> str:
         out = _SPACES.sub(" ", out).strip()
     # Redaction after escaping: placeholders hold no markup, so the result stays escaped and a second pass is a
     # no-op (redacting first could let escaping expose a new secret-looking value to the second pass).
-    out = redact(out)
+    if not redacted:
+        out = redact(out)
     return out if inline else _ROLE_LINE.sub(BAR, out)
 
 

@@ -22,14 +22,10 @@ import hashlib
 import hmac
 import json
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-from detect_secrets.plugins.base import RegexBasedDetector
-from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
-from detect_secrets.plugins.keyword import DENYLIST as _DS_KEYWORDS
 
 DEFAULT_KEY = b"stratagate-default-redaction-key"
 _key: bytes = DEFAULT_KEY
@@ -57,7 +53,8 @@ def placeholder(kind: str, secret: str) -> str:
 
 PLACEHOLDER_RE = re.compile(r"\[secret:[a-z0-9\-]+#[0-9a-f]{4}\]")
 
-_entropy = Base64HighEntropyString().calculate_shannon_entropy
+def _entropy(s: str) -> float:
+    return _loaded().entropy(s)
 
 
 # ------------------------------------------------------------------------------------------------ validators
@@ -251,6 +248,9 @@ _DS_KINDS = {
 
 
 def _ds_rules() -> list[Rule]:
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+
     rules: list[Rule] = []
     for secret_type, plugin_class in get_mapping_from_secret_type_to_class().items():
         kind = _DS_KINDS.get(secret_type)
@@ -294,14 +294,13 @@ def _pem_spans(text: str) -> list[tuple[int, int, str]]:
 
 
 # Key names whose value is a secret. The strong list is detect-secrets' KeywordDetector denylist plus ours.
-_STRONG_KEYWORDS = [k.replace("_?", "[_\\-]?") for k in _DS_KEYWORDS] + [
+_OWN_KEYWORDS = [
     "passphrase", "passcode", "client[_\\-]?secret", "access[_\\-]?key", "secret[_\\-]?key", "private[_\\-]?key",
     "auth[_\\-]?token", "access[_\\-]?token", "refresh[_\\-]?token", "api[_\\-]?token", "bot[_\\-]?token",
     "id[_\\-]?token", "bearer[_\\-]?token", "_authtoken",
 ]
 _ASSIGN_KEY = re.compile(r"pass|pwd|secret|token|key|pin|contrase")
 _ASSIGN_KEY_I = re.compile(_ASSIGN_KEY.pattern, re.I)
-_NAME_OK = re.compile(r"(?i)(?:" + "|".join(_STRONG_KEYWORDS) + r"|token|pin)")
 _ENV_LITERALS = ("TOKEN", "SECRET", "PASS", "PWD", "KEY", "CREDENTIAL", "AUTH")
 _ASSIGN_VALUE = re.compile(
     r"\\?[\"']?[ \t]*(?:=|:=|=>|:)[ \t]*\\?(?:\"([^\"\n]{1,200}?)\\?\"|'([^'\n]{1,200})'|([^\s\"'`,;&}\]\\]+))"
@@ -310,7 +309,6 @@ _ENV = re.compile(
     r"(?<![A-Za-z0-9_])([A-Z][A-Z0-9_]*_(?:TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASS|KEY|CREDENTIALS?|AUTH))"
     r"\s*=\s*([\"']?)([^\s\"']+)"
 )
-_STRONG_NAME = re.compile(r"(?i)" + "|".join(_STRONG_KEYWORDS))
 
 _PROSE_KEY = re.compile(
     r"(?i)\b(pass(?:word|wd|phrase|code)|pass word|pwd|pin(?: ?code)?|secret(?: key)?|api ?key|access key|"
@@ -322,7 +320,37 @@ _PROSE_TOKEN = re.compile(r"([\"'“‘`]?)([^\s\"'“”‘’`]+)")
 _ZH_KEY = re.compile(r"(密码|口令|密钥|秘钥|令牌|验证码|PIN码|pin码|支付密码|私钥)")
 _ZH_TOKEN = re.compile(r"[^\n]{0,12}?(?:是|为|：|:|=)\s*([\"'“‘「]?)([\x21-\x7e]{3,})")
 
-_RULES: list[Rule] = _OWN_RULES + _ds_rules()
+class _Loaded:
+    """What comes from detect-secrets, built on first use (importing it costs ~150 ms: its plugins import
+    ``requests``), so the sidecar answers its first ping without waiting; ``warm()`` builds it in the background."""
+
+    def __init__(self) -> None:
+        from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+        from detect_secrets.plugins.keyword import DENYLIST
+
+        strong = [k.replace("_?", "[_\\-]?") for k in DENYLIST] + _OWN_KEYWORDS
+        self.entropy = Base64HighEntropyString().calculate_shannon_entropy
+        self.rules: list[Rule] = _OWN_RULES + _ds_rules()
+        self.name_ok = re.compile(r"(?i)(?:" + "|".join(strong) + r"|token|pin)")
+        self.strong_name = re.compile(r"(?i)" + "|".join(strong))
+
+
+_state: _Loaded | None = None
+_state_lock = threading.Lock()
+
+
+def _loaded() -> _Loaded:
+    global _state
+    if _state is None:
+        with _state_lock:
+            if _state is None:
+                _state = _Loaded()
+    return _state
+
+
+def warm() -> None:
+    """Build the detector now (the sidecar calls this in a background thread at start)."""
+    _loaded()
 
 
 def _kind_from_name(name: str) -> str:
@@ -355,7 +383,7 @@ def _kind_from_name(name: str) -> str:
 
 
 KINDS: list[str] = sorted(
-    {r.kind for r in _RULES}
+    {r.kind for r in _OWN_RULES} | set(_DS_KINDS.values())
     | {"private-key", "password", "pin", "secret", "token", "api-key", "access-key", "client-secret",
        "authorization", "cookie", "session-id", "credential", "secret-key", "gcp-private-key-id"}
 )
@@ -433,7 +461,7 @@ def _line_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
     long_run = _LONG_RUN.search(text, lo, hi) is not None
     present = {t for t in _ALL_TRIGGERS if t in window}
     spans: list[Span] = []
-    for rule in _RULES:
+    for rule in _loaded().rules:
         triggers = _TRIGGERS.get(rule.kind)
         if (triggers is None and not long_run) or (triggers is not None and present.isdisjoint(triggers)):
             continue
@@ -503,11 +531,11 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
         if m is None:
             continue
         name = text[start:end]
-        if _NAME_OK.search(name) is None:
+        if _loaded().name_ok.search(name) is None:
             continue
         group = 1 if m.group(1) is not None else 2 if m.group(2) is not None else 3
         value, quote = m.group(group), group != 3
-        strong = _STRONG_NAME.search(name) is not None and not re.search(r"(?i)tokens|keys\b", name)
+        strong = _loaded().strong_name.search(name) is not None and not re.search(r"(?i)tokens|keys\b", name)
         if PLACEHOLDER_RE.search(value) or value.startswith(("$", "<", "{{")) or not value.strip():
             continue
         if not quote and value.lower() in _STOPWORDS:
