@@ -119,3 +119,32 @@ def test_length_guard_and_l5_completeness(msgs):
     again = seal_views(msgs, count_tokens)
     assert (again.l3, again.l4, again.l5) == (views.l3, views.l4, views.l5)
     assert render_l4(msgs) == render_l4(list(msgs))
+
+
+ARG_MARK = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", min_size=12, max_size=24).map(lambda s: "ARG" + s)
+
+
+@settings(max_examples=100, deadline=None)
+@given(ARG_MARK, st.sampled_from(["arguments", "params", "input", "request"]), st.text(max_size=400),
+       st.booleans())
+def test_l4_holds_no_raw_tool_arguments(mark: str, field: str, result_text: str, is_error: bool):
+    """L4 per the spec: a tool record is its name and a result summary of at most 160 characters; the arguments,
+    and arguments echoed back in a result's arguments/params/input/request field, stay in L5 only."""
+    results = [
+        {field: {"command": mark}, "items": [1, 2, 3]},
+        {field: mark, "ok": True},
+        {"stdout": result_text},
+        result_text,
+    ]
+    messages = [msg(1, "user", "run it")]
+    for i, result in enumerate(results, start=2):
+        messages.append(msg(i, "tool", name="bash", arguments={"command": f"deploy --token {mark}", "cwd": mark},
+                            result=result, is_error=is_error))
+    l4, l5 = render_l4(messages), render_l5(messages)
+    assert mark in l5
+    assert mark not in l4
+    tool_lines = [line for line in l4.splitlines() if line.startswith("Tool call: bash (")]
+    assert len(tool_lines) == len(results)
+    for line in tool_lines:
+        summary = line[len("Tool call: bash (") : -1]
+        assert len(summary) <= 160 + len("failed: ")
