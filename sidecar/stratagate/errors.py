@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sqlite3
 from typing import Any
 
 from jsonrpcserver.exceptions import JsonRpcError
@@ -39,6 +41,63 @@ class RpcError(JsonRpcError):
 def explain_validation(exc: ValidationError) -> str:
     """pydantic errors as one line: ``field.path: message; other: message``."""
     return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}" for e in exc.errors())
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_surrogate(text: str) -> bool:
+    """True when ``text`` holds a lone surrogate (JSON allows ``"\\ud800"``; UTF-8 cannot encode it)."""
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def safe_text(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD, so it can always be encoded as UTF-8."""
+    return _SURROGATE.sub("\ufffd", text) if has_surrogate(text) else text
+
+
+def is_storage_full(exc: BaseException | None) -> bool:
+    """SQLITE_FULL: a full disk, or the STRATAGATE_DB_MAX_MB cap (max_page_count), anywhere in the cause chain."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, sqlite3.Error):
+            if getattr(exc, "sqlite_errorcode", None) == getattr(sqlite3, "SQLITE_FULL", 13):
+                return True
+            if "database or disk is full" in str(exc):
+                return True
+        elif "database or disk is full" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
+def as_rpc_error(exc: BaseException) -> RpcError:
+    """The one mapping from an exception raised while validating or running a request to its JSON-RPC error.
+
+    - an RpcError keeps its code;
+    - storage failures (sqlite3 errors, failed commits; a full disk or the STRATAGATE_DB_MAX_MB cap) are -32010;
+    - ValueError / OverflowError / UnicodeError come from the caller's values (a date out of range, a NUL in a
+      path, a lone surrogate in text): -32602;
+    - anything else is -32603.
+    """
+    from stratagate.storage.db import StorageError  # lazily: errors.py stays light to import
+
+    if isinstance(exc, RpcError):
+        return exc
+    if isinstance(exc, sqlite3.Error | StorageError) or is_storage_full(exc):
+        if is_storage_full(exc):
+            return RpcError(
+                STORAGE_ERROR,
+                f"storage full: {exc} (the disk is full or the database reached STRATAGATE_DB_MAX_MB); "
+                "nothing partial was kept",
+            )
+        return RpcError(STORAGE_ERROR, f"storage error: {exc}")
+    if isinstance(exc, UnicodeError):
+        return invalid_params(f"invalid params: text cannot be encoded as UTF-8 ({exc.__class__.__name__}: {exc})")
+    if isinstance(exc, ValueError | OverflowError):
+        return invalid_params(f"invalid params: {exc.__class__.__name__}: {exc}")
+    return RpcError(INTERNAL_ERROR, f"internal error: {exc.__class__.__name__}: {exc}")
 
 
 def invalid_params(message: str, data: Any = None) -> RpcError:

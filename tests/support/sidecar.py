@@ -32,6 +32,7 @@ class SidecarClient:
         self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
         self.notifications: list[dict[str, Any]] = []
         self.orphans: list[dict[str, Any]] = []  # responses with id null (parse errors, oversized lines)
+        self.raw_lines: list[bytes] = []  # every line read from stdout, as sent (conformance tests parse them)
         self.host_requests: list[dict[str, Any]] = []
         self.raw_host_reply: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # whole reply, as given
         self._host_tasks: set[asyncio.Task[None]] = set()
@@ -72,6 +73,7 @@ class SidecarClient:
     async def _read(self) -> None:
         assert self.proc.stdout is not None
         while line := await self.proc.stdout.readline():
+            self.raw_lines.append(line)
             message = json.loads(line)
             if isinstance(message, list):  # a batch reply
                 self.orphans.append(message)

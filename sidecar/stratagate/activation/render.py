@@ -27,6 +27,8 @@ from stratagate.safety.inert import Named, heading, quote
 from stratagate.storage.db import Database
 
 RECENT_BLOCKS = 4
+QUERY_CHARS = 4_000
+"""Only the first this many characters of ``query`` rank long-term memory: bounded work for any query length."""
 
 HEADER = (
     "<stratagate-memory>\n"
@@ -105,7 +107,8 @@ async def render_activation(
     sections: list[str] = []
     block_ids: list[str] = []
     longterm = await render_longterm(
-        db.reader, ns, sess, p.query, count, quote, settings.activation_longterm_tokens
+        db.reader, ns, sess, p.query[:QUERY_CHARS] if p.query else p.query, count, quote,
+        settings.activation_longterm_tokens,
     )
     sections.extend(longterm.sections)
     budget = settings.activation_recent_tokens

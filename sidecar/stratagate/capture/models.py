@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from pydantic import (
@@ -16,12 +16,23 @@ from pydantic import (
     model_validator,
 )
 
+from stratagate.errors import has_surrogate
 from stratagate.redact import redact
+
+
+def _valid_text(value: str) -> str:
+    """Refuse lone UTF-16 surrogates (JSON can spell them, UTF-8 and SQLite cannot store them)."""
+    if has_surrogate(value):
+        raise ValueError("text holds a lone UTF-16 surrogate (not valid Unicode)")
+    return value
+
 
 # Namespaces, sessions, receipts and source names are stored and shown too: a secret in one is redacted at the
 # boundary, the same way on every call (the placeholder is a keyed hash), so lookups by name still match.
 Name = Annotated[
-    str, StringConstraints(min_length=1, max_length=512, pattern=r"^[^\x00-\x1f\x7f]+$"), AfterValidator(redact)
+    str, StringConstraints(min_length=1, max_length=512, pattern=r"^[^\x00-\x1f\x7f]+$"),
+    AfterValidator(_valid_text),
+    AfterValidator(redact),
 ]
 
 
@@ -38,7 +49,9 @@ class ToolRecord(BaseModel):
     @classmethod
     def _json_serialisable(cls, value: Any) -> Any:
         try:
-            json.dumps(value, allow_nan=False)
+            json.dumps(value, allow_nan=False, ensure_ascii=False).encode()
+        except UnicodeEncodeError as exc:
+            raise ValueError("text holds a lone UTF-16 surrogate (not valid Unicode)") from exc
         except (TypeError, ValueError) as exc:
             raise ValueError(f"must be JSON-serialisable: {exc}") from exc
         return value
@@ -57,11 +70,21 @@ class CaptureParams(BaseModel):
     ended_at: datetime | None = None
     end_reason: Annotated[str, StringConstraints(max_length=64)] | None = None
 
+    @field_validator("user", "assistant")
+    @classmethod
+    def _text(cls, value: str) -> str:
+        return _valid_text(value)
+
     @field_validator("started_at", "ended_at")
     @classmethod
     def _aware(cls, value: datetime | None) -> datetime | None:
         if value is not None and value.tzinfo is None:
             raise ValueError("timestamp needs a timezone (e.g. 2026-05-01T09:30:00Z or +08:00)")
+        if value is not None:
+            try:  # stored in UTC: a year-1 or year-9999 time with an offset would overflow later
+                value.astimezone(UTC)
+            except (OverflowError, ValueError) as exc:
+                raise ValueError(f"timestamp is out of range once converted to UTC ({exc})") from exc
         return value
 
     @model_validator(mode="after")

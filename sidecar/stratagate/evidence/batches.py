@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from stratagate import ids
 from stratagate.capture.store import ensure_namespace, ensure_session
-from stratagate.errors import invalid_params, not_found
+from stratagate.errors import invalid_params, is_storage_full, not_found
 from stratagate.redact import redact_value
 from stratagate.timeutil import now_iso
 from stratagate.tools.registry import ToolContext
@@ -30,6 +30,10 @@ MAX_REFS = 256
 NOT_EVIDENCE_KEYS = frozenset({"query"})
 """Result keys that echo the caller's own input: an id there was asked for, not shown."""
 QUERY_ARGS = ("query", "id", "node")
+STORAGE_FULL_NOTE = (
+    "storage is full (disk full or STRATAGATE_DB_MAX_MB reached): this result was not recorded as a retrieval "
+    "batch, so memory_assess and memory_record_use cannot refer to it"
+)
 
 ToolRun = Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]
 
@@ -173,7 +177,16 @@ def batched(tool: str, run: ToolRun) -> ToolRun:
     """Wrap a retrieval tool so that each successful result becomes a batch (errors stay errors, with no batch)."""
 
     async def run_batched(ctx: ToolContext, args: Any) -> dict[str, Any]:
-        return await record_batch(ctx, tool, args, await run(ctx, args))
+        result = await run(ctx, args)
+        try:
+            return await record_batch(ctx, tool, args, result)
+        except Exception as exc:
+            if not is_storage_full(exc):
+                raise
+            # A full disk (or the STRATAGATE_DB_MAX_MB cap) must not take recall away: answer without a batch.
+            return {"batch_id": None, "evidence_refs": collect_refs(result), "note": STORAGE_FULL_NOTE, **result}
+
+    return run_batched
 
     return run_batched
 

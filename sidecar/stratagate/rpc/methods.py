@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -16,7 +15,15 @@ from stratagate.app import App
 from stratagate.capture.models import CaptureParams
 from stratagate.capture.store import capture_turn
 from stratagate.erase import erase_subject
-from stratagate.errors import INTERNAL_ERROR, STORAGE_ERROR, RpcError, explain_validation, invalid_params, not_found
+from stratagate.errors import (
+    INTERNAL_ERROR,
+    RpcError,
+    as_rpc_error,
+    explain_validation,
+    has_surrogate,
+    invalid_params,
+    not_found,
+)
 from stratagate.evidence.rpc import OpenBatchesParams, WeightsParams, memory_weights, open_batches
 from stratagate.imports.rpc import import_get, import_list, import_remove, import_run
 from stratagate.jobs import queue
@@ -39,28 +46,63 @@ log = logging.getLogger("stratagate.rpc")
 Handler = Callable[[App, Any], Awaitable[Any]]
 
 
+MAX_PARAM_DEPTH = 64
+
+
+def surrogate_path(value: Any, path: str = "params", depth: int = 0) -> str | None:
+    """The dotted path of the first string (value or key) holding a lone surrogate, or None."""
+    if depth > MAX_PARAM_DEPTH:
+        return None  # the peer refuses deeper lines before they get here
+    if isinstance(value, str):
+        return path if has_surrogate(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            here = f"{path}.{key}" if path != "params" else str(key)
+            if isinstance(key, str) and has_surrogate(key):
+                return here
+            found = surrogate_path(item, here, depth + 1)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = surrogate_path(item, f"{path}.{index}" if path != "params" else str(index), depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
 def rpc_method(model: type[BaseModel], handler: Handler) -> Callable[..., Awaitable[Any]]:
-    """Adapt a typed handler to jsonrpcserver: params by name only, validated, errors made clear."""
+    """Adapt a typed handler to jsonrpcserver: params by name only, validated, errors made clear.
+
+    Every exception is mapped by ``errors.as_rpc_error``: a client mistake (bad value, a date out of range, a NUL
+    in a path, a lone surrogate in text) is -32602 naming the field, a storage failure -32010, a bug -32603.
+    """
 
     async def method(app: App, *args: Any, **params: Any) -> Any:
         if args:
             raise invalid_params("params must be an object (named parameters), not an array")
+        bad = surrogate_path(params)
+        if bad is not None:
+            raise invalid_params(f"invalid params: {bad}: text holds a lone UTF-16 surrogate (not valid Unicode)")
         try:
             parsed = model.model_validate(params)
         except ValidationError as exc:
             raise invalid_params(
                 f"invalid params: {explain_validation(exc)}", exc.errors(include_url=False, include_context=False)
             ) from exc
+        except (ValueError, OverflowError, UnicodeError) as exc:
+            raise as_rpc_error(exc) from exc
         try:
             return Success(await handler(app, parsed))
         except RpcError:
             raise
-        except sqlite3.Error as exc:
-            log.exception("storage error")
-            raise RpcError(STORAGE_ERROR, f"storage error: {exc}") from exc
         except Exception as exc:
-            log.exception("internal error")
-            raise RpcError(INTERNAL_ERROR, f"internal error: {exc.__class__.__name__}: {exc}") from exc
+            error = as_rpc_error(exc)
+            if error.code == INTERNAL_ERROR:
+                log.exception("internal error")
+            else:
+                log.warning("%s", error.message)
+            raise error from exc
 
     return method
 

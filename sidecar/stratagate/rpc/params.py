@@ -61,6 +61,8 @@ class ImportRunParams(BaseModel):
     def _one_source(self) -> ImportRunParams:
         if (self.path is None) == (self.text is None):
             raise ValueError("give exactly one of path (a file the sidecar reads) or text (the export itself)")
+        if self.path is not None and "\x00" in self.path:
+            raise ValueError("path holds a NUL character; no file name can")
         if self.path is not None and not os.path.isabs(self.path):
             raise ValueError(f"path must be absolute (got {self.path!r}); the sidecar's working directory is not yours")
         return self

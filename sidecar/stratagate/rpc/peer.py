@@ -16,11 +16,17 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from stratagate import errors
-from stratagate.errors import HostRequestError
+from stratagate.errors import HostRequestError, has_surrogate, safe_text
 
 log = logging.getLogger("stratagate.rpc")
 
 Dispatch = Callable[[Any], Awaitable[Any]]
+MAX_DEPTH = 64
+"""Deepest nesting of arrays/objects accepted in one line (checked before parsing); deeper lines get -32700."""
+MAX_IN_FLIGHT = 64
+"""Requests handled at once; when all slots are taken the peer stops reading stdin until one frees."""
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 _ID_HINT = re.compile(rb'^\s*\{[^{}\[\]]*?"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})\s*[,}]')
 
 
@@ -33,7 +39,75 @@ def _id_from_head(head: bytes) -> Any:
         value = json.loads(hint.group(1))
     except ValueError:
         return None
+    if isinstance(value, str) and has_surrogate(value):
+        return None  # not a valid id: answered with id null
     return value if isinstance(value, str | int) else None
+
+
+def nesting_depth(raw: bytes) -> int:
+    """How deeply arrays and objects nest in ``raw`` (brackets inside strings do not count); cheap for flat lines."""
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return 0  # cannot exceed the limit
+    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKET)
+    depth = deepest = 0
+    for byte in brackets:
+        if byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON (numbers must be finite)")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text[:40]!r} is out of range (it overflows a double)")
+    return value
+
+
+def strict_loads(text: str) -> Any:
+    """RFC 8259 JSON only: no NaN/Infinity, no number overflowing a double; Python's int digit limit applies."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def _is_response(message: Any) -> bool:
+    return isinstance(message, dict) and "id" in message and ("result" in message or "error" in message)
+
+
+def _encode_text(message: Any) -> str:
+    if isinstance(message, list):
+        return "[" + ",".join(_encode_text(item) for item in message) + "]"
+    try:
+        return json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (ValueError, TypeError, RecursionError) as exc:
+        if not _is_response(message):
+            raise
+        log.error("reply to %r cannot be encoded as JSON: %s", message.get("id"), exc)
+        return json.dumps(
+            error_response(
+                message.get("id"),
+                errors.INTERNAL_ERROR,
+                f"internal error: the result cannot be encoded as JSON ({exc.__class__.__name__}: {exc})",
+            ),
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+
+
+def encode_line(message: Any) -> bytes:
+    """One protocol line, always strict JSON in valid UTF-8: a reply whose result cannot be encoded (NaN, a
+    non-JSON value) becomes a -32603 error for the same id; lone surrogates anywhere become U+FFFD."""
+    text = _encode_text(message)
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:
+        data = safe_text(text).encode()
+    return data + b"\n"
 
 
 class PeerClosed(ConnectionError):
@@ -48,7 +122,14 @@ def error_response(request_id: Any, code: int, message: str, data: Any = None) -
 
 
 class Peer:
-    def __init__(self, reader: asyncio.StreamReader, writer: Any, dispatch: Dispatch, max_line_bytes: int):
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: Any,
+        dispatch: Dispatch,
+        max_line_bytes: int,
+        max_in_flight: int = MAX_IN_FLIGHT,
+    ):
         self._reader = reader
         self._writer = writer
         self._dispatch = dispatch
@@ -57,12 +138,13 @@ class Peer:
         self._pending: dict[str, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._slots = asyncio.Semaphore(max_in_flight)
         self.closed = False
         self.on_output_closed: Callable[[], None] | None = None
 
     # ---- outgoing -------------------------------------------------------------------------------
     async def send(self, message: Any) -> None:
-        line = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        line = encode_line(message)
         async with self._write_lock:
             if self.closed:
                 raise PeerClosed("stdout is closed")
@@ -99,14 +181,14 @@ class Peer:
             chunk = await self._reader.read(1 << 16)
             if not chunk:
                 if buffer and not discarding:
-                    self._handle_line(bytes(buffer))
+                    await self._run(self._handle_line(bytes(buffer)))
                 break
             buffer += chunk
             while True:
                 newline = buffer.find(b"\n")
                 if newline < 0:
                     if len(buffer) > self._max and not discarding:
-                        self._reject_oversized(bytes(buffer[:4096]))
+                        await self._run(self._reject_oversized(bytes(buffer[:4096])))
                         discarding = True
                     if discarding:
                         buffer.clear()
@@ -117,9 +199,9 @@ class Peer:
                     discarding = False  # the tail of an oversized line
                     continue
                 if len(line) > self._max:
-                    self._reject_oversized(line[:4096])
+                    await self._run(self._reject_oversized(line[:4096]))
                     continue
-                self._handle_line(line)
+                await self._run(self._handle_line(line))
         self.closed_input()
 
     def closed_input(self) -> None:
@@ -127,35 +209,61 @@ class Peer:
             if not future.done():
                 future.set_exception(PeerClosed("the host closed stdin"))
 
-    def _reject_oversized(self, head: bytes) -> None:
+    async def _run(self, work: Awaitable[None] | None) -> None:
+        """Start the handling of one line in a free slot; with every slot taken, wait (and so stop reading)."""
+        if work is None:
+            return
+        await self._slots.acquire()
+        try:
+            task = self._spawn(work)
+        except BaseException:
+            self._slots.release()
+            raise
+        task.add_done_callback(lambda _t: self._slots.release())
+
+    def _reject_oversized(self, head: bytes) -> Awaitable[None]:
         request_id = _id_from_head(head)
-        self._spawn(
-            self.send(
-                error_response(
-                    request_id,
-                    errors.PAYLOAD_TOO_LARGE,
-                    f"message larger than the {self._max}-byte limit (STRATAGATE_MAX_LINE_BYTES); it was not processed",
-                )
+        return self.send(
+            error_response(
+                request_id,
+                errors.PAYLOAD_TOO_LARGE,
+                f"message larger than the {self._max}-byte limit (STRATAGATE_MAX_LINE_BYTES); it was not processed",
             )
         )
 
-    def _handle_line(self, raw: bytes) -> None:
+    def _handle_line(self, raw: bytes) -> Awaitable[None] | None:
         try:
-            self._handle_line_unguarded(raw)
+            return self._handle_line_unguarded(raw)
         except Exception:  # one bad line must never stop the reader
             log.exception("could not handle an incoming line")
+            return None
 
-    def _handle_line_unguarded(self, raw: bytes) -> None:
+    def _parse_error(self, raw: bytes, message: str, recover_id: bool) -> Awaitable[None]:
+        request_id = _id_from_head(raw[:4096]) if recover_id else None
+        return self._send_quietly(error_response(request_id, errors.PARSE_ERROR, message))
+
+    async def _send_quietly(self, message: Any) -> None:
+        with contextlib.suppress(PeerClosed):
+            await self.send(message)
+
+    def _handle_line_unguarded(self, raw: bytes) -> Awaitable[None] | None:
         if not raw.strip():
-            return
+            return None
         try:
-            message = json.loads(raw.decode("utf-8"))
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            self._spawn(self.send(error_response(None, errors.PARSE_ERROR, f"line is not valid UTF-8: {exc}")))
-            return
+            return self._parse_error(raw, f"line is not valid UTF-8: {exc}", False)
+        depth = nesting_depth(raw)
+        if depth > MAX_DEPTH:
+            return self._parse_error(
+                raw, f"line nests arrays/objects {depth} deep; the limit is {MAX_DEPTH}; it was not processed", True
+            )
+        try:
+            message = strict_loads(text)
         except json.JSONDecodeError as exc:
-            self._spawn(self.send(error_response(None, errors.PARSE_ERROR, f"line is not valid JSON: {exc}")))
-            return
+            return self._parse_error(raw, f"line is not valid JSON: {exc}", False)
+        except (ValueError, RecursionError) as exc:  # NaN/Infinity, 1e400, an integer over the digit limit
+            return self._parse_error(raw, f"line is not valid JSON: {safe_text(str(exc))[:300]}", True)
         if (
             isinstance(message, dict)
             and "method" not in message
@@ -163,8 +271,8 @@ class Peer:
             and ("result" in message or "error" in message)
         ):
             self._resolve(message)
-            return
-        self._spawn(self._answer(message))
+            return None
+        return self._answer(message)
 
     def _resolve(self, message: dict[str, Any]) -> None:
         future = self._pending.get(str(message.get("id")))
@@ -188,10 +296,11 @@ class Peer:
             with contextlib.suppress(PeerClosed):
                 await self.send(response)
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
+    def _spawn(self, coro: Awaitable[None]) -> asyncio.Future[None]:
         task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.add(task)  # type: ignore[arg-type]
+        task.add_done_callback(self._tasks.discard)  # type: ignore[arg-type]
+        return task
 
     async def drain_tasks(self, timeout: float) -> None:  # noqa: ASYNC109
         """Let in-flight requests finish (used on shutdown)."""

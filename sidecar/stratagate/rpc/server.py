@@ -16,6 +16,7 @@ from jsonrpcserver.async_main import dispatch_to_serializable
 from stratagate import errors
 from stratagate.app import App
 from stratagate.config import Settings
+from stratagate.errors import has_surrogate
 from stratagate.rpc.methods import METHODS
 from stratagate.rpc.peer import Peer, error_response
 
@@ -75,6 +76,8 @@ def request_problem(message: Any) -> str | None:
         rid = message["id"]
         if isinstance(rid, bool) or not (rid is None or isinstance(rid, str | int)):
             return 'member "id" must be a string or an integer'
+        if isinstance(rid, str) and has_surrogate(rid):
+            return 'member "id" holds a lone UTF-16 surrogate (not valid Unicode)'
     extra = sorted(set(message) - _MEMBERS)
     if extra:
         return f"unexpected member(s) {', '.join(map(repr, extra))}"
@@ -82,9 +85,15 @@ def request_problem(message: Any) -> str | None:
 
 
 def _request_id(message: Any) -> Any:
-    if isinstance(message, dict) and isinstance(message.get("id"), str | int) and not isinstance(message["id"], bool):
-        return message["id"]
-    return None
+    """The id to answer with: null when the id itself is not valid (JSON-RPC 2.0, section 5)."""
+    if not isinstance(message, dict):
+        return None
+    rid = message.get("id")
+    if isinstance(rid, bool) or not isinstance(rid, str | int):
+        return None
+    if isinstance(rid, str) and has_surrogate(rid):
+        return None
+    return rid
 
 
 def _clarify(response: Any) -> Any:
@@ -115,9 +124,14 @@ async def serve(settings: Settings, in_fd: int | None = None, out_fd: int | None
         if isinstance(message, list):
             if not message:
                 return error_response(None, errors.INVALID_REQUEST, "not a valid JSON-RPC 2.0 request: empty batch")
-            replies = await asyncio.gather(*(dispatch(item) for item in message))
+            # Each item is one request: an item that is not a request object (a nested batch included) gets its
+            # own -32600; a batch is never answered with nested arrays.
+            replies = await asyncio.gather(*(dispatch_item(item) for item in message))
             replies = [r for r in replies if r is not None]
             return replies or None
+        return await dispatch_item(message)
+
+    async def dispatch_item(message: Any) -> Any:
         if isinstance(message, dict) and message.get("method") == "turn.capture":
             done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             captures_in_flight.add(done)
