@@ -23,6 +23,8 @@ log = logging.getLogger("stratagate.rpc")
 Dispatch = Callable[[Any], Awaitable[Any]]
 MAX_DEPTH = 64
 """Deepest nesting of arrays/objects accepted in one line (checked before parsing); deeper lines get -32700."""
+MAX_INT_DIGITS = 100
+"""Longest integer literal accepted (Python's own limit, 4,300 digits, is far beyond any meaningful value)."""
 MAX_IN_FLIGHT = 64
 """Requests handled at once; when all slots are taken the peer stops reading stdin until one frees."""
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
@@ -70,9 +72,15 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _bounded_int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS + 1:  # a sign may precede the digits
+        raise ValueError(f"integer with {len(text.lstrip('-'))} digits; the limit is {MAX_INT_DIGITS} digits")
+    return int(text)
+
+
 def strict_loads(text: str) -> Any:
-    """RFC 8259 JSON only: no NaN/Infinity, no number overflowing a double; Python's int digit limit applies."""
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    """RFC 8259 JSON only: no NaN/Infinity, no number overflowing a double, no integer over MAX_INT_DIGITS digits."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_bounded_int)
 
 
 def _is_response(message: Any) -> bool:
