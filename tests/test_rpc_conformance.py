@@ -437,3 +437,29 @@ async def test_fuzzed_frames_always_get_conformant_replies(tmp_path: Path):
         assert_exactly_one_reply_each(client, ours)
     finally:
         await client.close()
+
+
+# --- the one error adapter ------------------------------------------------------------------------------------------
+
+
+def test_the_error_adapter_maps_client_mistakes_and_full_storage():
+    import sqlite3
+
+    from stratagate.errors import as_rpc_error
+    from stratagate.storage.db import StorageError
+
+    full = sqlite3.OperationalError("database or disk is full")
+    assert as_rpc_error(full).code == -32010
+    try:
+        raise StorageError(f"commit failed, nothing was written: {full}") from full
+    except StorageError as exc:
+        assert as_rpc_error(exc).code == -32010  # a failed COMMIT on a full disk, as the retrieval batch hits it
+        assert "storage full" in as_rpc_error(exc).message
+    assert as_rpc_error(sqlite3.OperationalError("disk I/O error")).code == -32010
+    assert as_rpc_error(ValueError("embedded null byte")).code == -32602
+    assert as_rpc_error(OverflowError("date value out of range")).code == -32602
+    try:
+        "\ud800".encode()
+    except UnicodeEncodeError as exc:
+        assert as_rpc_error(exc).code == -32602
+    assert as_rpc_error(KeyError("bug")).code == -32603
