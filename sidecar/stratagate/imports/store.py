@@ -101,8 +101,10 @@ async def run_import(
     scope: Scope = "user",
     actor: Actor = "user",
     allow_duplicate: bool = False,
+    allow_duplicate_name: str = "allow_duplicate",
 ) -> dict[str, Any]:
-    """Store ``batch`` as one import in ``namespace``: all of it or nothing. Returns the report (no memory text)."""
+    """Store ``batch`` as one import in ``namespace``: all of it or nothing. Returns the report (no memory text).
+    ``allow_duplicate_name`` is how the caller spells that switch in the duplicate error (the CLI: a flag)."""
     check_scope(scope)
     now = datetime.now(UTC)
     # Secrets never reach the database: the source is stored redacted, and its checksum is of what is stored
@@ -120,7 +122,7 @@ async def run_import(
             imp = ids.make("imp", existing)
             raise invalid_params(
                 f"{source_name} was already imported into {namespace} as {imp} (same SHA-256); "
-                f"remove {imp} first or pass allow_duplicate to import it again",
+                f"remove {imp} first or pass {allow_duplicate_name} to import it again",
                 {"import_id": imp},
             )
         cursor = await conn.execute(
