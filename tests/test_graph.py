@@ -311,7 +311,7 @@ async def test_near_duplicates_merge_but_negations_and_other_numbers_do_not(side
 @given(st.text(min_size=1, max_size=120), st.text(min_size=1, max_size=120))
 def test_near_same_is_symmetric_and_reflexive_for_wordy_texts(a: str, b: str):
     from stratagate.events.store import near_same
-    from stratagate.search.terms import terms
+    from stratagate.text.terms import terms
 
     assert near_same(a, b) == near_same(b, a)
     if len(set(terms(a))) >= 3:

@@ -52,8 +52,8 @@ from stratagate.events import store
 from stratagate.events.models import EventRow
 from stratagate.graph import lexicon
 from stratagate.jobs.queue import BLOCK_SUMMARY, enqueue
-from stratagate.search.terms import quote as fts_quote
 from stratagate.storage.db import Actor, Database, audit
+from stratagate.text.terms import quote as fts_quote
 from stratagate.timeutil import now_iso
 
 ERASED = "[erased]"

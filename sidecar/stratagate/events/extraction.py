@@ -27,8 +27,8 @@ from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.redact import redact, redact_value
 from stratagate.safety.inert import inert
-from stratagate.search.terms import fts_query, terms
 from stratagate.storage.db import Database, audit
+from stratagate.text.terms import fts_query, terms
 from stratagate.timeutil import parse_time
 
 if TYPE_CHECKING:

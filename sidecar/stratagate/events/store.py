@@ -25,8 +25,8 @@ from pydantic import BaseModel
 from stratagate import ids
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow, NewEvent, Status
 from stratagate.graph import lexicon
-from stratagate.search.terms import fts_document, fts_query, terms
 from stratagate.storage.db import Actor, audit
+from stratagate.text.terms import fts_document, fts_query, terms
 from stratagate.timeutil import now_iso, parse_time, to_iso
 
 MAX_CHAIN = 32

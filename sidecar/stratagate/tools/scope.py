@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import aiosqlite
 
-from stratagate.search.terms import fts_query
+from stratagate.text.terms import fts_query
 from stratagate.tools.registry import ToolContext
 
 UNSEARCHABLE = "the query has no searchable words"
