@@ -18,8 +18,8 @@ from stratagate.capture.store import ensure_namespace
 from stratagate.errors import invalid_params, not_found
 from stratagate.events import store
 from stratagate.events.models import EventRow, EventType, NewEvent, Scope
+from stratagate.events.projection_queue import enqueue_projection
 from stratagate.events.temporal import build_temporal
-from stratagate.graph.projection import enqueue_projection
 from stratagate.imports.parsers import ImportBatch, sha256_text
 from stratagate.redact import redact
 from stratagate.safety.secrets import scrub_known, secrets_in
