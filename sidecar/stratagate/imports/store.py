@@ -54,6 +54,14 @@ _TYPES: Final[dict[str, EventType]] = {
 _ACTIVE_STATUSES: Final = frozenset({"active", "enabled", "decayed"})
 
 
+def parse_import_id(value: str) -> int:
+    """The row id of a public import id ``imp_N``; anything else is invalid params."""
+    key = ids.parse(value, "imp")
+    if key is None:
+        raise invalid_params(f"import ids look like 'imp_3' (got {value!r})")
+    return key
+
+
 def event_type(kind: str | None) -> EventType:
     """The event type for a source's kind/category; 'fact' unless it is (a plain synonym of) an event type."""
     if kind is None:

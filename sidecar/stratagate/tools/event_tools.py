@@ -20,7 +20,7 @@ from stratagate.events.temporal import TimeStatus, build_temporal
 from stratagate.graph.projection import mark_projected, project_event
 from stratagate.redact import redact, redact_value
 from stratagate.timeutil import parse_time, to_iso
-from stratagate.tools.registry import Tool, ToolContext
+from stratagate.tool_registry import Tool, ToolContext
 from stratagate.tools.scope import UNSEARCHABLE, query_match, scope_keys
 
 ACTOR = "agent"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiosqlite
 
 from stratagate.text.terms import fts_query
-from stratagate.tools.registry import ToolContext
+from stratagate.tool_registry import ToolContext
 
 UNSEARCHABLE = "the query has no searchable words"
 
