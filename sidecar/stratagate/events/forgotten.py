@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stratagate import ids
-from stratagate.blocks.render import render_l3, render_l4, render_l5
+from stratagate.blocks.render import render_l0, render_l2, render_l3, render_l4, render_l5
 from stratagate.blocks.source import SourceMessage
-from stratagate.blocks.summarize import render_l0, render_l2
 from stratagate.blocks.views import BlockRow, block_messages, view_text
 from stratagate.events.store import near_same
 from stratagate.safety.inert import inert
