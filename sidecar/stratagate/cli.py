@@ -211,7 +211,7 @@ def import_command(args: argparse.Namespace, db_path: Path) -> int:
     from stratagate.errors import RpcError
     from stratagate.imports import store
     from stratagate.imports.parsers import ImportFormatError, parse_file
-    from stratagate.imports.rpc import parse_import_id
+    from stratagate.imports.store import parse_import_id
     from stratagate.namespaces import ResolveParams, resolve
     from stratagate.storage.db import Database, SchemaError, StorageError
 

@@ -30,8 +30,8 @@ from stratagate.capture.store import _search_text
 from stratagate.events import store as event_store
 from stratagate.graph.store import reindex_node
 from stratagate.safety.secrets import PLACEHOLDER_RE, redact_text, redact_value
-from stratagate.search.terms import fts_document
 from stratagate.storage.db import Database, audit
+from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso
 
 

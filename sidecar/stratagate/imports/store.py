@@ -18,8 +18,8 @@ from stratagate.capture.store import ensure_namespace
 from stratagate.errors import invalid_params, not_found
 from stratagate.events import store
 from stratagate.events.models import EventRow, EventType, NewEvent, Scope
+from stratagate.events.projection_queue import enqueue_projection
 from stratagate.events.temporal import build_temporal
-from stratagate.graph.projection import enqueue_projection
 from stratagate.imports.parsers import ImportBatch, sha256_text
 from stratagate.redact import redact
 from stratagate.safety.secrets import scrub_known, secrets_in
@@ -52,6 +52,14 @@ _TYPES: Final[dict[str, EventType]] = {
 # Source statuses that still mean "current". Anything else (archived, deleted, disabled, consolidated into a
 # parent memory, paused …) is history in the source and is not imported as a current memory.
 _ACTIVE_STATUSES: Final = frozenset({"active", "enabled", "decayed"})
+
+
+def parse_import_id(value: str) -> int:
+    """The row id of a public import id ``imp_N``; anything else is invalid params."""
+    key = ids.parse(value, "imp")
+    if key is None:
+        raise invalid_params(f"import ids look like 'imp_3' (got {value!r})")
+    return key
 
 
 def event_type(kind: str | None) -> EventType:

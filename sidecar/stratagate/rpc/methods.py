@@ -17,10 +17,10 @@ from stratagate.capture.models import CaptureParams
 from stratagate.capture.store import capture_turn
 from stratagate.erase import erase_subject
 from stratagate.errors import INTERNAL_ERROR, STORAGE_ERROR, RpcError, explain_validation, invalid_params, not_found
-from stratagate.evidence.rpc import OpenBatchesParams, WeightsParams, memory_weights, open_batches
-from stratagate.imports.rpc import import_get, import_list, import_remove, import_run
 from stratagate.jobs import queue
 from stratagate.namespaces import ResolveParams, resolve
+from stratagate.rpc.evidence import OpenBatchesParams, WeightsParams, memory_weights, open_batches
+from stratagate.rpc.imports import import_get, import_list, import_remove, import_run
 from stratagate.rpc.params import (
     Empty,
     EraseParams,
@@ -32,7 +32,7 @@ from stratagate.rpc.params import (
     ToolsCallParams,
 )
 from stratagate.tokens import count_tokens
-from stratagate.tools.registry import ToolContext
+from stratagate.tool_registry import ToolContext
 
 log = logging.getLogger("stratagate.rpc")
 
