@@ -220,6 +220,8 @@ async def _set(
     await audit(conn, ev.namespace_id, actor, action, "event", ev.public_id, ev.lifecycle(), after_state)
     if after.status != ev.status:
         # The graph is a projection of events: its facts follow their events' status in the same transaction.
+        if not _status_hooks:  # loud, not a silently stale graph: every entry point imports stratagate.graph
+            raise RuntimeError("event status changed with no status hook registered: import stratagate.graph first")
         for hook in _status_hooks:
             await hook(conn, after, actor)
     return after

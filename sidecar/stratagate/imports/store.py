@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import aiosqlite
 
+import stratagate.graph  # noqa: F401  (registers the graph's status hook: facts follow events)
 from stratagate import ids
 from stratagate.capture.store import ensure_namespace
 from stratagate.errors import invalid_params, not_found
