@@ -52,7 +52,7 @@ sys.path.insert(0, str(REPO / "sidecar"))
 
 from conftest import summary_arguments  # noqa: E402
 from stratagate.search import raw  # noqa: E402
-from stratagate.search.terms import terms  # noqa: E402
+from stratagate.text.terms import terms  # noqa: E402
 from support.sidecar import SidecarClient  # noqa: E402
 
 DEFAULT_FILE = REPO.parent / "shared" / "data" / "locomo" / "26.json"
@@ -422,8 +422,8 @@ async def ablation(
 async def scaled(conv: Conversation, workdir: Path, copies: int) -> Run:
     """Lexical ranking latency on a namespace holding ``copies`` copies of the conversation (each copy its own
     sessions), written straight into a fresh database (turns, messages, message_fts) rather than captured."""
-    from stratagate.search.terms import fts_document
     from stratagate.storage.db import Database
+    from stratagate.text.terms import fts_document
     from stratagate.timeutil import to_iso
 
     db = Database(workdir / f"scaled-{copies}.db")

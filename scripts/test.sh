@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 echo "== ruff"
 .venv/bin/ruff check sidecar tests bench scripts
+echo "== import-linter"
+# The layers contract in pyproject.toml ([tool.importlinter]): no import cycle between sidecar packages. PYTHONPATH
+# makes grimp read this checkout's sidecar/ even when .venv's editable install points at another worktree.
+PYTHONPATH="$PWD/sidecar" .venv/bin/lint-imports --no-cache
 echo "== node --test (shim)"
 STRATAGATE_PYTHON="$PWD/.venv/bin/python" node --test tests/js/*.test.mjs
 echo "== pytest"

@@ -185,7 +185,7 @@ async def test_duplicates_pins_and_audit_cli(sidecar: SidecarClient, tmp_path: P
     lines = [ln for ln in out.splitlines() if ln.startswith("#")]
     assert code == 0 and len(lines) == 2 and "event.remember event:evt_3 ns=other" in lines[0]
     code, _, err = await run_cli("audit", "--db", str(tmp_path / "missing.db"))
-    assert code == 1 and "no database" in err
+    assert code == 2 and "no database" in err
 
 
 async def test_session_scope_is_enforced(sidecar: SidecarClient):

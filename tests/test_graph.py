@@ -266,7 +266,7 @@ async def test_graph_mutations_are_audited_with_full_fact_state(sidecar: Sidecar
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=300))
 def test_the_claim_reader_never_fails_and_only_returns_valid_claims(text: str):
-    from stratagate.graph.claims import Claim, read_claims
+    from stratagate.events.claims import Claim, read_claims
 
     claims = read_claims(text)
     assert claims == read_claims(text)  # deterministic
@@ -282,7 +282,7 @@ def test_the_claim_reader_never_fails_and_only_returns_valid_claims(text: str):
     st.sampled_from(["We switched from {a} to {b}.", "Replace {a} with {b}.", "Switch from {a} to {b}"]),
 )
 def test_switch_sentences_end_the_old_tool_and_start_the_new(a: str, b: str, template: str):
-    from stratagate.graph.claims import read_claims
+    from stratagate.events.claims import read_claims
 
     claims = read_claims(template.format(a=a, b=b))
     assert [(c.object, c.ended, c.slot) for c in claims] == (
@@ -311,7 +311,7 @@ async def test_near_duplicates_merge_but_negations_and_other_numbers_do_not(side
 @given(st.text(min_size=1, max_size=120), st.text(min_size=1, max_size=120))
 def test_near_same_is_symmetric_and_reflexive_for_wordy_texts(a: str, b: str):
     from stratagate.events.store import near_same
-    from stratagate.search.terms import terms
+    from stratagate.text.terms import terms
 
     assert near_same(a, b) == near_same(b, a)
     if len(set(terms(a))) >= 3:

@@ -13,8 +13,9 @@ import pytest
 from stratagate.capture.store import ensure_namespace, ensure_session
 from stratagate.events import store as events
 from stratagate.events.models import NewEvent
+from stratagate.events.projection_queue import BATCH_SIZE, enqueue_projection
 from stratagate.graph import projection
-from stratagate.graph.projection import BATCH_SIZE, GraphProjector, enqueue_projection
+from stratagate.graph.projection import GraphProjector
 from stratagate.jobs.queue import GRAPH_PROJECTION
 from stratagate.jobs.runner import JobRunner
 from stratagate.storage.db import Database

@@ -23,7 +23,7 @@ async def test_block_summary_through_the_host(tmp_path: Path):
     try:
         await client.call("turn.capture", turn(1))
         await client.call("turn.capture", turn(2))
-        await client.wait_notification("jobs.changed", lambda p: p["status"] == "done")
+        await client.wait_notification("jobs.changed", lambda p: p["kind"] == "block_summary" and p["status"] == "done")
         request = client.host_requests[0]
         assert request["method"] == "host.llm.complete"
         params = seen[0]
@@ -48,9 +48,12 @@ async def test_host_error_keeps_block_pending_and_job_retryable(tmp_path: Path):
                                        env={"STRATAGATE_JOB_BACKOFF_BASE": "30"})
     try:
         await client.call("turn.capture", turn(1))
-        note = await client.wait_notification("jobs.changed", lambda p: p["status"] == "queued")
+        note = await client.wait_notification(
+            "jobs.changed", lambda p: p["kind"] == "block_summary" and p["status"] == "queued"
+        )
         assert "no model configured in DSH" in note["error"]
-        job = (await client.call("jobs.list"))["jobs"][0]
+        # Other jobs (the embedding job) may be listed too, and first: pick the summary job by kind.
+        job = next(j for j in (await client.call("jobs.list"))["jobs"] if j["kind"] == "block_summary")
         assert job["status"] == "queued" and job["next_run_at"] is not None
         listing = await client.tool("proj", "s1", "memory_get_blocks")
         assert listing["blocks"][0]["status"] == "pending"

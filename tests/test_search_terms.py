@@ -1,4 +1,4 @@
-"""The shared tokenizer (search/terms.py) and date normalisation (search/dates.py)."""
+"""The shared tokenizer (text/terms.py) and date normalisation (text/dates.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stratagate.search.dates import date_tokens, find_dates, find_months
 from stratagate.search.raw import plan
-from stratagate.search.terms import fts_document, fts_query, terms
+from stratagate.text.dates import date_tokens, find_dates, find_months
+from stratagate.text.terms import fts_document, fts_query, terms
 
 SAME_DAY = [
     "2023-05-08",

@@ -66,6 +66,60 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class DbProblem(Exception):
+    """A --db the command cannot use; the message names the database and what to do."""
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def check_db(path: Path, *, create: bool = False) -> None:
+    """Refuse, before anything opens it, a --db that cannot be a database: raises DbProblem."""
+    if path.is_dir():
+        raise DbProblem(f"{path} is a directory, not a database file; pass --db with the path of a database file")
+    if not path.exists():
+        if not path.parent.is_dir():
+            raise DbProblem(f"no folder {path.parent} for the database {path}; create the folder or pass another --db")
+        if not create:
+            raise DbProblem(f"no database at {path}; pass --db with the path of an existing database")
+        return
+    try:
+        with open(path, "rb") as f:
+            header = f.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise DbProblem(
+            f"cannot read the database {path}: {exc.strerror or exc}; fix its permissions or pass another --db"
+        ) from None
+    if header and header != SQLITE_HEADER:
+        raise DbProblem(f"{path} is not a SQLite database; pass --db with the path of a StrataGate database")
+
+
+def db_problem(path: Path, exc: BaseException) -> str:
+    """One line for a database that failed to open or to be used."""
+    from stratagate.storage.db import SchemaError
+
+    text = _one_line(exc)
+    if isinstance(exc, (DbProblem, SchemaError)):
+        return text
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return f"the database {path} is locked by another process; try again when it has finished"
+    if isinstance(exc, sqlite3.DatabaseError) and "not a database" in text:
+        return f"{path} is not a SQLite database; pass --db with the path of a StrataGate database"
+    return f"cannot use the database {path}: {text}; check the file or pass another --db"
+
+
+def _used(path: Path) -> None:
+    """Every command names the database it used, on stderr (stdout stays the command's output)."""
+    print(f"database: {os.path.abspath(path)}", file=sys.stderr)
+
+
+DB_ERRORS: tuple[type[BaseException], ...] = (DbProblem, sqlite3.Error, OSError)
+
+
 def _positive(value: str) -> int:
     try:
         number = int(value)
@@ -87,9 +141,18 @@ def _loads(value: str | None) -> object:
 
 def audit_entries(db: Path, namespace: str | None, limit: int) -> list[dict[str, object]]:
     """The newest audit rows first, read through a read-only connection (safe while the sidecar runs)."""
+    from stratagate.storage.db import SchemaError
+    from stratagate.storage.schema import SCHEMA_VERSION
+
     conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
     try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise SchemaError(
+                f"database {db} has schema version {version}, newer than this stratagate understands "
+                f"({SCHEMA_VERSION}); upgrade stratagate"
+            )
         sql = (
             "SELECT a.id, a.at, a.actor, a.action, n.name AS namespace, a.subject_type, a.subject_id, a.before, a.after"
             " FROM audit_log a LEFT JOIN namespaces n ON n.id = a.namespace_id"
@@ -148,7 +211,7 @@ def import_command(args: argparse.Namespace, db_path: Path) -> int:
     from stratagate.errors import RpcError
     from stratagate.imports import store
     from stratagate.imports.parsers import ImportFormatError, parse_file
-    from stratagate.imports.rpc import parse_import_id
+    from stratagate.imports.store import parse_import_id
     from stratagate.namespaces import ResolveParams, resolve
     from stratagate.storage.db import Database, SchemaError, StorageError
 
@@ -157,9 +220,11 @@ def import_command(args: argparse.Namespace, db_path: Path) -> int:
         print("stratagate import: give exactly one of FILE, --remove IMPORT_ID or --list", file=sys.stderr)
         return 1
     namespace = args.namespace or resolve(ResolveParams(mode="project", cwd=os.getcwd()))["namespace"]
-    if not args.file and not db_path.exists():
-        print(f"stratagate: no database at {db_path}", file=sys.stderr)
-        return 1
+    try:
+        check_db(db_path, create=bool(args.file))  # importing a file may create the database; listing may not
+    except DbProblem as exc:
+        print(f"stratagate import: {exc}", file=sys.stderr)
+        return 2
 
     async def run() -> tuple[str, dict[str, Any]]:
         db = Database(db_path)
@@ -169,7 +234,8 @@ def import_command(args: argparse.Namespace, db_path: Path) -> int:
             await db.open()
             try:
                 return "run", await store.run_import(
-                    db, namespace, batch, scope=args.scope, allow_duplicate=args.allow_duplicate
+                    db, namespace, batch, scope=args.scope, allow_duplicate=args.allow_duplicate,
+                    allow_duplicate_name="--allow-duplicate",
                 )
             finally:
                 await db.close()
@@ -184,11 +250,15 @@ def import_command(args: argparse.Namespace, db_path: Path) -> int:
     try:
         command, result = asyncio.run(run())
     except RpcError as exc:
-        print(f"stratagate import: {exc.message}", file=sys.stderr)
+        print(f"stratagate import: {_one_line(exc.message)}", file=sys.stderr)
         return 1
-    except (ImportFormatError, SchemaError, StorageError, sqlite3.Error, OSError) as exc:
-        print(f"stratagate import: {exc}", file=sys.stderr)
+    except ImportFormatError as exc:
+        print(f"stratagate import: {_one_line(exc)}", file=sys.stderr)
         return 1
+    except (SchemaError, StorageError, *DB_ERRORS) as exc:
+        print(f"stratagate import: {db_problem(db_path, exc)}", file=sys.stderr)
+        return 2
+    _used(db_path)
     _print_import(command, result, args.json)
     return 0
 
@@ -199,13 +269,15 @@ def redact_command(args: argparse.Namespace) -> int:
     from stratagate.storage.db import SchemaError, StorageError
 
     try:
+        check_db(args.db)
         report = asyncio.run(scrub(args.db))
-    except (ScrubError, SchemaError, StorageError) as exc:
-        print(f"stratagate redact: {exc}", file=sys.stderr)
+    except (ScrubError, StorageError) as exc:
+        print(f"stratagate redact: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except (sqlite3.Error, OSError) as exc:
-        print(f"stratagate redact: {args.db}: {exc.__class__.__name__}: {exc}", file=sys.stderr)
+    except (SchemaError, *DB_ERRORS) as exc:
+        print(f"stratagate redact: {db_problem(args.db, exc)}", file=sys.stderr)
         return 2
+    _used(args.db)
     summary = report.as_dict()
     if args.json:
         print(json.dumps(summary, indent=2, ensure_ascii=False))
@@ -232,9 +304,11 @@ def erase_command(args: argparse.Namespace, db_path: Path, max_attempts: int) ->
     if ids.parse(args.id.strip(), "evt") is None and ids.parse(args.id.strip(), "msg") is None:
         print(f"stratagate erase: {args.id!r} is not an event id (evt_12) or a message id (msg_40)", file=sys.stderr)
         return 1
-    if not db_path.exists():
-        print(f"stratagate: no database at {db_path}", file=sys.stderr)
-        return 1
+    try:
+        check_db(db_path)
+    except DbProblem as exc:
+        print(f"stratagate erase: {exc}", file=sys.stderr)
+        return 2
     namespace = args.namespace or resolve(ResolveParams(mode="project", cwd=os.getcwd()))["namespace"]
     if not args.yes:
         if not sys.stdin.isatty():
@@ -256,11 +330,12 @@ def erase_command(args: argparse.Namespace, db_path: Path, max_attempts: int) ->
     try:
         result = asyncio.run(run())
     except RpcError as exc:
-        print(f"stratagate erase: {exc.message}", file=sys.stderr)
+        print(f"stratagate erase: {_one_line(exc.message)}", file=sys.stderr)
         return 1
-    except (SchemaError, StorageError, sqlite3.Error, OSError) as exc:
-        print(f"stratagate erase: {exc}", file=sys.stderr)
-        return 1
+    except (SchemaError, StorageError, *DB_ERRORS) as exc:
+        print(f"stratagate erase: {db_problem(db_path, exc)}", file=sys.stderr)
+        return 2
+    _used(db_path)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
@@ -293,30 +368,44 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "info":
         from stratagate.app import App
+        from stratagate.storage.db import SchemaError, StorageError
 
+        try:
+            check_db(settings.db, create=True)
+        except DbProblem as exc:
+            print(f"stratagate info: {exc}", file=sys.stderr)
+            return 2
         if not settings.db.exists():
+            _used(settings.db)
             print(json.dumps({"db_path": str(settings.db), "exists": False}, indent=2))
             return 0
 
-        async def show() -> None:
-            app = App(settings)
+        async def show() -> dict[str, Any]:
+            app = App(settings)  # not started: no job runner, no warm-up threads
             await app.db.open()
             try:
-                print(json.dumps(await app.info(), indent=2, ensure_ascii=False))
+                return await app.info()
             finally:
                 await app.db.close()
 
-        asyncio.run(show())
+        try:
+            info = asyncio.run(show())
+        except (SchemaError, StorageError, *DB_ERRORS) as exc:
+            print(f"stratagate info: {db_problem(settings.db, exc)}", file=sys.stderr)
+            return 2
+        _used(settings.db)
+        print(json.dumps(info, indent=2, ensure_ascii=False))
         return 0
     if args.command == "audit":
-        if not settings.db.exists():
-            print(f"stratagate: no database at {settings.db}", file=sys.stderr)
-            return 1
+        from stratagate.storage.db import SchemaError
+
         try:
+            check_db(settings.db)
             entries = audit_entries(settings.db, args.namespace, args.limit)
-        except sqlite3.Error as exc:
-            print(f"stratagate: cannot read the audit log of {settings.db}: {exc}", file=sys.stderr)
-            return 1
+        except (SchemaError, *DB_ERRORS) as exc:
+            print(f"stratagate audit: {db_problem(settings.db, exc)}", file=sys.stderr)
+            return 2
+        _used(settings.db)
         _print_audit(entries, args.json)
         return 0
     if args.command == "import":

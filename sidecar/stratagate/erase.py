@@ -43,17 +43,17 @@ from typing import Any
 
 import aiosqlite
 
+import stratagate.graph  # noqa: F401  (registers the graph's status hook: facts follow events)
 from stratagate import ids
 from stratagate.blocks.render import seal_views
 from stratagate.blocks.source import ROW_COLUMNS, from_row
 from stratagate.errors import invalid_params, not_found
 from stratagate.events import forgotten as forgotten_mod
-from stratagate.events import store
+from stratagate.events import lexicon, store
 from stratagate.events.models import EventRow
-from stratagate.graph import lexicon
 from stratagate.jobs.queue import BLOCK_SUMMARY, enqueue
-from stratagate.search.terms import quote as fts_quote
 from stratagate.storage.db import Actor, Database, audit
+from stratagate.text.terms import quote as fts_quote
 from stratagate.timeutil import now_iso
 
 ERASED = "[erased]"

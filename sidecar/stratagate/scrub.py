@@ -30,8 +30,8 @@ from stratagate.capture.store import _search_text
 from stratagate.events import store as event_store
 from stratagate.graph.store import reindex_node
 from stratagate.safety.secrets import PLACEHOLDER_RE, redact_text, redact_value
-from stratagate.search.terms import fts_document
 from stratagate.storage.db import Database, audit
+from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso
 
 
@@ -107,13 +107,19 @@ def backup(path: Path) -> Path:
     target = Path(f"{path}.pre-redact-{stamp}.bak")
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.close(fd)
-    src = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    src = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
     try:
+        # Connection.backup retries a locked source forever: wait for the lock here, with a deadline, instead.
+        src.execute("BEGIN")
+        src.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
         dst = sqlite3.connect(target)
         try:
             src.backup(dst)
         finally:
             dst.close()
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
     finally:
         src.close()
     os.chmod(target, 0o600)

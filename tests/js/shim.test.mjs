@@ -277,7 +277,15 @@ describe('the plugin in a stand-in DSH context (real sidecar)', () => {
       ctx.emit('session/event', session, event)
     }
     const tool = ctx.tools.registered.get('memory_search_raw')
-    const result = await tool.execute({ query: 'pnpm' }, { agent: { session }, callId: 'call_9', signal: new AbortController().signal })
+    // session/event listeners capture in the background: wait until the turn is stored (not a fixed sleep).
+    const result = await waitFor(async () => {
+      try {
+        return await tool.execute({ query: 'pnpm' }, { agent: { session }, callId: 'call_9', signal: new AbortController().signal })
+      } catch (err) {
+        if (/no turn has been captured/.test(String(err?.message ?? err))) return null
+        throw err
+      }
+    }, { timeoutMs: 120_000, what: 'the captured turn' })
     assert.ok(result.hits.some((h) => /pnpm/.test(h.text)))
     await waitFor(() => streamCalls.length > 0, { what: 'a host model call' })
     assert.equal(streamCalls[0].provider, 'fake', 'the route of the session that captured the turn')

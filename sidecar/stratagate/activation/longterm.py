@@ -28,7 +28,7 @@ from stratagate.graph import read as graph_read
 from stratagate.graph import store as graph
 from stratagate.safety.inert import Named, heading
 from stratagate.search.fusion import rrf
-from stratagate.search.terms import fts_query
+from stratagate.text.terms import fts_query
 
 MAX_EVENTS = 4
 MAX_NODES = 4

@@ -20,6 +20,15 @@ LEVEL_LABELS = {
 }
 
 
+def render_l0(title: str, tags: list[str]) -> str:
+    """L0 of a summarised block (the summary job stores it; views and forget filtering render it again)."""
+    return f"{title}\nTags: {', '.join(tags) if tags else 'none'}"
+
+
+def render_l2(key_facts: list[str]) -> str:
+    return "\n".join(f"- {fact}" for fact in key_facts)
+
+
 def _turn_header(msg: SourceMessage, with_time: bool) -> str:
     return f"[turn {msg.turn_seq} · {msg.created_at}]" if with_time else f"[turn {msg.turn_seq}]"
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from stratagate import ids
+from stratagate.blocks.render import render_l0, render_l2
 from stratagate.blocks.summary_model import BlockSummary
 from stratagate.jobs.queue import EVENT_EXTRACTION, JobRow, enqueue, mark_done
 from stratagate.jobs.runner import PermanentJobError
@@ -26,14 +27,6 @@ Write in the language the conversation mostly uses. Be specific: keep names, num
 commands and the reasons behind decisions. Do not invent anything that is not in the transcript.
 Call the tool exactly once with: title (L0), tags, summary (L1, a few sentences), key_facts (L2, \
 self-contained lines) and has_durable_facts."""
-
-
-def render_l0(title: str, tags: list[str]) -> str:
-    return f"{title}\nTags: {', '.join(tags) if tags else 'none'}"
-
-
-def render_l2(key_facts: list[str]) -> str:
-    return "\n".join(f"- {fact}" for fact in key_facts)
 
 
 class BlockSummarizer:

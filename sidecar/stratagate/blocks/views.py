@@ -9,9 +9,8 @@ from pydantic import BaseModel
 
 from stratagate import ids
 from stratagate.blocks.decay import display_level, weight
-from stratagate.blocks.render import LEVEL_LABELS, render_l5
+from stratagate.blocks.render import LEVEL_LABELS, render_l0, render_l2, render_l5
 from stratagate.blocks.source import ROW_COLUMNS, from_row
-from stratagate.blocks.summarize import render_l0, render_l2
 from stratagate.errors import invalid_params, not_found
 from stratagate.safety.inert import inert
 from stratagate.storage.db import Database, audit

@@ -15,8 +15,8 @@ from stratagate.capture.models import CaptureParams, CaptureResult
 from stratagate.config import Settings
 from stratagate.errors import STORAGE_ERROR, RpcError
 from stratagate.safety.secrets import redact_text, redact_value
-from stratagate.search.terms import fts_document
 from stratagate.storage.db import Database, StorageError, audit
+from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso, to_iso
 
 

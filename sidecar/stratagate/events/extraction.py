@@ -21,14 +21,14 @@ from stratagate.blocks.views import block_messages
 from stratagate.events import store
 from stratagate.events.extraction_model import MAX_RELATED, EventDraft, ExtractionOutput
 from stratagate.events.models import EventRow, NewEvent
+from stratagate.events.projection_queue import enqueue_projection
 from stratagate.events.temporal import build_temporal
-from stratagate.graph.projection import enqueue_projection
 from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.redact import redact, redact_value
 from stratagate.safety.inert import inert
-from stratagate.search.terms import fts_query, terms
 from stratagate.storage.db import Database, audit
+from stratagate.text.terms import fts_query, terms
 from stratagate.timeutil import parse_time
 
 if TYPE_CHECKING:

@@ -6,9 +6,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError
 
+from stratagate.events.claims import Claim
 from stratagate.events.models import Criticality, EventType, Scope
 from stratagate.events.temporal import TimeStatus
-from stratagate.graph.claims import Claim
 
 MAX_EVENTS = 12
 MAX_RELATED = 8

@@ -23,14 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stratagate import ids
-from stratagate.blocks.render import render_l3, render_l4, render_l5
+from stratagate.blocks.render import render_l0, render_l2, render_l3, render_l4, render_l5
 from stratagate.blocks.source import SourceMessage
-from stratagate.blocks.summarize import render_l0, render_l2
 from stratagate.blocks.views import BlockRow, block_messages, view_text
 from stratagate.events.store import near_same
 from stratagate.safety.inert import inert
-from stratagate.search.terms import terms
 from stratagate.storage.db import Database
+from stratagate.text.terms import terms
 
 MIN_TERMS = 3  # a statement shorter than this (in search terms) is too generic to hide anything by itself
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")

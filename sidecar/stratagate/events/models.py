@@ -51,7 +51,7 @@ class NewEvent(BaseModel):
     time_status: TimeStatus = "unknown"
     fingerprint: str
     claims: list[dict[str, Any]] = Field(default_factory=list)
-    """graph.claims.Claim dumps: what the event states about nodes; the graph projection reads them."""
+    """events.claims.Claim dumps: what the event states about nodes; the graph projection reads them."""
 
 
 class EventRow(NewEvent):

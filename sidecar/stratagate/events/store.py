@@ -17,19 +17,34 @@ import hashlib
 import json
 import re
 import unicodedata
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiosqlite
 from pydantic import BaseModel
 
 from stratagate import ids
+from stratagate.events import lexicon
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow, NewEvent, Status
-from stratagate.graph import lexicon
-from stratagate.search.terms import fts_document, fts_query, terms
 from stratagate.storage.db import Actor, audit
+from stratagate.text.terms import fts_document, fts_query, terms
 from stratagate.timeutil import now_iso, parse_time, to_iso
 
 MAX_CHAIN = 32
+
+StatusHook = Callable[[aiosqlite.Connection, EventRow, Actor], Awaitable[None]]
+_status_hooks: list[StatusHook] = []
+
+
+def on_status_change(hook: StatusHook) -> None:
+    """Run ``hook(conn, event_after, actor)`` inside the transaction whenever an event's status changes.
+
+    The graph registers here when it is imported (``stratagate.graph``): it is a projection of events, so its facts
+    follow their events' status in the same transaction, and events need not import the graph.
+    """
+    if hook not in _status_hooks:
+        _status_hooks.append(hook)
+
 
 _SELECT = "SELECT e.*, s.key AS session_key FROM events e LEFT JOIN sessions s ON s.id = e.session_id"
 
@@ -205,9 +220,10 @@ async def _set(
     await audit(conn, ev.namespace_id, actor, action, "event", ev.public_id, ev.lifecycle(), after_state)
     if after.status != ev.status:
         # The graph is a projection of events: its facts follow their events' status in the same transaction.
-        from stratagate.graph.follow import follow_event
-
-        await follow_event(conn, after, actor)
+        if not _status_hooks:  # loud, not a silently stale graph: every entry point imports stratagate.graph
+            raise RuntimeError("event status changed with no status hook registered: import stratagate.graph first")
+        for hook in _status_hooks:
+            await hook(conn, after, actor)
     return after
 
 

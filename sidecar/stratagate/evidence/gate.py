@@ -23,7 +23,7 @@ from stratagate.evidence.weights import current_turn
 from stratagate.redact import redact
 from stratagate.storage.db import audit
 from stratagate.timeutil import now_iso
-from stratagate.tools.registry import ToolContext
+from stratagate.tool_registry import ToolContext
 
 Verdict = Literal["sufficient", "partial", "wrong"]
 Strategy = Literal[

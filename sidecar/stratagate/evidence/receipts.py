@@ -31,7 +31,7 @@ from stratagate.evidence.gate import Ref
 from stratagate.redact import redact_value
 from stratagate.storage.db import audit
 from stratagate.timeutil import now_iso
-from stratagate.tools.registry import ToolContext
+from stratagate.tool_registry import ToolContext
 
 MAX_USE_REFS = 50
 NOT_A_REF = "not an evidence ref (an evt_, nod_, fct_, msg_ or blk_ id)"

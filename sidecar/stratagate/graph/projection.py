@@ -13,7 +13,8 @@ An event's claims (given by the extraction model or memory_remember, else read f
   otherwise unknown (``valid_from`` null: true since before memory knew).
 
 memory_remember projects in its own transaction (the agent reads the graph right after). Extracted and imported
-events are projected by ``graph_projection`` jobs in batches of ``BATCH_SIZE``; progress is stored per event, so a
+events are projected by ``graph_projection`` jobs in batches of ``BATCH_SIZE``
+(queued by ``stratagate.events.projection_queue``); progress is stored per event, so a
 retried or restarted batch skips what is done, and a failing batch only delays itself.
 """
 
@@ -28,18 +29,15 @@ from pydantic import ValidationError
 
 from stratagate import ids
 from stratagate.events import store as events
+from stratagate.events.claims import Claim, read_claims, with_lexicon
 from stratagate.events.models import EventRow
 from stratagate.graph import store
-from stratagate.graph.claims import Claim, read_claims, with_lexicon
-from stratagate.jobs.queue import GRAPH_PROJECTION, JobRow, enqueue, mark_done
+from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.timeutil import now_iso
 
 log = logging.getLogger("stratagate.graph")
-
-BATCH_SIZE = 8
-MAX_ATTEMPTS = 5
 
 
 def claims_of(event: EventRow) -> list[Claim]:
@@ -182,30 +180,6 @@ async def mark_projected(conn: aiosqlite.Connection, event_id: int, result: dict
         " updated_at = excluded.updated_at",
         (event_id, json.dumps(result, ensure_ascii=False), now_iso()),
     )
-
-
-async def enqueue_projection(
-    conn: aiosqlite.Connection, namespace_id: int, event_ids: list[int], reason: str
-) -> list[int]:
-    """Queue events for projection in batches; the job ids. Inside the caller's transaction."""
-    job_ids = []
-    todo = list(dict.fromkeys(event_ids))
-    for start in range(0, len(todo), BATCH_SIZE):
-        batch = todo[start : start + BATCH_SIZE]
-        now = now_iso()
-        cursor = await conn.execute(
-            "INSERT INTO graph_batches(namespace_id, event_ids, reason, created_at) VALUES (?, ?, ?, ?)",
-            (namespace_id, json.dumps(batch), reason[:200], now),
-        )
-        batch_id = int(cursor.lastrowid or 0)
-        for event_id in batch:
-            await conn.execute(
-                "INSERT INTO graph_projection(event_id, batch_id, state, updated_at) VALUES (?, ?, 'pending', ?)"
-                " ON CONFLICT(event_id) DO NOTHING",
-                (event_id, batch_id, now),
-            )
-        job_ids.append(await enqueue(conn, namespace_id, GRAPH_PROJECTION, batch_id, MAX_ATTEMPTS))
-    return job_ids
 
 
 class GraphProjector:

@@ -14,12 +14,12 @@ import aiosqlite
 from pydantic import BaseModel
 
 from stratagate import ids
+from stratagate.events import lexicon
+from stratagate.events.claims import PROJECT, USER
 from stratagate.events.models import EventRow
 from stratagate.events.store import normalise
-from stratagate.graph import lexicon
-from stratagate.graph.claims import PROJECT, USER
-from stratagate.search.terms import fts_document
 from stratagate.storage.db import Actor, audit
+from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso
 
 FactStatus = Literal["active", "superseded", "disputed", "archived"]

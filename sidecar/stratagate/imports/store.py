@@ -13,13 +13,14 @@ from typing import Any, Final
 
 import aiosqlite
 
+import stratagate.graph  # noqa: F401  (registers the graph's status hook: facts follow events)
 from stratagate import ids
 from stratagate.capture.store import ensure_namespace
 from stratagate.errors import invalid_params, not_found
 from stratagate.events import store
 from stratagate.events.models import EventRow, EventType, NewEvent, Scope
+from stratagate.events.projection_queue import enqueue_projection
 from stratagate.events.temporal import build_temporal
-from stratagate.graph.projection import enqueue_projection
 from stratagate.imports.parsers import ImportBatch, sha256_text
 from stratagate.redact import redact
 from stratagate.safety.secrets import scrub_known, secrets_in
@@ -52,6 +53,14 @@ _TYPES: Final[dict[str, EventType]] = {
 # Source statuses that still mean "current". Anything else (archived, deleted, disabled, consolidated into a
 # parent memory, paused …) is history in the source and is not imported as a current memory.
 _ACTIVE_STATUSES: Final = frozenset({"active", "enabled", "decayed"})
+
+
+def parse_import_id(value: str) -> int:
+    """The row id of a public import id ``imp_N``; anything else is invalid params."""
+    key = ids.parse(value, "imp")
+    if key is None:
+        raise invalid_params(f"import ids look like 'imp_3' (got {value!r})")
+    return key
 
 
 def event_type(kind: str | None) -> EventType:
@@ -101,8 +110,10 @@ async def run_import(
     scope: Scope = "user",
     actor: Actor = "user",
     allow_duplicate: bool = False,
+    allow_duplicate_name: str = "allow_duplicate",
 ) -> dict[str, Any]:
-    """Store ``batch`` as one import in ``namespace``: all of it or nothing. Returns the report (no memory text)."""
+    """Store ``batch`` as one import in ``namespace``: all of it or nothing. Returns the report (no memory text).
+    ``allow_duplicate_name`` is how the caller spells that switch in the duplicate error (the CLI: a flag)."""
     check_scope(scope)
     now = datetime.now(UTC)
     # Secrets never reach the database: the source is stored redacted, and its checksum is of what is stored
@@ -120,7 +131,7 @@ async def run_import(
             imp = ids.make("imp", existing)
             raise invalid_params(
                 f"{source_name} was already imported into {namespace} as {imp} (same SHA-256); "
-                f"remove {imp} first or pass allow_duplicate to import it again",
+                f"remove {imp} first or pass {allow_duplicate_name} to import it again",
                 {"import_id": imp},
             )
         cursor = await conn.execute(

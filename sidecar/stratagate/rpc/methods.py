@@ -18,16 +18,16 @@ from stratagate.erase import erase_subject
 from stratagate.errors import (
     INTERNAL_ERROR,
     RpcError,
-    as_rpc_error,
     explain_validation,
     has_surrogate,
     invalid_params,
     not_found,
 )
-from stratagate.evidence.rpc import OpenBatchesParams, WeightsParams, memory_weights, open_batches
-from stratagate.imports.rpc import import_get, import_list, import_remove, import_run
 from stratagate.jobs import queue
 from stratagate.namespaces import ResolveParams, resolve
+from stratagate.rpc.error_map import as_rpc_error
+from stratagate.rpc.evidence import OpenBatchesParams, WeightsParams, memory_weights, open_batches
+from stratagate.rpc.imports import import_get, import_list, import_remove, import_run
 from stratagate.rpc.params import (
     Empty,
     EraseParams,
@@ -39,7 +39,7 @@ from stratagate.rpc.params import (
     ToolsCallParams,
 )
 from stratagate.tokens import count_tokens
-from stratagate.tools.registry import ToolContext
+from stratagate.tool_registry import ToolContext
 
 log = logging.getLogger("stratagate.rpc")
 
@@ -74,7 +74,7 @@ def surrogate_path(value: Any, path: str = "params", depth: int = 0) -> str | No
 def rpc_method(model: type[BaseModel], handler: Handler) -> Callable[..., Awaitable[Any]]:
     """Adapt a typed handler to jsonrpcserver: params by name only, validated, errors made clear.
 
-    Every exception is mapped by ``errors.as_rpc_error``: a client mistake (bad value, a date out of range, a NUL
+    Every exception is mapped by ``rpc/error_map.as_rpc_error``: a client mistake (bad value, a date out of range, a NUL
     in a path, a lone surrogate in text) is -32602 naming the field, a storage failure -32010, a bug -32603.
     """
 

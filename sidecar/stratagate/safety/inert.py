@@ -29,8 +29,8 @@ import unicodedata
 from functools import cache, lru_cache
 from typing import Any
 
-from stratagate.redact import redact
 from stratagate.safety.secrets import key_version
+from stratagate.safety.secrets import redact_text as redact
 
 BAR = "│ "
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from stratagate.search.dates import find_dates, find_months
-from stratagate.search.terms import Stemming, fts_document, quote, terms
+from stratagate.text.dates import find_dates, find_months
+from stratagate.text.terms import Stemming, fts_document, quote, terms
 from stratagate.timeutil import to_iso
 
 # Question words that carry no topic ("What kind of music does she like?"). They still count, at a lower weight,

@@ -7,6 +7,7 @@ connection, so reads never wait behind a write transaction (WAL gives readers a 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -60,6 +61,8 @@ class Database:
         self._write_lock = asyncio.Lock()
 
     async def open(self) -> None:
+        if self.path.is_dir():
+            raise StorageError(f"{self.path} is a directory, not a database file")
         _secure_dir(self.path.parent)
         old_umask = os.umask(0o077)  # -wal/-shm files are created lazily by SQLite: keep them private too
         try:
@@ -68,21 +71,31 @@ class Database:
             await self._configure_redaction(self._writer)
             self._reader = await self._connect()
             await self._reader.execute("PRAGMA query_only = ON")
+        except BaseException:
+            # Each aiosqlite connection owns a (non-daemon) thread: a failed open must stop them, or the process
+            # cannot exit.
+            await self.close()
+            raise
         finally:
             os.umask(old_umask)
         _secure_files(self.path)
 
     async def _connect(self) -> aiosqlite.Connection:
         conn = await aiosqlite.connect(str(self.path), isolation_level=None)
-        conn.row_factory = sqlite3.Row
-        await conn.execute("PRAGMA journal_mode = WAL")
-        # FULL: a turn acknowledged by turn.capture survives power loss, not only a process crash.
-        await conn.execute("PRAGMA synchronous = FULL")
-        await conn.execute("PRAGMA foreign_keys = ON")
-        await conn.execute("PRAGMA busy_timeout = 5000")
-        if self._max_bytes is not None:
-            page_size = (await (await conn.execute("PRAGMA page_size")).fetchone())[0]
-            await conn.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // int(page_size))}")
+        try:
+            conn.row_factory = sqlite3.Row
+            # Set first, so that a locked database makes the next statements wait for it instead of failing at once.
+            await conn.execute("PRAGMA busy_timeout = 5000")
+            await conn.execute("PRAGMA journal_mode = WAL")
+            # FULL: a turn acknowledged by turn.capture survives power loss, not only a process crash.
+            await conn.execute("PRAGMA synchronous = FULL")
+            await conn.execute("PRAGMA foreign_keys = ON")
+            if self._max_bytes is not None:
+                page_size = (await (await conn.execute("PRAGMA page_size")).fetchone())[0]
+                await conn.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // int(page_size))}")
+        except BaseException:
+            await conn.close()  # stops its thread
+            raise
         return conn
 
     async def _migrate(self, conn: aiosqlite.Connection) -> None:
@@ -130,10 +143,12 @@ class Database:
         configure_key(bytes.fromhex(row[0]))
 
     async def close(self) -> None:
-        for conn in (self._reader, self._writer):
-            if conn is not None:
-                await conn.close()
+        conns = (self._reader, self._writer)
         self._reader = self._writer = None
+        for conn in conns:
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    await conn.close()
 
     @property
     def writer(self) -> aiosqlite.Connection:

@@ -98,7 +98,7 @@ BEGIN SELECT RAISE(ABORT, 'captured messages are immutable'); END;
 CREATE TRIGGER messages_kept BEFORE DELETE ON messages
 BEGIN SELECT RAISE(ABORT, 'captured messages are never deleted'); END;
 
--- Pre-tokenised text (see search/terms.py), so every index shares one tokenizer.
+-- Pre-tokenised text (see text/terms.py), so every index shares one tokenizer.
 CREATE VIRTUAL TABLE message_fts USING fts5(terms, tokenize = 'unicode61 remove_diacritics 0');
 
 CREATE TABLE jobs(
@@ -198,7 +198,7 @@ CREATE INDEX event_sources_by_event ON event_sources(event_id);
 CREATE TRIGGER event_sources_immutable BEFORE UPDATE ON event_sources
 BEGIN SELECT RAISE(ABORT, 'event sources are immutable'); END;
 
--- Pre-tokenised (search/terms.py) title, summary, narrative, tags, quotes, participants, type and time wording.
+-- Pre-tokenised (text/terms.py) title, summary, narrative, tags, quotes, participants, type and time wording.
 CREATE VIRTUAL TABLE event_fts USING fts5(terms, tokenize = 'unicode61 remove_diacritics 0');
 
 -- A forgotten event's fingerprint: a later restatement of it is refused until the event is restored.

@@ -11,7 +11,7 @@ from stratagate.blocks.views import expand_block, get_block, session_blocks
 from stratagate.errors import invalid_params
 from stratagate.events.forgotten import mask_expanded, shown_view
 from stratagate.storage import lookup
-from stratagate.tools.registry import Tool, ToolContext
+from stratagate.tool_registry import Tool, ToolContext
 
 
 class GetBlocksArgs(BaseModel):

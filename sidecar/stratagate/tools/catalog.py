@@ -10,8 +10,8 @@ from dataclasses import replace
 from typing import Any
 
 from stratagate.evidence.batches import batched
+from stratagate.tool_registry import Tool, ToolRegistry
 from stratagate.tools import block_tools, event_tools, evidence_tools, graph_tools, raw_search
-from stratagate.tools.registry import Tool, ToolRegistry
 
 ALL_TOOLS = (
     *block_tools.TOOLS,

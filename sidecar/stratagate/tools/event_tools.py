@@ -14,13 +14,13 @@ from stratagate.capture.store import ensure_namespace, ensure_session
 from stratagate.erase import erase_subject, is_erased
 from stratagate.errors import invalid_params, not_found
 from stratagate.events import store
+from stratagate.events.claims import Claim
 from stratagate.events.models import Criticality, EventRow, EventType, NewEvent, Scope, Status
 from stratagate.events.temporal import TimeStatus, build_temporal
-from stratagate.graph.claims import Claim
 from stratagate.graph.projection import mark_projected, project_event
 from stratagate.redact import redact, redact_value
 from stratagate.timeutil import parse_time, to_iso
-from stratagate.tools.registry import Tool, ToolContext
+from stratagate.tool_registry import Tool, ToolContext
 from stratagate.tools.scope import UNSEARCHABLE, query_match, scope_keys
 
 ACTOR = "agent"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from stratagate.evidence.gate import AssessArgs, assess
 from stratagate.evidence.receipts import RecordUseArgs, record_use
-from stratagate.tools.registry import Tool
+from stratagate.tool_registry import Tool
 
 TOOLS = [
     Tool(

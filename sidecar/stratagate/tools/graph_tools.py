@@ -8,9 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from stratagate import ids
 from stratagate.errors import not_found
+from stratagate.events.claims import NodeKind
 from stratagate.graph import read, store
-from stratagate.graph.claims import NodeKind
-from stratagate.tools.registry import Tool, ToolContext
+from stratagate.tool_registry import Tool, ToolContext
 from stratagate.tools.scope import UNSEARCHABLE, query_match, scope_keys
 
 

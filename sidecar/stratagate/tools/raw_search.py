@@ -16,7 +16,7 @@ from stratagate.errors import invalid_params
 from stratagate.events import forgotten as forgotten_mod
 from stratagate.search.raw import Ranked, RawFilters, iso, neighbour_ids, plan, rank
 from stratagate.storage import lookup
-from stratagate.tools.registry import Tool, ToolContext
+from stratagate.tool_registry import Tool, ToolContext
 
 SNIPPET_CHARS = 600
 NEIGHBOUR_CHARS = 240

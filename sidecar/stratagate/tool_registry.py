@@ -1,6 +1,8 @@
 """The agent tool table. Each tool is a pydantic argument model plus an async function.
 
 The JSON Schema the host registers comes from the argument model, so schema and validation can never drift.
+Below ``stratagate.tools`` and ``stratagate.evidence``: the tools are built on it, and evidence batching wraps tool
+runs (``evidence.batches.batched``) that the catalog then registers.
 """
 
 from __future__ import annotations

@@ -1,25 +1,20 @@
-"""JSON-RPC handlers of import.run, import.remove, import.list and import.get (registered in rpc/methods.py)."""
+"""JSON-RPC handlers of import.run, import.remove, import.list and import.get (registered in rpc/methods.py).
+
+They live in the RPC layer, above ``stratagate.imports``, because they take its params (rpc/params.py)."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from stratagate import ids
 from stratagate.errors import invalid_params
 from stratagate.imports import store
 from stratagate.imports.parsers import ImportBatch, ImportFormatError, parse_file, parse_text
+from stratagate.imports.store import parse_import_id
 from stratagate.rpc.params import ImportIdParams, ImportListParams, ImportRunParams
 
 if TYPE_CHECKING:
     from stratagate.app import App
-
-
-def parse_import_id(value: str) -> int:
-    key = ids.parse(value, "imp")
-    if key is None:
-        raise invalid_params(f"import ids look like 'imp_3' (got {value!r})")
-    return key
 
 
 async def load_batch(path: str | None, text: str | None, fmt: str | None, source_name: str | None) -> ImportBatch:

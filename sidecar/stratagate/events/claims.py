@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from stratagate.graph import lexicon
+from stratagate.events import lexicon
 
 NodeKind = Literal["person", "project", "organization", "tool", "place", "concept"]
 NODE_KINDS: tuple[str, ...] = ("person", "project", "organization", "tool", "place", "concept")

@@ -4,7 +4,7 @@ Words are lower-cased Unicode word runs; CJK runs become overlapping bigrams (pl
 for one-character runs) because Chinese has no spaces; stopwords in English and Chinese are dropped
 so a query's filler words cannot make everything match. English words are stemmed (Snowball English,
 "Porter 2": "painting", "painted" and "paints" are all "paint"), possessives lose their "'s", and dates in any
-common spelling become date tokens (see ``search/dates.py``: "May 2023" and "2023-05-08" share ``m202305``).
+common spelling become date tokens (see ``text/dates.py``: "May 2023" and "2023-05-08" share ``m202305``).
 
 Indexes store ``fts_document(text)``; queries use ``fts_query(text)``; both come from ``terms``. Changing this
 file changes every index (message_fts, event_fts, graph_fts) for rows written afterwards; rows written before
@@ -19,7 +19,7 @@ from typing import Literal
 
 from snowballstemmer.english_stemmer import EnglishStemmer  # the pure-Python one: same stems everywhere
 
-from stratagate.search.dates import find_dates
+from stratagate.text.dates import find_dates
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+")
