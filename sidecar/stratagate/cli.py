@@ -370,15 +370,16 @@ def main(argv: list[str] | None = None) -> int:
         from stratagate.app import App
         from stratagate.storage.db import SchemaError, StorageError
 
-        try:
-            check_db(settings.db, create=True)
-        except DbProblem as exc:
-            print(f"stratagate info: {exc}", file=sys.stderr)
-            return 2
-        if not settings.db.exists():
+        if not settings.db.exists() and not settings.db.is_symlink():
+            # An inspector: "nothing there yet" is an answer (a fresh DSH home has no folder either), not an error.
             _used(settings.db)
             print(json.dumps({"db_path": str(settings.db), "exists": False}, indent=2))
             return 0
+        try:
+            check_db(settings.db)
+        except DbProblem as exc:
+            print(f"stratagate info: {exc}", file=sys.stderr)
+            return 2
 
         async def show() -> dict[str, Any]:
             app = App(settings)  # not started: no job runner, no warm-up threads
