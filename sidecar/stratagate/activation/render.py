@@ -22,7 +22,7 @@ from stratagate.blocks.render import LEVEL_LABELS
 from stratagate.blocks.views import BlockRow, session_blocks
 from stratagate.capture.models import Name
 from stratagate.config import Settings
-from stratagate.events.forgotten import shown_view
+from stratagate.events.forgotten import Forgotten, load, shown_view
 from stratagate.safety.inert import Named, heading, quote
 from stratagate.storage.db import Database
 
@@ -61,12 +61,13 @@ def _heading(block: BlockRow, level: int, other_session: bool) -> str:
 
 
 async def _fit(
-    db: Database, block: BlockRow, levels: list[int], budget: int, count: Callable[[str], int], other: bool
+    db: Database, block: BlockRow, levels: list[int], budget: int, count: Callable[[str], int], other: bool,
+    forgotten: Forgotten,
 ) -> tuple[str, int] | None:
     for level in levels:
         if level not in block.available_levels():
             continue
-        shown = await shown_view(db, block, level, None if other else block.session_id)  # forgotten memories hidden
+        shown = await shown_view(db, block, level, forgotten)  # forgotten memories hidden
         entry = _heading(block, level, other) + "\n" + quote(shown)
         tokens = count(entry)
         if tokens <= budget:
@@ -104,6 +105,10 @@ async def render_activation(
         others.extend(b for b in await session_blocks(db, ns, session_id, lam) if b.id in wanted)
     others.sort(key=lambda b: b.id, reverse=True)
 
+    # What forgotten events state, loaded once per render: other sessions' blocks are seen without a viewer session
+    # (a session-scoped forgotten event hides its words there without naming its id), this session's with it.
+    hidden_from_others = await load(db, ns, None)
+    hidden_from_own = await load(db, ns, sess) if sess is not None else hidden_from_others
     sections: list[str] = []
     block_ids: list[str] = []
     longterm = await render_longterm(
@@ -114,7 +119,7 @@ async def render_activation(
     budget = settings.activation_recent_tokens
     entries = []
     for block in others:  # newest first: the latest decisions matter most
-        fitted = await _fit(db, block, [2, 1, 0, 3], budget, count, True)
+        fitted = await _fit(db, block, [2, 1, 0, 3], budget, count, True, hidden_from_others)
         if fitted is not None:
             entries.append(fitted[0])
             budget -= fitted[1]
@@ -127,7 +132,7 @@ async def render_activation(
         budget = settings.activation_session_tokens
         chosen: list[str] = []
         for block in reversed(own):  # keep the newest when the budget runs out, print oldest first
-            fitted = await _fit(db, block, list(range(block.level, -1, -1)), budget, count, False)
+            fitted = await _fit(db, block, list(range(block.level, -1, -1)), budget, count, False, hidden_from_own)
             if fitted is not None:
                 chosen.append(fitted[0])
                 budget -= fitted[1]

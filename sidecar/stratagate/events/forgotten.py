@@ -295,11 +295,11 @@ def model_view(level: int, l2: str | None, l1: str | None, title: str | None, ta
     return render_l0(shown_title, kept_tags)
 
 
-async def shown_view(db: Database, block: BlockRow, level: int, viewer: int | None) -> str:
+async def shown_view(db: Database, block: BlockRow, level: int, forgotten: Forgotten) -> str:
     """``view_text`` as the agent may see it: source messages of forgotten events (and messages restating one) are
     one ``[hidden: …]`` line each (L5/L4/L3 re-rendered from the remaining messages by blocks/render.py), and model
-    lines that restate a forgotten event are dropped. Stored views never change."""
-    forgotten = await load(db, block.namespace_id, viewer)
+    lines that restate a forgotten event are dropped. Stored views never change. ``forgotten`` is loaded once per
+    request (``load``) by the caller, not once per block and level."""
     if not forgotten:
         return await view_text(db, block, level)
     return await filtered_view(db, block, level, forgotten)

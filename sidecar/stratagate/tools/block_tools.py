@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from stratagate import ids
 from stratagate.blocks.views import expand_block, get_block, session_blocks
 from stratagate.errors import invalid_params
-from stratagate.events.forgotten import mask_expanded, shown_view
+from stratagate.events.forgotten import load, mask_expanded, shown_view
 from stratagate.storage import lookup
 from stratagate.tool_registry import Tool, ToolContext
 
@@ -36,9 +36,10 @@ async def get_blocks(ctx: ToolContext, _args: GetBlocksArgs) -> dict[str, Any]:
     lam = ctx.settings.block_decay_lambda
     blocks = await session_blocks(ctx.db, ns, sess, lam)
     out = []
+    forgotten = await load(ctx.db, ns, sess)
     for block in blocks:
         item = block.meta(lam)
-        item["view"] = await shown_view(ctx.db, block, block.level, sess)
+        item["view"] = await shown_view(ctx.db, block, block.level, forgotten)
         out.append(item)
     open_turns = await ctx.db.scalar("SELECT COUNT(*) FROM turns WHERE session_id = ? AND block_id IS NULL", (sess,))
     return {"session": ctx.session, "blocks": out, "open_turns": int(open_turns or 0)}
