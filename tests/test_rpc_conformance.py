@@ -445,7 +445,7 @@ async def test_fuzzed_frames_always_get_conformant_replies(tmp_path: Path):
 def test_the_error_adapter_maps_client_mistakes_and_full_storage():
     import sqlite3
 
-    from stratagate.rpc.error_map import as_rpc_error
+    from stratagate.protocol.errors import as_rpc_error
     from stratagate.storage.db import StorageError
 
     full = sqlite3.OperationalError("database or disk is full")

@@ -38,6 +38,17 @@ class RpcError(JsonRpcError):
         return self.message
 
 
+class DomainError(Exception):
+    """A refusal raised by a feature module that names what the caller must change. Feature modules raise it without
+    knowing JSON-RPC; ``protocol/errors.as_rpc_error`` (the one mapping) sends ``str(exc)`` with ``code``."""
+
+    code = INVALID_PARAMS
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.data = data
+
+
 def explain_validation(exc: ValidationError) -> str:
     """pydantic errors as one line: ``field.path: message; other: message``."""
     return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}" for e in exc.errors())

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -16,24 +15,9 @@ from pydantic import (
     model_validator,
 )
 
-from stratagate.errors import has_surrogate
-from stratagate.redact import redact
+from stratagate.protocol.types import Name, valid_text
 
-
-def _valid_text(value: str) -> str:
-    """Refuse lone UTF-16 surrogates (JSON can spell them, UTF-8 and SQLite cannot store them)."""
-    if has_surrogate(value):
-        raise ValueError("text holds a lone UTF-16 surrogate (not valid Unicode)")
-    return value
-
-
-# Namespaces, sessions, receipts and source names are stored and shown too: a secret in one is redacted at the
-# boundary, the same way on every call (the placeholder is a keyed hash), so lookups by name still match.
-Name = Annotated[
-    str, StringConstraints(min_length=1, max_length=512, pattern=r"^[^\x00-\x1f\x7f]+$"),
-    AfterValidator(_valid_text),
-    AfterValidator(redact),
-]
+__all__ = ["CaptureParams", "CaptureResult", "Name", "ToolRecord"]  # Name: older callers import it from here
 
 
 class ToolRecord(BaseModel):
@@ -73,7 +57,7 @@ class CaptureParams(BaseModel):
     @field_validator("user", "assistant")
     @classmethod
     def _text(cls, value: str) -> str:
-        return _valid_text(value)
+        return valid_text(value)
 
     @field_validator("started_at", "ended_at")
     @classmethod

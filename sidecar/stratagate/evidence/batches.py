@@ -19,9 +19,9 @@ from pydantic import BaseModel
 from stratagate import ids
 from stratagate.capture.store import ensure_namespace, ensure_session
 from stratagate.errors import invalid_params, is_storage_full, not_found
+from stratagate.protocol.context import ToolContext
 from stratagate.redact import redact_value
 from stratagate.timeutil import now_iso
-from stratagate.tool_registry import ToolContext
 
 REF_PREFIXES = ("evt", "nod", "fct", "msg", "blk")
 REF = re.compile(r"^(" + "|".join(REF_PREFIXES) + r")_[1-9][0-9]{0,17}$")

@@ -20,10 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 from stratagate import ids
 from stratagate.evidence import batches
 from stratagate.evidence.weights import current_turn
+from stratagate.protocol.context import ToolContext
 from stratagate.redact import redact
 from stratagate.storage.db import audit
 from stratagate.timeutil import now_iso
-from stratagate.tool_registry import ToolContext
 
 Verdict = Literal["sufficient", "partial", "wrong"]
 Strategy = Literal[

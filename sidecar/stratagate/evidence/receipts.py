@@ -28,10 +28,10 @@ from stratagate import ids
 from stratagate.capture.store import ensure_namespace, ensure_session
 from stratagate.evidence import batches, weights
 from stratagate.evidence.gate import Ref
+from stratagate.protocol.context import ToolContext
 from stratagate.redact import redact_value
 from stratagate.storage.db import audit
 from stratagate.timeutil import now_iso
-from stratagate.tool_registry import ToolContext
 
 MAX_USE_REFS = 50
 NOT_A_REF = "not an evidence ref (an evt_, nod_, fct_, msg_ or blk_ id)"

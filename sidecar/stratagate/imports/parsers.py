@@ -97,6 +97,8 @@ from typing import Any, Final, Literal, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from stratagate.errors import DomainError
+
 __all__ = [
     "FORMATS",
     "MAX_IMPORT_BYTES",
@@ -144,8 +146,9 @@ _MAX_WARNINGS: Final = 200
 _JSON_EXTENSIONS: Final = frozenset({".json", ".jsonl", ".ndjson"})
 
 
-class ImportFormatError(ValueError):
-    """The input cannot be imported. ``str(exc)`` is ``"<source>: <what is wrong>"``."""
+class ImportFormatError(DomainError, ValueError):
+    """The input cannot be imported. ``str(exc)`` is ``"<source>: <what is wrong>"``; the one error mapping sends
+    it as -32602 with that message."""
 
     def __init__(self, source: str, problem: str) -> None:
         super().__init__(f"{source}: {problem}")

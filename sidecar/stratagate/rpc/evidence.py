@@ -3,35 +3,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
-
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from typing import TYPE_CHECKING, Any
 
 from stratagate import ids
-from stratagate.capture.models import Name
 from stratagate.evidence import batches, weights
+from stratagate.protocol import method
+from stratagate.protocol.params import OpenBatchesParams, WeightsParams
+from stratagate.protocol.results import OpenBatchesResult, WeightsResult
 from stratagate.storage import lookup
 
 if TYPE_CHECKING:
     from stratagate.app import App
-
-RefText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
-
-
-class WeightsParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    namespace: Name
-    session: Name = Field(description="The session whose turn clock measures the distance.")
-    refs: list[RefText] = Field(min_length=1, max_length=200, description="evt_N, nod_N or fct_N ids.")
-
-
-class OpenBatchesParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    namespace: Name
-    session: Name
-
 
 async def _weight(conn: Any, ns: int, sess: int | None, ref: str) -> dict[str, Any]:
     out: dict[str, Any] = {"ref": ref}
@@ -53,6 +35,7 @@ async def _weight(conn: Any, ns: int, sess: int | None, ref: str) -> dict[str, A
     return out | found
 
 
+@method("memory.weights", params=WeightsParams, result=WeightsResult)
 async def memory_weights(app: App, p: WeightsParams) -> dict[str, Any]:
     ns = await lookup.namespace_id(app.db, p.namespace)
     sess = await lookup.session_id(app.db, ns, p.session)
@@ -93,6 +76,7 @@ def nudge_text(open_now: list[dict[str, Any]]) -> str | None:
     return " ".join(parts)
 
 
+@method("evidence.open_batches", params=OpenBatchesParams, result=OpenBatchesResult)
 async def open_batches(app: App, p: OpenBatchesParams) -> dict[str, Any]:
     conn = app.db.reader
     _, sess = await batches.scope_keys(conn, p.namespace, p.session)

@@ -1,125 +1,69 @@
-"""The JSON-RPC method table. Each method validates its params with pydantic and returns plain JSON."""
+"""The JSON-RPC methods: handlers registered with ``@method`` (protocol/registry.py) and the dispatch table built
+from them. This module imports every RPC handler module (rpc/imports.py, rpc/evidence.py), so once it is imported
+the protocol table holds every method; params are validated and results typed by protocol/adapter.py."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from jsonrpcserver import Success
-from pydantic import BaseModel, ValidationError
 
 from stratagate import __version__, ids
 from stratagate.activation.render import ActivationParams, render_activation
 from stratagate.app import App
-from stratagate.capture.models import CaptureParams
+from stratagate.capture.models import CaptureParams, CaptureResult
 from stratagate.capture.store import capture_turn
 from stratagate.erase import erase_subject
-from stratagate.errors import (
-    INTERNAL_ERROR,
-    RpcError,
-    explain_validation,
-    has_surrogate,
-    invalid_params,
-    not_found,
-)
+from stratagate.errors import invalid_params, not_found
 from stratagate.jobs import queue
 from stratagate.namespaces import ResolveParams, resolve
-from stratagate.rpc.error_map import as_rpc_error
-from stratagate.rpc.evidence import OpenBatchesParams, WeightsParams, memory_weights, open_batches
-from stratagate.rpc.imports import import_get, import_list, import_remove, import_run
-from stratagate.rpc.params import (
-    Empty,
-    EraseParams,
-    ImportIdParams,
-    ImportListParams,
-    ImportRunParams,
-    JobsListParams,
-    JobsRetryParams,
-    ToolsCallParams,
+from stratagate.protocol import METHOD_TABLE, Entry, ToolContext, adapter, method
+from stratagate.protocol.params import Empty, EraseParams, JobsListParams, JobsRetryParams, ToolsCallParams
+from stratagate.protocol.results import (
+    ActivationResult,
+    EraseResult,
+    InfoResult,
+    JobsListResult,
+    JobsRetryResult,
+    OkResult,
+    PingResult,
+    ResolveResult,
+    ToolsCallResult,
+    ToolsListResult,
 )
+from stratagate.rpc import evidence, imports  # noqa: F401  (their handlers register with @method)
 from stratagate.tokens import count_tokens
-from stratagate.tool_registry import ToolContext
-
-log = logging.getLogger("stratagate.rpc")
-
-Handler = Callable[[App, Any], Awaitable[Any]]
 
 
-MAX_PARAM_DEPTH = 64
-
-
-def surrogate_path(value: Any, path: str = "params", depth: int = 0) -> str | None:
-    """The dotted path of the first string (value or key) holding a lone surrogate, or None."""
-    if depth > MAX_PARAM_DEPTH:
-        return None  # the peer refuses deeper lines before they get here
-    if isinstance(value, str):
-        return path if has_surrogate(value) else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            here = f"{path}.{key}" if path != "params" else str(key)
-            if isinstance(key, str) and has_surrogate(key):
-                return here
-            found = surrogate_path(item, here, depth + 1)
-            if found is not None:
-                return found
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found = surrogate_path(item, f"{path}.{index}" if path != "params" else str(index), depth + 1)
-            if found is not None:
-                return found
-    return None
-
-
-def rpc_method(model: type[BaseModel], handler: Handler) -> Callable[..., Awaitable[Any]]:
-    """Adapt a typed handler to jsonrpcserver: params by name only, validated, errors made clear.
-
-    Every exception is mapped by ``rpc/error_map.as_rpc_error``: a client mistake (bad value, a date out of range, a NUL
-    in a path, a lone surrogate in text) is -32602 naming the field, a storage failure -32010, a bug -32603.
-    """
+def _jsonrpc(entry: Entry) -> Callable[..., Awaitable[Any]]:
+    """An entry as jsonrpcserver calls it: params by name only, then the one adapter (protocol/adapter.py)."""
 
     async def method(app: App, *args: Any, **params: Any) -> Any:
         if args:
             raise invalid_params("params must be an object (named parameters), not an array")
-        bad = surrogate_path(params)
-        if bad is not None:
-            raise invalid_params(f"invalid params: {bad}: text holds a lone UTF-16 surrogate (not valid Unicode)")
-        try:
-            parsed = model.model_validate(params)
-        except ValidationError as exc:
-            raise invalid_params(
-                f"invalid params: {explain_validation(exc)}", exc.errors(include_url=False, include_context=False)
-            ) from exc
-        except (ValueError, OverflowError, UnicodeError) as exc:
-            raise as_rpc_error(exc) from exc
-        try:
-            return Success(await handler(app, parsed))
-        except RpcError:
-            raise
-        except Exception as exc:
-            error = as_rpc_error(exc)
-            if error.code == INTERNAL_ERROR:
-                log.exception("internal error")
-            else:
-                log.warning("%s", error.message)
-            raise error from exc
+        return Success(await adapter.call(entry, app, params))
 
     return method
 
 
+@method("system.ping", params=Empty, result=PingResult)
 async def ping(app: App, _: Empty) -> dict[str, Any]:
     return {"pong": True, "version": __version__}
 
 
+@method("system.info", params=Empty, result=InfoResult)
 async def info(app: App, _: Empty) -> dict[str, Any]:
     return await app.info()
 
 
+@method("system.shutdown", params=Empty, result=OkResult)
 async def shutdown(app: App, _: Empty) -> dict[str, Any]:
     app.shutdown_requested.set()
     return {"ok": True}
 
 
+@method("turn.capture", params=CaptureParams, result=CaptureResult)
 async def capture(app: App, params: CaptureParams) -> dict[str, Any]:
     if app.tokens_ready is not None:
         await app.tokens_ready
@@ -131,10 +75,12 @@ async def capture(app: App, params: CaptureParams) -> dict[str, Any]:
     return result.model_dump()
 
 
+@method("namespace.resolve", params=ResolveParams, result=ResolveResult)
 async def namespace_resolve(app: App, p: ResolveParams) -> dict[str, str]:
     return resolve(p)
 
 
+@method("activation.render", params=ActivationParams, result=ActivationResult)
 async def activation_render(app: App, p: ActivationParams) -> dict[str, Any]:
     async def tokenizer_ready() -> None:
         if app.tokens_ready is not None:
@@ -143,10 +89,12 @@ async def activation_render(app: App, p: ActivationParams) -> dict[str, Any]:
     return await render_activation(app.db, app.settings, p, count_tokens, tokenizer_ready)
 
 
+@method("tools.list", params=Empty, result=ToolsListResult)
 async def tools_list(app: App, _: Empty) -> list[dict[str, Any]]:
     return app.tools.specs()
 
 
+@method("tools.call", params=ToolsCallParams, result=ToolsCallResult)
 async def tools_call(app: App, p: ToolsCallParams) -> Any:
     ctx = ToolContext(app.db, app.settings, p.namespace, p.session, p.call_id)
     if p.name == "memory_forget" and app.tokens_ready is not None:
@@ -157,11 +105,13 @@ async def tools_call(app: App, p: ToolsCallParams) -> Any:
     return result
 
 
+@method("jobs.list", params=JobsListParams, result=JobsListResult)
 async def jobs_list(app: App, p: JobsListParams) -> dict[str, Any]:
     rows = await queue.list_jobs(app.db, p.namespace, p.status, p.limit)
     return {"jobs": [r.public() for r in rows]}
 
 
+@method("jobs.retry", params=JobsRetryParams, result=JobsRetryResult)
 async def jobs_retry(app: App, p: JobsRetryParams) -> dict[str, Any]:
     job_key = None
     if p.id is not None:
@@ -178,6 +128,7 @@ async def jobs_retry(app: App, p: JobsRetryParams) -> dict[str, Any]:
     return {"retried": [ids.make("job", j) for j in retried]}
 
 
+@method("memory.erase", params=EraseParams, result=EraseResult)
 async def memory_erase(app: App, p: EraseParams) -> dict[str, Any]:
     """Erase an event (evt_N) or a captured message (msg_N) for good; see erase.py."""
     if app.tokens_ready is not None:
@@ -187,22 +138,5 @@ async def memory_erase(app: App, p: EraseParams) -> dict[str, Any]:
     return result
 
 
-METHODS: dict[str, Callable[..., Awaitable[Any]]] = {
-    "system.ping": rpc_method(Empty, ping),
-    "system.info": rpc_method(Empty, info),
-    "system.shutdown": rpc_method(Empty, shutdown),
-    "turn.capture": rpc_method(CaptureParams, capture),
-    "namespace.resolve": rpc_method(ResolveParams, namespace_resolve),
-    "activation.render": rpc_method(ActivationParams, activation_render),
-    "tools.list": rpc_method(Empty, tools_list),
-    "tools.call": rpc_method(ToolsCallParams, tools_call),
-    "jobs.list": rpc_method(JobsListParams, jobs_list),
-    "jobs.retry": rpc_method(JobsRetryParams, jobs_retry),
-    "import.run": rpc_method(ImportRunParams, import_run),
-    "import.remove": rpc_method(ImportIdParams, import_remove),
-    "import.list": rpc_method(ImportListParams, import_list),
-    "import.get": rpc_method(ImportIdParams, import_get),
-    "memory.weights": rpc_method(WeightsParams, memory_weights),
-    "evidence.open_batches": rpc_method(OpenBatchesParams, open_batches),
-    "memory.erase": rpc_method(EraseParams, memory_erase),
-}
+METHODS: dict[str, Callable[..., Awaitable[Any]]] = {entry.name: _jsonrpc(entry) for entry in METHOD_TABLE}
+"""What jsonrpcserver dispatches: every method of the table (this module imports every RPC handler module)."""

@@ -10,8 +10,9 @@ from stratagate import ids
 from stratagate.blocks.views import expand_block, get_block, session_blocks
 from stratagate.errors import invalid_params
 from stratagate.events.forgotten import load, mask_expanded, shown_view
+from stratagate.protocol import ToolContext, tool
+from stratagate.protocol.tool_results import ExpandBlockResult, GetBlocksResult
 from stratagate.storage import lookup
-from stratagate.tool_registry import Tool, ToolContext
 
 
 class GetBlocksArgs(BaseModel):
@@ -28,6 +29,14 @@ class ExpandBlockArgs(BaseModel):
     )
 
 
+@tool(
+    "memory_get_blocks",
+    args=GetBlocksArgs,
+    result=GetBlocksResult,
+    evidence=True,
+    description="List this session's sealed memory blocks (oldest first) with status, turn range and the view at "
+    "each block's current decay level. Older blocks show shorter views; expand one to read more.",
+)
 async def get_blocks(ctx: ToolContext, _args: GetBlocksArgs) -> dict[str, Any]:
     ns = await lookup.namespace_id(ctx.db, ctx.namespace)
     sess = await lookup.session_id(ctx.db, ns, ctx.session)
@@ -45,6 +54,15 @@ async def get_blocks(ctx: ToolContext, _args: GetBlocksArgs) -> dict[str, Any]:
     return {"session": ctx.session, "blocks": out, "open_turns": int(open_turns or 0)}
 
 
+@tool(
+    "memory_expand_block",
+    args=ExpandBlockArgs,
+    result=ExpandBlockResult,
+    evidence=True,
+    description="Read one memory block at a chosen level: 5 is the source transcript with every tool call and result, "
+    "4 near-verbatim, 3 pruned, 2 key facts, 1 summary, 0 title. Expanding a block of this session keeps "
+    "it at that level for a while.",
+)
 async def expand(ctx: ToolContext, args: ExpandBlockArgs) -> dict[str, Any]:
     block_id = ids.parse(args.id, "blk")
     if block_id is None:
@@ -55,21 +73,3 @@ async def expand(ctx: ToolContext, args: ExpandBlockArgs) -> dict[str, Any]:
     result = await expand_block(ctx.db, ns, block_id, args.level, sess, lam, "agent", ctx.call_id)
     return await mask_expanded(ctx.db, result, await get_block(ctx.db, ns, block_id, lam), sess)
 
-
-TOOLS = [
-    Tool(
-        "memory_get_blocks",
-        "List this session's sealed memory blocks (oldest first) with status, turn range and the view at "
-        "each block's current decay level. Older blocks show shorter views; expand one to read more.",
-        GetBlocksArgs,
-        get_blocks,
-    ),
-    Tool(
-        "memory_expand_block",
-        "Read one memory block at a chosen level: 5 is the source transcript with every tool call and result, "
-        "4 near-verbatim, 3 pruned, 2 key facts, 1 summary, 0 title. Expanding a block of this session keeps "
-        "it at that level for a while.",
-        ExpandBlockArgs,
-        expand,
-    ),
-]

@@ -18,9 +18,16 @@ from stratagate.events.claims import Claim
 from stratagate.events.models import Criticality, EventRow, EventType, NewEvent, Scope, Status
 from stratagate.events.temporal import TimeStatus, build_temporal
 from stratagate.graph.projection import mark_projected, project_event
+from stratagate.protocol import ToolContext, tool
+from stratagate.protocol.tool_results import (
+    EventChangeResult,
+    ExpandEventResult,
+    ForgetResult,
+    RememberResult,
+    SearchEventsResult,
+)
 from stratagate.redact import redact, redact_value
 from stratagate.timeutil import parse_time, to_iso
-from stratagate.tool_registry import Tool, ToolContext
 from stratagate.tools.scope import UNSEARCHABLE, query_match, scope_keys
 
 ACTOR = "agent"
@@ -110,6 +117,14 @@ class RememberArgs(BaseModel):
         return value
 
 
+@tool(
+    "memory_remember",
+    args=RememberArgs,
+    result=RememberResult,
+    description="Store something in long-term memory (a decision, preference, plan, change, fact or event). Use "
+    "`supersedes` when it replaces earlier events: they are kept, marked superseded and point to the new one. "
+    "Restating a forgotten event is refused.",
+)
 async def remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
     target_keys = list(dict.fromkeys(_parse(t) for t in args.supersedes))
     text = redact(args.text.strip())
@@ -219,6 +234,14 @@ class PinArgs(BaseModel):
     pinned: bool = Field(description="true to pin (always kept prominent), false to unpin.")
 
 
+@tool(
+    "memory_forget",
+    args=ForgetArgs,
+    result=ForgetResult,
+    description="Forget an event: it disappears from search, activation, block views and raw search (its source "
+    "messages are shown as hidden) and restating it is refused, until restored. erase=true removes its text and every "
+    "stored copy for good: that cannot be undone.",
+)
 async def forget(ctx: ToolContext, args: ForgetArgs) -> dict[str, Any]:
     if args.erase:
         key = _parse(args.id)
@@ -239,6 +262,12 @@ async def forget(ctx: ToolContext, args: ForgetArgs) -> dict[str, Any]:
     }
 
 
+@tool(
+    "memory_restore",
+    args=IdArgs,
+    result=EventChangeResult,
+    description="Bring back a forgotten event with the status it had before (a superseded event stays superseded).",
+)
 async def restore(ctx: ToolContext, args: IdArgs) -> dict[str, Any]:
     async with ctx.db.transaction() as conn:
         ev = await _visible(conn, ctx, args.id)
@@ -250,6 +279,12 @@ async def restore(ctx: ToolContext, args: IdArgs) -> dict[str, Any]:
     return after.public()
 
 
+@tool(
+    "memory_pin",
+    args=PinArgs,
+    result=EventChangeResult,
+    description="Pin or unpin an event (pinned events are kept prominent).",
+)
 async def pin(ctx: ToolContext, args: PinArgs) -> dict[str, Any]:
     async with ctx.db.transaction() as conn:
         ev = await _visible(conn, ctx, args.id)
@@ -298,6 +333,14 @@ class SearchEventsArgs(BaseModel):
         return None if value is None else to_iso(parse_time(value))
 
 
+@tool(
+    "memory_search_events",
+    args=SearchEventsArgs,
+    result=SearchEventsResult,
+    evidence=True,
+    description="Search long-term memory events, best match first (active and disputed by default). Every hit shows "
+    "its status and, if replaced, its successor: a superseded event is history, not the current state.",
+)
 async def search_events(ctx: ToolContext, args: SearchEventsArgs) -> dict[str, Any]:
     conn = ctx.db.reader
     statuses = (
@@ -386,6 +429,14 @@ async def _dense_rerank(
     return rescored
 
 
+@tool(
+    "memory_expand_event",
+    args=IdArgs,
+    result=ExpandEventResult,
+    evidence=True,
+    description="Read one event in full: narrative, quotes, sources, temporal record and, if superseded, the chain of "
+    "events that replaced it.",
+)
 async def expand_event(ctx: ToolContext, args: IdArgs) -> dict[str, Any]:
     conn = ctx.db.reader
     ev = await _visible(conn, ctx, args.id)
@@ -401,48 +452,3 @@ async def expand_event(ctx: ToolContext, args: IdArgs) -> dict[str, Any]:
         result["note"] = f"superseded; the current version is {chain[-1].public_id}"
     return result
 
-
-TOOLS = [
-    Tool(
-        "memory_remember",
-        "Store something in long-term memory (a decision, preference, plan, change, fact or event). Use "
-        "`supersedes` when it replaces earlier events: they are kept, marked superseded and point to the new one. "
-        "Restating a forgotten event is refused.",
-        RememberArgs,
-        remember,
-    ),
-    Tool(
-        "memory_forget",
-        "Forget an event: it disappears from search, activation, block views and raw search (its source messages "
-        "are shown as hidden) and restating it is refused, until restored. erase=true removes its text and every "
-        "stored copy for good: that cannot be undone.",
-        ForgetArgs,
-        forget,
-    ),
-    Tool(
-        "memory_restore",
-        "Bring back a forgotten event with the status it had before (a superseded event stays superseded).",
-        IdArgs,
-        restore,
-    ),
-    Tool(
-        "memory_pin",
-        "Pin or unpin an event (pinned events are kept prominent).",
-        PinArgs,
-        pin,
-    ),
-    Tool(
-        "memory_search_events",
-        "Search long-term memory events, best match first (active and disputed by default). Every hit shows its "
-        "status and, if replaced, its successor: a superseded event is history, not the current state.",
-        SearchEventsArgs,
-        search_events,
-    ),
-    Tool(
-        "memory_expand_event",
-        "Read one event in full: narrative, quotes, sources, temporal record and, if superseded, the chain of "
-        "events that replaced it.",
-        IdArgs,
-        expand_event,
-    ),
-]

@@ -10,7 +10,8 @@ from stratagate import ids
 from stratagate.errors import not_found
 from stratagate.events.claims import NodeKind
 from stratagate.graph import read, store
-from stratagate.tool_registry import Tool, ToolContext
+from stratagate.protocol import ToolContext, tool
+from stratagate.protocol.tool_results import ExpandNodeResult, SearchGraphResult
 from stratagate.tools.scope import UNSEARCHABLE, query_match, scope_keys
 
 
@@ -48,6 +49,14 @@ class ExpandNodeArgs(BaseModel):
         return None if value is None else read.parse_instant(value)
 
 
+@tool(
+    "memory_search_graph",
+    args=SearchGraphArgs,
+    result=SearchGraphResult,
+    evidence=True,
+    description="Search the knowledge graph (people, projects, organisations, tools, places, concepts) by name, alias, "
+    "kind or fact; each hit shows the node's current state (active facts; disputed ones labelled).",
+)
 async def search_graph(ctx: ToolContext, args: SearchGraphArgs) -> dict[str, Any]:
     conn = ctx.db.reader
     result: dict[str, Any] = {"query": args.query, "hits": []}
@@ -74,6 +83,14 @@ async def search_graph(ctx: ToolContext, args: SearchGraphArgs) -> dict[str, Any
     return result
 
 
+@tool(
+    "memory_expand_graph_node",
+    args=ExpandNodeArgs,
+    result=ExpandNodeResult,
+    evidence=True,
+    description="Read one graph node: current state, every fact with status, validity window, successor and "
+    "supporting events. `as_of` shows what was true at a time; `known_at` what memory believed at a time.",
+)
 async def expand_node(ctx: ToolContext, args: ExpandNodeArgs) -> dict[str, Any]:
     conn = ctx.db.reader
     ns, sess = await scope_keys(conn, ctx)
@@ -131,20 +148,3 @@ async def _as_of_brief(r: read.Renderer, fact: store.FactRow) -> dict[str, Any]:
         out["superseded_by"] = ids.make("fct", fact.superseded_by)
     return out
 
-
-TOOLS = [
-    Tool(
-        "memory_search_graph",
-        "Search the knowledge graph (people, projects, organisations, tools, places, concepts) by name, alias, kind "
-        "or fact; each hit shows the node's current state (active facts; disputed ones labelled).",
-        SearchGraphArgs,
-        search_graph,
-    ),
-    Tool(
-        "memory_expand_graph_node",
-        "Read one graph node: current state, every fact with status, validity window, successor and supporting "
-        "events. `as_of` shows what was true at a time; `known_at` what memory believed at a time.",
-        ExpandNodeArgs,
-        expand_node,
-    ),
-]

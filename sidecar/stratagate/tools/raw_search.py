@@ -14,9 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from stratagate import ids
 from stratagate.errors import invalid_params
 from stratagate.events import forgotten as forgotten_mod
+from stratagate.protocol import ToolContext, tool
+from stratagate.protocol.tool_results import SearchRawResult
 from stratagate.search.raw import Ranked, RawFilters, iso, neighbour_ids, plan, rank
 from stratagate.storage import lookup
-from stratagate.tool_registry import Tool, ToolContext
 
 SNIPPET_CHARS = 600
 NEIGHBOUR_CHARS = 240
@@ -120,6 +121,17 @@ def _by_time(ranked: list[Ranked], rows: dict[int, Any], intent: str) -> list[Ra
     )
 
 
+@tool(
+    "memory_search_raw",
+    args=SearchRawArgs,
+    result=SearchRawResult,
+    evidence=True,
+    description="Search the source messages of this project's memory (user, assistant, tool calls and results), best "
+    "match first, across sealed blocks and the open tail. Each hit carries its previous and next message and "
+    "names its block: expand that block at level 5 to read the full source. Filters: scope, session, roles, "
+    "after/before; temporal_intent 'first'/'latest' orders the relevant matches by time. Words that match "
+    "nothing return nothing.",
+)
 async def search_raw(ctx: ToolContext, args: SearchRawArgs) -> dict[str, Any]:
     ns = await lookup.namespace_id(ctx.db, ctx.namespace)
     filters = await _filters(ctx, ns, args)
@@ -234,16 +246,3 @@ def _hit(h: Ranked, r: Any, link: tuple[int | None, int | None], around: dict[in
         hit["is_error"] = bool(r["is_error"])
     return hit
 
-
-TOOLS = [
-    Tool(
-        "memory_search_raw",
-        "Search the source messages of this project's memory (user, assistant, tool calls and results), best "
-        "match first, across sealed blocks and the open tail. Each hit carries its previous and next message and "
-        "names its block: expand that block at level 5 to read the full source. Filters: scope, session, roles, "
-        "after/before; temporal_intent 'first'/'latest' orders the relevant matches by time. Words that match "
-        "nothing return nothing.",
-        SearchRawArgs,
-        search_raw,
-    ),
-]

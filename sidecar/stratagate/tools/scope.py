@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import aiosqlite
 
+from stratagate.protocol.context import ToolContext
 from stratagate.text.terms import fts_query
-from stratagate.tool_registry import ToolContext
 
 UNSEARCHABLE = "the query has no searchable words"
 

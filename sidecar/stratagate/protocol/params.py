@@ -1,4 +1,6 @@
-"""Typed parameters of every JSON-RPC method (turn.capture's live in capture/models.py)."""
+"""Typed parameters of the JSON-RPC methods. turn.capture's (capture/models.py), activation.render's
+(activation/render.py) and namespace.resolve's (namespaces.py) live with the feature that reads them; all are bound
+in the method table (rpc/methods.py)."""
 
 from __future__ import annotations
 
@@ -7,11 +9,20 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from stratagate.capture.models import Name
+from stratagate.protocol.types import Empty, Name
 
-
-class Empty(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+__all__ = [
+    "Empty",
+    "EraseParams",
+    "ImportIdParams",
+    "ImportListParams",
+    "ImportRunParams",
+    "JobsListParams",
+    "JobsRetryParams",
+    "OpenBatchesParams",
+    "ToolsCallParams",
+    "WeightsParams",
+]
 
 
 class ToolsCallParams(BaseModel):
@@ -86,3 +97,21 @@ class EraseParams(BaseModel):
 
     namespace: Name
     id: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+
+
+RefText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
+
+
+class WeightsParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: Name
+    session: Name = Field(description="The session whose turn clock measures the distance.")
+    refs: list[RefText] = Field(min_length=1, max_length=200, description="evt_N, nod_N or fct_N ids.")
+
+
+class OpenBatchesParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: Name
+    session: Name

@@ -1,0 +1,276 @@
+"""Typed results of the agent tools. Every tool result is validated and serialised through its model before evidence
+batching adds ``batch_id`` / ``evidence_refs`` and before the rendering rule (safety/inert.py) runs on it. Keys a
+tool leaves out stay out. Nested records whose fields are documented per tool in docs/protocol.md (a graph fact, a
+transcript message, a claim, a temporal record) are typed as JSON objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import RootModel
+
+from stratagate.protocol.types import Result
+
+JsonObject = dict[str, Any]
+Number = int | float  # an int stays an int on the wire
+
+
+class EvidenceFields(Result):
+    """What evidence batching puts first in the result of a tool flagged ``evidence=True``."""
+
+    batch_id: str | None
+    evidence_refs: list[str]
+    note: str | None = None
+
+
+# --- blocks --------------------------------------------------------------------------------------------------------
+
+
+class BlockMeta(Result):
+    id: str
+    session: str
+    seq: int
+    status: str
+    turns: list[int]
+    sealed_at: str
+    ready_at: str | None
+    level: int
+    label: str
+    age: int
+    weight: Number
+    tokens: dict[str, int]
+
+
+class BlockListItem(BlockMeta):
+    view: str
+
+
+class GetBlocksResult(Result):
+    session: str
+    blocks: list[BlockListItem]
+    open_turns: int
+
+
+class ExpandBlockResult(BlockMeta):
+    view: str
+    view_tokens: int
+    reanchored: bool
+    available_levels: list[int]
+    messages: list[JsonObject] | None = None
+    note: str | None = None
+
+
+# --- raw search ----------------------------------------------------------------------------------------------------
+
+
+class Neighbour(Result):
+    message_id: str
+    role: str
+    turn: int
+    created_at: str
+    text: str
+
+
+class RawHit(Result):
+    message_id: str
+    role: str
+    session: str
+    turn: int
+    turn_id: str
+    created_at: str
+    block_id: str | None
+    block_status: str | None
+    expand_level: int | None
+    where: str
+    score: Number | None
+    matched: list[str]
+    text: str
+    before: Neighbour | None
+    after: Neighbour | None
+    answers: str | None = None
+    tool_name: str | None = None
+    is_error: bool | None = None
+
+
+class SearchRawResult(Result):
+    query: str
+    note: str | None = None
+    hits: list[RawHit]
+    hidden: int | None = None
+    hidden_note: str | None = None
+
+
+# --- events --------------------------------------------------------------------------------------------------------
+
+
+class EventCard(Result):
+    """An event as events/models.EventRow.public() shows it."""
+
+    id: str
+    title: str
+    summary: str
+    narrative: str
+    tags: list[str]
+    quotes: list[str]
+    type: str
+    participants: list[str]
+    scope: str
+    session: str | None
+    criticality: str
+    confidence: Number
+    origin: str
+    block_id: str | None
+    import_id: str | None
+    claims: list[JsonObject]
+    status: str
+    prior_status: str | None
+    successor_id: str | None
+    pinned: bool
+    weight_cap: Number | None
+    temporal: JsonObject
+    created_at: str
+    updated_at: str
+
+
+class RememberResult(EventCard):
+    duplicate: bool
+    graph: JsonObject | None = None
+    note: str | None = None
+    supersedes: list[JsonObject] | None = None
+
+
+class EventChangeResult(EventCard):
+    """memory_forget (without erase), memory_restore, memory_pin: the event after the change."""
+
+    unchanged: bool | None = None
+    note: str | None = None
+
+
+class EraseToolResult(Result):
+    id: str
+    erased: bool
+    erased_at: str
+    counts: JsonObject
+    note: str
+
+
+class ForgetResult(RootModel[EventChangeResult | EraseToolResult]):
+    """memory_forget: the forgotten event, or (erase=true) what was erased."""
+
+
+class EventBrief(Result):
+    id: str
+    title: str
+    status: str
+    successor_id: str | None
+
+
+class ExpandEventResult(EventCard):
+    sources: list[JsonObject]
+    successor_chain: list[EventBrief]
+    supersedes: list[EventBrief]
+    note: str | None = None
+
+
+class EventHit(Result):
+    id: str
+    title: str
+    summary: str
+    type: str
+    scope: str
+    criticality: str
+    status: str
+    pinned: bool
+    tags: list[str]
+    temporal: JsonObject
+    successor_id: str | None
+    successor_title: str | None
+    score: Number | None = None
+    note: str | None = None
+
+
+class SearchEventsResult(Result):
+    query: str | None
+    statuses: list[str]
+    hits: list[EventHit]
+    note: str | None = None
+
+
+# --- graph ---------------------------------------------------------------------------------------------------------
+
+
+class NodeHit(Result):
+    id: str
+    name: str
+    kind: str
+    category: str | None
+    aliases: list[str]
+    current_state: list[JsonObject]
+    score: Number | None = None
+
+
+class SearchGraphResult(Result):
+    query: str | None
+    hits: list[NodeHit]
+    note: str | None = None
+
+
+class AsOf(Result):
+    valid_time: str
+    state: list[JsonObject]
+    note: str
+
+
+class KnownAt(Result):
+    transaction_time: str
+    state: list[JsonObject]
+    facts: list[JsonObject]
+    note: str
+
+
+class ExpandNodeResult(Result):
+    id: str
+    name: str
+    kind: str
+    category: str | None
+    aliases: list[str]
+    current_state: list[JsonObject]
+    facts: list[JsonObject]
+    as_of: AsOf | None = None
+    known_at: KnownAt | None = None
+
+
+# --- evidence gate -------------------------------------------------------------------------------------------------
+
+
+class RejectedRef(Result):
+    ref: str
+    reason: str
+
+
+class AssessResult(Result):
+    assessment_id: str
+    batch_id: str
+    verdict: str
+    requested_verdict: str
+    reason: str | None
+    evidence_refs: list[str]
+    rejected_refs: list[RejectedRef]
+    fit: str
+    missing: str
+    next_strategy: str
+    note: str
+
+
+class RecordUseResult(Result):
+    receipt_id: str
+    batch_id: str | None
+    evidence_refs: list[str]
+    counted: list[JsonObject]
+    not_counted: list[JsonObject]
+    reinforced: list[JsonObject]
+    settles: list[str]
+    turn: int
+    note: str
+    duplicate: bool
+    created_at: str
