@@ -52,6 +52,7 @@ from stratagate.events import forgotten as forgotten_mod
 from stratagate.events import lexicon, store
 from stratagate.events.models import EventRow
 from stratagate.jobs.queue import BLOCK_SUMMARY, enqueue
+from stratagate.storage import lookup
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.text.terms import quote as fts_quote
 from stratagate.timeutil import now_iso
@@ -157,10 +158,10 @@ async def erase_subject(
     try:
         async with db.transaction() as conn:
             await conn.execute("PRAGMA secure_delete = ON")  # freed cells and pages are zeroed, not just unlinked
-            ns_row = await (await conn.execute("SELECT id FROM namespaces WHERE name = ?", (namespace,))).fetchone()
-            if ns_row is None:
+            ns_key = await lookup.namespace_key(conn, namespace)
+            if ns_key is None:
                 raise not_found(f"unknown namespace {namespace!r}")
-            ns = int(ns_row[0])
+            ns = ns_key
             if await is_erased(conn, ns, ref):
                 raise invalid_params(f"{ref} is already erased")
             await conn.execute("INSERT INTO privileged_writes(operation, started_at) VALUES ('erase', ?)", (now_iso(),))
@@ -184,10 +185,7 @@ async def _erase_event(
     ev = await store.get_event(conn, key)
     session_id = None
     if viewer is not None:
-        row = await (
-            await conn.execute("SELECT id FROM sessions WHERE namespace_id = ? AND key = ?", (ns, viewer))
-        ).fetchone()
-        session_id = None if row is None else int(row[0])
+        session_id = await lookup.session_key(conn, ns, viewer)
     if ev is None or ev.namespace_id != ns or (viewer is not None and not ev.visible_to(ns, session_id)):
         raise not_found(f"unknown event {ids.make('evt', key)}")
     if ev.status != "forgotten":  # forget first: tombstone, graph facts follow (archived), audited

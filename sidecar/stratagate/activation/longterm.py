@@ -21,6 +21,8 @@ from typing import Any
 
 import aiosqlite
 
+from stratagate.capture import queries as capture_queries
+from stratagate.events import queries as event_queries
 from stratagate.events import store as events
 from stratagate.events.models import EventRow
 from stratagate.evidence.weights import weight_of
@@ -53,13 +55,7 @@ async def context_text(conn: aiosqlite.Connection, session_id: int | None, turns
     """The words of the session's last ``turns`` captured turns: user and assistant text only."""
     if session_id is None:
         return ""
-    rows = await conn.execute_fetchall(
-        "SELECT m.content FROM messages m WHERE m.turn_id IN"
-        " (SELECT id FROM turns WHERE session_id = ? ORDER BY seq DESC LIMIT ?)"
-        " AND m.role IN ('user', 'assistant') ORDER BY m.id",
-        (session_id, turns),
-    )
-    return "\n".join(str(r[0]) for r in rows if r[0])
+    return "\n".join(await capture_queries.recent_words(conn, session_id, turns))
 
 
 async def _sealed_until(conn: aiosqlite.Connection, session_id: int | None) -> str:
@@ -67,12 +63,7 @@ async def _sealed_until(conn: aiosqlite.Connection, session_id: int | None) -> s
     native history, including events remembered during the current, not yet captured, turn."""
     if session_id is None:
         return ""
-    row = await (
-        await conn.execute(
-            "SELECT MAX(captured_at) FROM turns WHERE session_id = ? AND block_id IS NOT NULL", (session_id,)
-        )
-    ).fetchone()
-    return (row[0] if row else None) or ""
+    return await capture_queries.last_sealed_capture(conn, session_id) or ""
 
 
 def _merge(*rankings: list[EventRow]) -> list[EventRow]:
@@ -111,24 +102,13 @@ async def _ranked_events(
 
 
 async def _pinned(conn: aiosqlite.Connection, ns: int, sess: int | None) -> list[EventRow]:
-    rows = await conn.execute_fetchall(
-        f"{events._SELECT} WHERE e.namespace_id = ? AND e.pinned = 1 AND e.status IN ('active', 'disputed',"
-        " 'superseded') ORDER BY e.id",
-        (ns,),
-    )
-    pinned = [EventRow.from_row(r) for r in rows]
-    pinned = [ev for ev in pinned if ev.visible_to(ns, sess)]
+    pinned = [ev for ev in await event_queries.pinned_events(conn, ns) if ev.visible_to(ns, sess)]
     return sorted(pinned, key=lambda ev: (_CRITICAL_FIRST[ev.criticality], ev.id))
 
 
 async def _safety(conn: aiosqlite.Connection, ns: int, sess: int | None) -> list[EventRow]:
     """Active safety-critical events, pinned first, then newest: admitted on every step, relevant or not."""
-    rows = await conn.execute_fetchall(
-        f"{events._SELECT} WHERE e.namespace_id = ? AND e.criticality = 'safety' AND e.status = 'active'"
-        " ORDER BY e.pinned DESC, e.id DESC LIMIT ?",
-        (ns, 4 * MAX_EVENTS),
-    )
-    return [ev for ev in (EventRow.from_row(r) for r in rows) if ev.visible_to(ns, sess)]
+    return [ev for ev in await event_queries.safety_events(conn, ns, 4 * MAX_EVENTS) if ev.visible_to(ns, sess)]
 
 
 def admission_order(

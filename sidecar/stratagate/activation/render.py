@@ -18,12 +18,15 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from stratagate.activation.longterm import render_longterm, summary
+from stratagate.blocks import queries as block_queries
 from stratagate.blocks.render import LEVEL_LABELS
 from stratagate.blocks.views import BlockRow, session_blocks
 from stratagate.capture.models import Name
 from stratagate.config import Settings
+from stratagate.events import queries as event_queries
 from stratagate.events.forgotten import Forgotten, load, shown_view
 from stratagate.safety.inert import Named, heading, quote
+from stratagate.storage import lookup
 from stratagate.storage.db import Database
 
 RECENT_BLOCKS = 4
@@ -84,24 +87,20 @@ async def render_activation(
 ) -> dict[str, Any]:
     empty: dict[str, Any] = {
         "text": "", "tokens": 0, "longterm_tokens": 0, "block_ids": [], "event_ids": [], "node_ids": []}
-    ns = await db.scalar("SELECT id FROM namespaces WHERE name = ?", (p.namespace,))
+    ns = await lookup.namespace_key(db.reader, p.namespace)
     if ns is None or (
-        await db.scalar("SELECT 1 FROM blocks WHERE namespace_id = ? LIMIT 1", (ns,)) is None
-        and await db.scalar("SELECT 1 FROM events WHERE namespace_id = ? LIMIT 1", (ns,)) is None
+        not await block_queries.has_blocks(db.reader, ns) and not await event_queries.has_events(db.reader, ns)
     ):
         return empty  # nothing to recall: answer at once, even while the tokenizer is still being built
     if tokenizer_ready is not None:
         await tokenizer_ready()
-    sess = await db.scalar("SELECT id FROM sessions WHERE namespace_id = ? AND key = ?", (ns, p.session))
+    sess = await lookup.session_key(db.reader, ns, p.session)
     lam = settings.block_decay_lambda
 
-    newest = await db.fetchall(
-        "SELECT id, session_id FROM blocks WHERE namespace_id = ? AND session_id IS NOT ? ORDER BY id DESC LIMIT ?",
-        (ns, sess, RECENT_BLOCKS),
-    )
+    newest = await block_queries.newest_blocks_elsewhere(db.reader, ns, sess, RECENT_BLOCKS)
     others: list[BlockRow] = []
-    for session_id in dict.fromkeys(r["session_id"] for r in newest):
-        wanted = {r["id"] for r in newest if r["session_id"] == session_id}
+    for session_id in dict.fromkeys(s for _, s in newest):
+        wanted = {b for b, s in newest if s == session_id}
         others.extend(b for b in await session_blocks(db, ns, session_id, lam) if b.id in wanted)
     others.sort(key=lambda b: b.id, reverse=True)
 

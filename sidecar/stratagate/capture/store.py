@@ -16,34 +16,13 @@ from stratagate.config import Settings
 from stratagate.errors import STORAGE_ERROR, RpcError
 from stratagate.safety.secrets import redact_text, redact_value
 from stratagate.storage.db import Database, StorageError, audit
+from stratagate.storage.lookup import ensure_namespace, ensure_session
 from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso, to_iso
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
-
-
-async def ensure_namespace(conn: aiosqlite.Connection, name: str) -> int:
-    await conn.execute(
-        "INSERT INTO namespaces(name, created_at) VALUES (?, ?) ON CONFLICT(name) DO NOTHING", (name, now_iso())
-    )
-    row = await (await conn.execute("SELECT id FROM namespaces WHERE name = ?", (name,))).fetchone()
-    return int(row[0])
-
-
-async def ensure_session(conn: aiosqlite.Connection, namespace_id: int, key: str) -> tuple[int, int]:
-    await conn.execute(
-        "INSERT INTO sessions(namespace_id, key, created_at) VALUES (?, ?, ?)"
-        " ON CONFLICT(namespace_id, key) DO NOTHING",
-        (namespace_id, key, now_iso()),
-    )
-    row = await (
-        await conn.execute(
-            "SELECT id, turn_count FROM sessions WHERE namespace_id = ? AND key = ?", (namespace_id, key)
-        )
-    ).fetchone()
-    return int(row[0]), int(row[1])
 
 
 def _message_rows(p: CaptureParams, captured_at: str) -> list[dict[str, Any]]:

@@ -17,10 +17,10 @@ import aiosqlite
 from pydantic import BaseModel
 
 from stratagate import ids
-from stratagate.capture.store import ensure_namespace, ensure_session
 from stratagate.errors import invalid_params, is_storage_full, not_found
 from stratagate.protocol.context import ToolContext
 from stratagate.redact import redact_value
+from stratagate.storage import lookup
 from stratagate.timeutil import now_iso
 
 REF_PREFIXES = ("evt", "nod", "fct", "msg", "blk")
@@ -96,18 +96,6 @@ def parse_batch_id(value: str) -> int:
     return key
 
 
-async def scope_keys(conn: aiosqlite.Connection, namespace: str, session: str) -> tuple[int | None, int | None]:
-    """The namespace and session keys, None where the row does not exist (yet)."""
-    row = await (await conn.execute("SELECT id FROM namespaces WHERE name = ?", (namespace,))).fetchone()
-    if row is None:
-        return None, None
-    ns = int(row[0])
-    sess = await (
-        await conn.execute("SELECT id FROM sessions WHERE namespace_id = ? AND key = ?", (ns, session))
-    ).fetchone()
-    return ns, None if sess is None else int(sess[0])
-
-
 async def get_batch(conn: aiosqlite.Connection, batch_id: int) -> Batch | None:
     row = await (await conn.execute("SELECT * FROM retrieval_batches WHERE id = ?", (batch_id,))).fetchone()
     return None if row is None else Batch.from_row(row)
@@ -116,7 +104,7 @@ async def get_batch(conn: aiosqlite.Connection, batch_id: int) -> Batch | None:
 async def visible_batch(conn: aiosqlite.Connection, ctx: ToolContext, value: str) -> Batch:
     """The caller's own batch; -32004 for an unknown one or one of another namespace or session (they look alike)."""
     key = parse_batch_id(value)
-    ns, sess = await scope_keys(conn, ctx.namespace, ctx.session)
+    ns, sess = await lookup.scope_keys(conn, ctx.namespace, ctx.session)
     batch = await get_batch(conn, key)
     if batch is None or ns is None or batch.namespace_id != ns or batch.session_id != sess:
         raise not_found(f"unknown retrieval batch {ids.make('rb', key)} in this session")
@@ -152,8 +140,8 @@ async def record_batch(ctx: ToolContext, tool: str, args: BaseModel, result: dic
     refs = collect_refs(result)
     arguments = _redacted(args.model_dump(mode="json"))
     async with ctx.db.transaction() as conn:
-        ns = await ensure_namespace(conn, ctx.namespace)
-        sess, captured = await ensure_session(conn, ns, ctx.session)
+        ns = await lookup.ensure_namespace(conn, ctx.namespace)
+        sess, captured = await lookup.ensure_session(conn, ns, ctx.session)
         cur = await conn.execute(
             "INSERT INTO retrieval_batches(namespace_id, session_id, tool, query, arguments, evidence_refs, turn,"
             " call_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

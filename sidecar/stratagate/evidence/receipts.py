@@ -25,12 +25,12 @@ import aiosqlite
 from pydantic import BaseModel, ConfigDict, Field
 
 from stratagate import ids
-from stratagate.capture.store import ensure_namespace, ensure_session
 from stratagate.evidence import batches, weights
 from stratagate.evidence.gate import Ref
 from stratagate.protocol.context import ToolContext
 from stratagate.redact import redact_value
 from stratagate.storage.db import audit
+from stratagate.storage.lookup import ensure_namespace, ensure_session
 from stratagate.timeutil import now_iso
 
 MAX_USE_REFS = 50

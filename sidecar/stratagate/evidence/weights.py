@@ -29,6 +29,7 @@ import aiosqlite
 
 from stratagate import ids
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP
+from stratagate.storage import lookup
 from stratagate.timeutil import now_iso
 
 Kind = Literal["event", "node"]
@@ -76,8 +77,7 @@ async def current_turn(conn: aiosqlite.Connection, session_id: int | None) -> in
     """The session's turn in progress: captured turns + 1 (1 for a session that has none yet)."""
     if session_id is None:
         return 1
-    row = await (await conn.execute("SELECT turn_count FROM sessions WHERE id = ?", (session_id,))).fetchone()
-    return 1 + (int(row[0]) if row else 0)
+    return 1 + (await lookup.session_turn_count(conn, session_id) or 0)
 
 
 async def _turns_since(conn: aiosqlite.Connection, session_id: int | None, instant: str) -> int:

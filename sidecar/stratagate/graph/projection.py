@@ -34,6 +34,7 @@ from stratagate.events.models import EventRow
 from stratagate.graph import store
 from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.jobs.runner import PermanentJobError
+from stratagate.storage import lookup
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.timeutil import now_iso
 
@@ -54,8 +55,7 @@ def claims_of(event: EventRow) -> list[Claim]:
 
 
 async def _namespace_key(conn: aiosqlite.Connection, namespace_id: int) -> str:
-    row = await (await conn.execute("SELECT name FROM namespaces WHERE id = ?", (namespace_id,))).fetchone()
-    return str(row[0]) if row else ""
+    return await lookup.namespace_name(conn, namespace_id) or ""
 
 
 async def project_event(

@@ -36,6 +36,14 @@ def holds_at(state: dict[str, Any] | FactRow, instant: str) -> bool:
     return (start is None or start <= instant) and (end is None or instant < end)
 
 
+async def fact_node(conn: aiosqlite.Connection, fact_id: int, namespace_id: int) -> int | None:
+    """The node a fact of the namespace belongs to (None for an unknown fact or one of another namespace)."""
+    row = await (
+        await conn.execute("SELECT node_id FROM graph_facts WHERE id = ? AND namespace_id = ?", (fact_id, namespace_id))
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
 async def node_visible(conn: aiosqlite.Connection, node: NodeRow, session_id: int | None) -> bool:
     """A node exists for a caller when at least one fact they may see touches it."""
     return any(f.status != "archived" and f.visible_to(session_id) for f in await store.facts_of_node(conn, node.id))

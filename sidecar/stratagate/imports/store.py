@@ -15,7 +15,6 @@ import aiosqlite
 
 import stratagate.graph  # noqa: F401  (registers the graph's status hook: facts follow events)
 from stratagate import ids
-from stratagate.capture.store import ensure_namespace
 from stratagate.errors import invalid_params, not_found
 from stratagate.events import store
 from stratagate.events.models import EventRow, EventType, NewEvent, Scope
@@ -25,6 +24,7 @@ from stratagate.imports.parsers import ImportBatch, sha256_text
 from stratagate.redact import redact
 from stratagate.safety.secrets import scrub_known, secrets_in
 from stratagate.storage.db import Actor, Database, audit
+from stratagate.storage.lookup import ensure_namespace
 from stratagate.timeutil import now_iso
 
 TITLE_CHARS: Final = 80

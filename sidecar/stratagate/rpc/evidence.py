@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from stratagate import ids
 from stratagate.evidence import batches, weights
+from stratagate.graph import read as graph_read
 from stratagate.protocol import method
 from stratagate.protocol.params import OpenBatchesParams, WeightsParams
 from stratagate.protocol.results import OpenBatchesResult, WeightsResult
@@ -22,10 +23,8 @@ async def _weight(conn: Any, ns: int, sess: int | None, ref: str) -> dict[str, A
     elif (key := ids.parse(ref, "nod")) is not None:
         found = await weights.weight_of(conn, ns, sess, "node", key)
     elif (key := ids.parse(ref, "fct")) is not None:
-        row = await (
-            await conn.execute("SELECT node_id FROM graph_facts WHERE id = ? AND namespace_id = ?", (key, ns))
-        ).fetchone()
-        found = None if row is None else await weights.weight_of(conn, ns, sess, "node", int(row[0]))
+        node = await graph_read.fact_node(conn, key, ns)
+        found = None if node is None else await weights.weight_of(conn, ns, sess, "node", node)
         if found is not None:
             out["note"] = "a fact has the weight of its node"
     else:
@@ -79,7 +78,7 @@ def nudge_text(open_now: list[dict[str, Any]]) -> str | None:
 @method("evidence.open_batches", params=OpenBatchesParams, result=OpenBatchesResult)
 async def open_batches(app: App, p: OpenBatchesParams) -> dict[str, Any]:
     conn = app.db.reader
-    _, sess = await batches.scope_keys(conn, p.namespace, p.session)
+    _, sess = await lookup.scope_keys(conn, p.namespace, p.session)
     turn = await weights.current_turn(conn, sess)
     found = [] if sess is None else await batches.open_batches(conn, sess, turn)
     return {"namespace": p.namespace, "session": p.session, "turn": turn, "batches": found, "nudge": nudge_text(found)}

@@ -413,5 +413,33 @@ async def reindex_messages(conn: Any, namespace_id: int | None = None, **tokeniz
     return len(rows)
 
 
+_ROW_SQL = (
+    "SELECT m.id, m.role, m.content, m.tool_name, m.tool_arguments, m.tool_result, m.is_error, m.created_at,"
+    " m.turn_id, t.seq AS turn, s.key AS session, t.block_id, b.status AS block_status"
+    " FROM messages m JOIN turns t ON t.id = m.turn_id JOIN sessions s ON s.id = m.session_id"
+    " LEFT JOIN blocks b ON b.id = t.block_id WHERE m.id IN ({})"
+)
+
+
+async def message_rows(db: Reader, message_ids: list[int]) -> dict[int, Any]:
+    """Messages by id with their turn, session and block: what a hit shows."""
+    if not message_ids:
+        return {}
+    rows = await db.fetchall(_ROW_SQL.format(",".join("?" * len(message_ids))), message_ids)
+    return {int(r["id"]): r for r in rows}
+
+
+async def by_time(db: Reader, namespace_id: int, filters: RawFilters, oldest_first: bool, limit: int) -> list[Ranked]:
+    """The namespace's messages that pass the filters, newest first (oldest first when asked), unscored."""
+    where, params = filters.sql()
+    order = "ASC" if oldest_first else "DESC"
+    rows = await db.fetchall(
+        f"SELECT m.id FROM messages m WHERE m.namespace_id = ?{where} ORDER BY m.created_at {order}, m.id {order}"
+        " LIMIT ?",
+        (namespace_id, *params, limit),
+    )
+    return [Ranked(int(r[0]), 0.0) for r in rows]
+
+
 def iso(value: datetime | None) -> str | None:
     return to_iso(value) if value is not None else None

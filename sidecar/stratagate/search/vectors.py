@@ -38,6 +38,7 @@ from stratagate.capture.store import _search_text
 from stratagate.jobs.queue import EVENT_EXTRACTION, GRAPH_PROJECTION, JobRow, enqueue, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.search import dense
+from stratagate.storage import lookup
 from stratagate.storage.db import Database
 from stratagate.timeutil import now_iso
 
@@ -154,7 +155,7 @@ async def pending_items(
 async def pending_by_kind(conn: aiosqlite.Connection, namespace_id: int | None = None) -> dict[str, int]:
     """How many messages, events and nodes (of one namespace, or all) have no vector yet."""
     if namespace_id is None:
-        spaces = [int(r[0]) for r in await conn.execute_fetchall("SELECT id FROM namespaces ORDER BY id")]
+        spaces = await lookup.all_namespace_ids(conn)
     else:
         spaces = [namespace_id]
     counts = dict.fromkeys(KINDS, 0)
@@ -450,10 +451,10 @@ class DenseIndex:
         if isinstance(namespace, int):
             return namespace
         if namespace not in self._ids:
-            value = await self._db.scalar("SELECT id FROM namespaces WHERE name = ?", (namespace,))
+            value = await lookup.namespace_key(self._db.reader, namespace)
             if value is None:
                 return None
-            self._ids[namespace] = int(value)
+            self._ids[namespace] = value
         return self._ids[namespace]
 
     def after_job(self, payload: dict[str, Any]) -> None:
@@ -470,8 +471,7 @@ class DenseIndex:
 
     async def _catch_up(self) -> None:
         try:
-            for row in await self._db.fetchall("SELECT id FROM namespaces ORDER BY id"):
-                namespace_id = int(row[0])
+            for namespace_id in await lookup.all_namespace_ids(self._db.reader):
                 if await _has_new_items(self._db.reader, namespace_id) or await _stale_nodes(
                     self._db.reader, namespace_id
                 ):

@@ -1,18 +1,84 @@
-"""Resolving namespace and session names; every read below starts from a namespace id."""
+"""The one place that turns namespace and session names into row ids (and creates the rows on a write).
+
+Every read below starts from a namespace id. ``conn`` is any connection: the reader, or the writer inside the
+caller's transaction (then the answer is consistent with what that transaction sees).
+"""
 
 from __future__ import annotations
 
+import aiosqlite
+
 from stratagate.errors import not_found
 from stratagate.storage.db import Database
+from stratagate.timeutil import now_iso
+
+
+async def namespace_key(conn: aiosqlite.Connection, name: str) -> int | None:
+    row = await (await conn.execute("SELECT id FROM namespaces WHERE name = ?", (name,))).fetchone()
+    return None if row is None else int(row[0])
+
+
+async def session_key(conn: aiosqlite.Connection, namespace_id: int | None, key: str | None) -> int | None:
+    if namespace_id is None or key is None:
+        return None
+    row = await (
+        await conn.execute("SELECT id FROM sessions WHERE namespace_id = ? AND key = ?", (namespace_id, key))
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+async def scope_keys(conn: aiosqlite.Connection, namespace: str, session: str | None) -> tuple[int | None, int | None]:
+    """The namespace and session ids, None where the row does not exist (yet)."""
+    ns = await namespace_key(conn, namespace)
+    return ns, await session_key(conn, ns, session)
+
+
+async def namespace_name(conn: aiosqlite.Connection, namespace_id: int) -> str | None:
+    row = await (await conn.execute("SELECT name FROM namespaces WHERE id = ?", (namespace_id,))).fetchone()
+    return None if row is None else str(row[0])
+
+
+async def all_namespace_ids(conn: aiosqlite.Connection) -> list[int]:
+    return [int(r[0]) for r in await conn.execute_fetchall("SELECT id FROM namespaces ORDER BY id")]
 
 
 async def namespace_id(db: Database, name: str) -> int:
-    key = await db.scalar("SELECT id FROM namespaces WHERE name = ?", (name,))
+    """The namespace's id; -32004 when nothing was ever stored in it."""
+    key = await namespace_key(db.reader, name)
     if key is None:
         raise not_found(f"unknown namespace {name!r}: no turn has been captured in it yet")
-    return int(key)
+    return key
 
 
 async def session_id(db: Database, ns_id: int, key: str) -> int | None:
-    value = await db.scalar("SELECT id FROM sessions WHERE namespace_id = ? AND key = ?", (ns_id, key))
-    return None if value is None else int(value)
+    return await session_key(db.reader, ns_id, key)
+
+
+async def ensure_namespace(conn: aiosqlite.Connection, name: str) -> int:
+    """The namespace's id, creating the row (inside the caller's write transaction) when it is new."""
+    await conn.execute(
+        "INSERT INTO namespaces(name, created_at) VALUES (?, ?) ON CONFLICT(name) DO NOTHING", (name, now_iso())
+    )
+    key = await namespace_key(conn, name)
+    assert key is not None
+    return key
+
+
+async def ensure_session(conn: aiosqlite.Connection, namespace_id: int, key: str) -> tuple[int, int]:
+    """(session id, turns captured so far), creating the row (inside the caller's write transaction) when new."""
+    await conn.execute(
+        "INSERT INTO sessions(namespace_id, key, created_at) VALUES (?, ?, ?)"
+        " ON CONFLICT(namespace_id, key) DO NOTHING",
+        (namespace_id, key, now_iso()),
+    )
+    row = await (
+        await conn.execute(
+            "SELECT id, turn_count FROM sessions WHERE namespace_id = ? AND key = ?", (namespace_id, key)
+        )
+    ).fetchone()
+    return int(row[0]), int(row[1])
+
+
+async def session_turn_count(conn: aiosqlite.Connection, session_id: int) -> int | None:
+    row = await (await conn.execute("SELECT turn_count FROM sessions WHERE id = ?", (session_id,))).fetchone()
+    return None if row is None else int(row[0])

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stratagate import ids
 from stratagate.blocks.views import expand_block, get_block, session_blocks
+from stratagate.capture import queries as capture_queries
 from stratagate.errors import invalid_params
 from stratagate.events.forgotten import load, mask_expanded, shown_view
 from stratagate.protocol import ToolContext, tool
@@ -50,8 +51,8 @@ async def get_blocks(ctx: ToolContext, _args: GetBlocksArgs) -> dict[str, Any]:
         item = block.meta(lam)
         item["view"] = await shown_view(ctx.db, block, block.level, forgotten)
         out.append(item)
-    open_turns = await ctx.db.scalar("SELECT COUNT(*) FROM turns WHERE session_id = ? AND block_id IS NULL", (sess,))
-    return {"session": ctx.session, "blocks": out, "open_turns": int(open_turns or 0)}
+    open_turns = await capture_queries.open_turn_count(ctx.db.reader, sess)
+    return {"session": ctx.session, "blocks": out, "open_turns": open_turns}
 
 
 @tool(

@@ -10,7 +10,6 @@ import aiosqlite
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from stratagate import ids
-from stratagate.capture.store import ensure_namespace, ensure_session
 from stratagate.erase import erase_subject, is_erased
 from stratagate.errors import invalid_params, not_found
 from stratagate.events import store
@@ -27,6 +26,7 @@ from stratagate.protocol.tool_results import (
     SearchEventsResult,
 )
 from stratagate.redact import redact, redact_value
+from stratagate.storage.lookup import ensure_namespace, ensure_session
 from stratagate.timeutil import parse_time, to_iso
 from stratagate.tools.scope import UNSEARCHABLE, query_match, scope_keys
 

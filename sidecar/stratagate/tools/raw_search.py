@@ -16,7 +16,7 @@ from stratagate.errors import invalid_params
 from stratagate.events import forgotten as forgotten_mod
 from stratagate.protocol import ToolContext, tool
 from stratagate.protocol.tool_results import SearchRawResult
-from stratagate.search.raw import Ranked, RawFilters, iso, neighbour_ids, plan, rank
+from stratagate.search.raw import Ranked, RawFilters, by_time, iso, message_rows, neighbour_ids, plan, rank
 from stratagate.storage import lookup
 
 SNIPPET_CHARS = 600
@@ -66,19 +66,8 @@ def _text(r: Any) -> str:
     return r["content"]
 
 
-_ROW_SQL = (
-    "SELECT m.id, m.role, m.content, m.tool_name, m.tool_arguments, m.tool_result, m.is_error, m.created_at,"
-    " m.turn_id, t.seq AS turn, s.key AS session, t.block_id, b.status AS block_status"
-    " FROM messages m JOIN turns t ON t.id = m.turn_id JOIN sessions s ON s.id = m.session_id"
-    " LEFT JOIN blocks b ON b.id = t.block_id WHERE m.id IN ({})"
-)
-
-
 async def _rows(ctx: ToolContext, message_ids: list[int]) -> dict[int, Any]:
-    if not message_ids:
-        return {}
-    rows = await ctx.db.fetchall(_ROW_SQL.format(",".join("?" * len(message_ids))), message_ids)
-    return {int(r["id"]): r for r in rows}
+    return await message_rows(ctx.db, message_ids)
 
 
 async def _filters(ctx: ToolContext, ns: int, args: SearchRawArgs) -> RawFilters:
@@ -101,14 +90,7 @@ async def _filters(ctx: ToolContext, ns: int, args: SearchRawArgs) -> RawFilters
 
 async def _filtered_by_time(ctx: ToolContext, ns: int, filters: RawFilters, args: SearchRawArgs) -> list[Ranked]:
     """An empty query: the messages that pass the filters, newest first (oldest first for 'first')."""
-    where, params = filters.sql()
-    order = "ASC" if args.temporal_intent == "first" else "DESC"
-    rows = await ctx.db.fetchall(
-        f"SELECT m.id FROM messages m WHERE m.namespace_id = ?{where} ORDER BY m.created_at {order}, m.id {order}"
-        " LIMIT ?",
-        (ns, *params, args.limit),
-    )
-    return [Ranked(int(r[0]), 0.0) for r in rows]
+    return await by_time(ctx.db, ns, filters, args.temporal_intent == "first", args.limit)
 
 
 def _by_time(ranked: list[Ranked], rows: dict[int, Any], intent: str) -> list[Ranked]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import aiosqlite
 
 from stratagate.protocol.context import ToolContext
+from stratagate.storage import lookup
 from stratagate.text.terms import fts_query
 
 UNSEARCHABLE = "the query has no searchable words"
@@ -12,14 +13,7 @@ UNSEARCHABLE = "the query has no searchable words"
 
 async def scope_keys(conn: aiosqlite.Connection, ctx: ToolContext) -> tuple[int | None, int | None]:
     """The caller's namespace and session keys, or None where nothing exists yet (no events to see)."""
-    row = await (await conn.execute("SELECT id FROM namespaces WHERE name = ?", (ctx.namespace,))).fetchone()
-    if row is None:
-        return None, None
-    ns = int(row[0])
-    sess = await (
-        await conn.execute("SELECT id FROM sessions WHERE namespace_id = ? AND key = ?", (ns, ctx.session))
-    ).fetchone()
-    return ns, None if sess is None else int(sess[0])
+    return await lookup.scope_keys(conn, ctx.namespace, ctx.session)
 
 
 def query_match(query: str | None) -> tuple[str | None, bool]:
