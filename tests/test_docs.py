@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import stratagate.rpc.methods  # noqa: F401  (registers every method)
+import stratagate.rpc.methods
 import stratagate.tools  # noqa: F401  (registers every tool)
 from stratagate import errors
 from stratagate.protocol import METHOD_TABLE, TOOL_TABLE, Entry
