@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-import stratagate.rpc.methods  # noqa: F401  (registers every method)
+import stratagate.rpc.methods
 import stratagate.tools  # noqa: F401  (registers every tool)
 from stratagate.errors import INTERNAL_ERROR, INVALID_PARAMS, NOT_FOUND, DomainError, RpcError
 from stratagate.imports.parsers import ImportFormatError
