@@ -23,6 +23,35 @@ class EvidenceFields(Result):
     note: str | None = None
 
 
+class Temporal(Result):
+    """An event's two times (events/temporal.py): when it was said, and when it happened as far as the words say."""
+
+    mentioned_at: str | None
+    happened_start: str | None
+    happened_end: str | None
+    original: str | None
+    precision: str | None
+    basis: str | None
+    status: str | None
+
+
+class TranscriptMessage(Result):
+    """One L5 message (blocks/source.py); a message hidden as a forgotten memory has only ``hidden`` besides its
+    place."""
+
+    id: str
+    turn: int
+    role: str
+    created_at: str
+    content: str | None = None
+    name: str | None = None
+    call_id: str | None = None
+    arguments: Any = None
+    result: Any = None
+    is_error: bool | None = None
+    hidden: str | None = None
+
+
 # --- blocks --------------------------------------------------------------------------------------------------------
 
 
@@ -56,7 +85,7 @@ class ExpandBlockResult(BlockMeta):
     view_tokens: int
     reanchored: bool
     available_levels: list[int]
-    messages: list[JsonObject] | None = None
+    messages: list[TranscriptMessage] | None = None
     note: str | None = None
 
 
@@ -127,16 +156,25 @@ class EventCard(Result):
     successor_id: str | None
     pinned: bool
     weight_cap: Number | None
-    temporal: JsonObject
+    temporal: Temporal
     created_at: str
     updated_at: str
+
+
+class SupersedeOutcome(Result):
+    id: str
+    status: str
+    superseded: bool
+    prior_status: str | None = None
+    successor_id: str | None = None
+    note: str | None = None
 
 
 class RememberResult(EventCard):
     duplicate: bool
     graph: JsonObject | None = None
     note: str | None = None
-    supersedes: list[JsonObject] | None = None
+    supersedes: list[SupersedeOutcome] | None = None
 
 
 class EventChangeResult(EventCard):
@@ -165,8 +203,17 @@ class EventBrief(Result):
     successor_id: str | None
 
 
+class EventSource(Result):
+    message_id: str | None
+    call_id: str | None
+    import_id: str | None
+    source_ref: str | None
+    quote: str | None
+    created_at: str
+
+
 class ExpandEventResult(EventCard):
-    sources: list[JsonObject]
+    sources: list[EventSource]
     successor_chain: list[EventBrief]
     supersedes: list[EventBrief]
     note: str | None = None
@@ -182,7 +229,7 @@ class EventHit(Result):
     status: str
     pinned: bool
     tags: list[str]
-    temporal: JsonObject
+    temporal: Temporal
     successor_id: str | None
     successor_title: str | None
     score: Number | None = None
