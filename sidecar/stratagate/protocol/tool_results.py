@@ -246,13 +246,53 @@ class SearchEventsResult(Result):
 # --- graph ---------------------------------------------------------------------------------------------------------
 
 
+class FactBrief(Result):
+    """A fact as one statement (graph/read.py Renderer.brief); ``status_now`` only in an ``as_of`` state."""
+
+    id: str
+    statement: str
+    status: str
+    slot: str | None
+    valid_from: str | None
+    valid_to: str | None
+    superseded_by: str | None = None
+    note: str | None = None
+    status_now: str | None = None
+
+
+class NodeRef(Result):
+    id: str
+    name: str | None
+    kind: str | None = None
+
+
+class FactEventLink(Result):
+    id: str
+    role: str
+    status: str
+    title: str
+
+
+class FactFull(FactBrief):
+    """A fact with its subject, predicate, object or value, direction, scope and the events behind it."""
+
+    subject: NodeRef
+    predicate: str
+    object: NodeRef | None = None
+    value: Any = None
+    direction: str
+    scope: str
+    recorded_at: str
+    events: list[FactEventLink]
+
+
 class NodeHit(Result):
     id: str
     name: str
     kind: str
     category: str | None
     aliases: list[str]
-    current_state: list[JsonObject]
+    current_state: list[FactBrief]
     score: Number | None = None
 
 
@@ -264,14 +304,14 @@ class SearchGraphResult(Result):
 
 class AsOf(Result):
     valid_time: str
-    state: list[JsonObject]
+    state: list[FactBrief]
     note: str
 
 
 class KnownAt(Result):
     transaction_time: str
-    state: list[JsonObject]
-    facts: list[JsonObject]
+    state: list[FactBrief]
+    facts: list[FactBrief]
     note: str
 
 
@@ -281,8 +321,8 @@ class ExpandNodeResult(Result):
     kind: str
     category: str | None
     aliases: list[str]
-    current_state: list[JsonObject]
-    facts: list[JsonObject]
+    current_state: list[FactBrief]
+    facts: list[FactFull]
     as_of: AsOf | None = None
     known_at: KnownAt | None = None
 
