@@ -13,7 +13,7 @@ from stratagate import ids
 from stratagate.blocks.seal import seal_full_runs
 from stratagate.capture.models import CaptureParams, CaptureResult
 from stratagate.config import Settings
-from stratagate.errors import STORAGE_ERROR, RpcError
+from stratagate.errors import STORAGE_ERROR, DomainError
 from stratagate.safety.secrets import redact_text, redact_value
 from stratagate.storage.db import Database, StorageError, audit
 from stratagate.storage.lookup import ensure_namespace, ensure_session
@@ -59,6 +59,12 @@ def _search_text(row: dict[str, Any]) -> str:
     return " ".join([row["tool_name"], row["tool_arguments"] or "", row["tool_result"] or ""])
 
 
+class TurnNotStored(DomainError):
+    """A capture the database refused (disk full, the size cap, an I/O error): nothing of the turn was kept."""
+
+    code = STORAGE_ERROR
+
+
 async def capture_turn(
     db: Database, settings: Settings, p: CaptureParams, count: Callable[[str], int]
 ) -> CaptureResult:
@@ -66,9 +72,8 @@ async def capture_turn(
         async with db.transaction() as conn:
             return await _capture(conn, settings, p, count)
     except (sqlite3.Error, StorageError) as exc:
-        raise RpcError(
-            STORAGE_ERROR,
-            f"the turn was NOT stored ({exc}); nothing partial was kept, re-send it with the same receipt",
+        raise TurnNotStored(
+            f"the turn was NOT stored ({exc}); nothing partial was kept, re-send it with the same receipt"
         ) from exc
 
 
