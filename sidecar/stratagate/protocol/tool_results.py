@@ -349,13 +349,27 @@ class AssessResult(Result):
     note: str
 
 
+class CountedRef(Result):
+    ref: str
+    batch_id: str
+    assessment_id: str
+    strengthens: str | None
+    note: str | None = None
+
+
+class Reinforced(Result):
+    id: str
+    session_uses: int
+    turn: int
+
+
 class RecordUseResult(Result):
     receipt_id: str
     batch_id: str | None
     evidence_refs: list[str]
-    counted: list[JsonObject]
-    not_counted: list[JsonObject]
-    reinforced: list[JsonObject]
+    counted: list[CountedRef]
+    not_counted: list[RejectedRef]
+    reinforced: list[Reinforced]
     settles: list[str]
     turn: int
     note: str
