@@ -80,12 +80,23 @@ class GetBlocksResult(Result):
     open_turns: int
 
 
+class L5Page(Result):
+    """Where a level-5 page sits among the block's messages (memory_expand_block pages long blocks)."""
+
+    offset: int
+    count: int
+    total: int
+    next_offset: int | None
+    more: bool
+
+
 class ExpandBlockResult(BlockMeta):
     view: str
     view_tokens: int
     reanchored: bool
     available_levels: list[int]
     messages: list[TranscriptMessage] | None = None
+    page: L5Page | None = None
     note: str | None = None
 
 
