@@ -32,6 +32,20 @@ class InfoCounts(Result):
     jobs: dict[str, int]
 
 
+class DenseInfo(Result):
+    """The optional dense channel (search/dense.py state, search/vectors.py counts)."""
+
+    state: Literal["ready", "loading", "off", "unavailable"]
+    reason: str | None
+    model: str
+    dim: int
+    loaded: bool
+    load_s: Number | None
+    vectors: dict[str, int]
+    pending: dict[str, int] | None
+    jobs: dict[str, int]
+
+
 class InfoResult(Result):
     version: str
     pid: int
@@ -44,7 +58,7 @@ class InfoResult(Result):
     model_route: str
     counts: InfoCounts
     last_job_error: str | None
-    dense: JsonObject
+    dense: DenseInfo
 
 
 class OkResult(Result):

@@ -181,9 +181,18 @@ class SupersedeOutcome(Result):
     note: str | None = None
 
 
+class Projection(Result):
+    """What projecting the new event into the graph did (graph/projection.py), without the event id."""
+
+    facts: list[str]
+    superseded_facts: list[str]
+    superseded_events: list[str]
+    skipped: str | None = None
+
+
 class RememberResult(EventCard):
     duplicate: bool
-    graph: JsonObject | None = None
+    graph: Projection | None = None
     note: str | None = None
     supersedes: list[SupersedeOutcome] | None = None
 
