@@ -51,7 +51,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 import aiosqlite
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from stratagate import ids
 from stratagate.errors import invalid_params, not_found
@@ -96,6 +96,13 @@ class Candidate(BaseModel):
     sources: list[Source] = Field(default_factory=list)
     supersedes: list[int] = Field(default_factory=list)
     conflicts_with: list[int] = Field(default_factory=list)
+
+    @field_validator("statement")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("statement must not be blank")
+        return value
 
 
 @dataclass(frozen=True)
