@@ -3,8 +3,9 @@
 The model only proposes. Code decides what is stored: every draft must cite messages of this block, every quote
 must be a verbatim excerpt of a cited message, and supersedes/conflicts_with may only name the related events the
 model was shown. Mention time comes from the earliest cited message, never from the model; the occurrence window is
-resolved by code from the verbatim time wording. All surviving events, their sources, lifecycle changes and the
-job's completion are written in one transaction.
+resolved by code from the verbatim time wording. The surviving drafts become candidates of the one admission path
+(events/admit.py: tombstones, duplicates, sources, supersede/dispute, projection queued), admitted in one
+transaction with the job's completion.
 """
 
 from __future__ import annotations

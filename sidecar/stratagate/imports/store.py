@@ -1,5 +1,6 @@
 """Imports into long-term memory: a parsed batch becomes events (origin 'import') in one transaction, and removing
-an import archives its events and undoes the supersessions they caused. The source text is kept verbatim.
+an import archives its events and undoes the supersessions they caused. The source text is kept verbatim. Items
+become candidates of the one admission path (events/admit.py); this module only decides which items are candidates.
 
 Reports and audit rows name events and counts only, never memory text: a forgotten memory must not reappear
 through an import report.
