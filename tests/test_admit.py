@@ -263,11 +263,12 @@ plain = st.text(st.characters(categories=["L", "N", "P", "S", "Zs"]), max_size=8
 
 @settings(max_examples=150, deadline=None)
 @given(plain, st.lists(spaces, min_size=1, max_size=8))
-def test_fingerprint_ignores_case_spacing_compatibility_forms_and_redaction(text: str, gaps: list[str]):
+def test_fingerprint_ignores_case_folding_spacing_compatibility_forms_and_redaction(text: str, gaps: list[str]):
     words = text.split()
     respaced = " " + "".join(w + gaps[i % len(gaps)] for i, w in enumerate(words))
     fp = fingerprint_of(text)
     assert fingerprint_of(respaced) == fp
+    assert fingerprint_of(text.casefold()) == fp  # (not upper(): 'ı'.upper() is 'I', another letter)
     assert fingerprint_of(unicodedata.normalize("NFKC", text)) == fp
     assert fingerprint_of(redact(text)) == fp  # redaction is idempotent: stored text fingerprints the same
     assert re.fullmatch(r"sha256:[0-9a-f]{64}", fp)
