@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import RootModel
+from pydantic import Field, RootModel
 
 from stratagate.protocol.types import Result
 
@@ -182,11 +182,12 @@ class SupersedeOutcome(Result):
 
 
 class Projection(Result):
-    """What projecting the new event into the graph did (graph/projection.py), without the event id."""
+    """What projecting the new event into the graph did (graph/projection.py), without the event id; empty when
+    nothing was projected."""
 
-    facts: list[str]
-    superseded_facts: list[str]
-    superseded_events: list[str]
+    facts: list[str] = Field(default_factory=list)
+    superseded_facts: list[str] = Field(default_factory=list)
+    superseded_events: list[str] = Field(default_factory=list)
     skipped: str | None = None
 
 
