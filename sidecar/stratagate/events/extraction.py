@@ -21,9 +21,10 @@ from stratagate.blocks.views import block_messages
 from stratagate.events import store
 from stratagate.events.extraction_model import MAX_RELATED, EventDraft, ExtractionOutput
 from stratagate.events.models import EventRow, NewEvent
-from stratagate.events.projection_queue import enqueue_projection
+from stratagate.events.projection_queue import add_batches
 from stratagate.events.temporal import build_temporal
-from stratagate.jobs.queue import JobRow, mark_done
+from stratagate.jobs.pipeline import EMBEDDING, EVENT_EXTRACTION, GRAPH_PROJECTION, FollowUp, StageDeps
+from stratagate.jobs.queue import JobRow, enqueue, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.redact import redact, redact_value
 from stratagate.safety.inert import inert
@@ -99,13 +100,32 @@ def _shown_text(m: SourceMessage) -> str:
     )
 
 
+def job_handler(deps: StageDeps) -> EventExtractor:
+    """The ``event_extraction`` stage's handler (declared in jobs/pipeline.py)."""
+    return EventExtractor(deps.db, deps.gateway, deps.count)
+
+
+async def recover_jobs(db: Database, max_attempts: int) -> int:
+    """Extraction jobs of ready blocks with durable facts that never got one (the summary's follow-up was lost to a
+    crash between its commit and the runner's follow-up transaction). Idempotent."""
+    async with db.transaction() as conn:
+        rows = await conn.execute_fetchall(
+            "SELECT b.id, b.namespace_id FROM blocks b LEFT JOIN jobs j ON j.kind = ? AND j.subject_id = b.id"
+            " WHERE b.status = 'ready' AND b.has_durable_facts = 1 AND j.id IS NULL",
+            (EVENT_EXTRACTION,),
+        )
+        for row in rows:
+            await enqueue(conn, row["namespace_id"], EVENT_EXTRACTION, row["id"], max_attempts)
+    return len(rows)
+
+
 class EventExtractor:
     def __init__(self, db: Database, gateway: Callable[[], ModelGateway], count: Callable[[str], int]):
         self._db = db
         self._gateway = gateway
         self._count = count
 
-    async def __call__(self, job: JobRow) -> None:
+    async def __call__(self, job: JobRow) -> list[FollowUp]:
         block = await self._db.fetchone(
             "SELECT b.id, b.session_id, b.seq, b.status, b.first_turn, b.last_turn, b.l4, b.l4_tokens, b.l3,"
             " b.l2, b.l0_title, s.key AS session FROM blocks b JOIN sessions s ON s.id = b.session_id"
@@ -121,7 +141,7 @@ class EventExtractor:
         if not messages:
             async with self._db.transaction() as conn:
                 await mark_done(conn, job)
-            return
+            return []
         related = await self._related(job.namespace_id, block)
         payload = json.dumps(
             {
@@ -145,7 +165,7 @@ class EventExtractor:
             tool_name=TOOL_NAME,
             tool_description="Record the durable events of this block, each citing its source messages.",
         )
-        await self._store(job, block, messages, {ev.id for ev in related}, output, gateway.describe())
+        return await self._store(job, block, messages, {ev.id for ev in related}, output, gateway.describe())
 
     # --- context ----------------------------------------------------------------------------------------------
 
@@ -219,8 +239,11 @@ class EventExtractor:
         related: set[int],
         output: ExtractionOutput,
         route: str,
-    ) -> None:
+    ) -> list[FollowUp]:
+        """Events, their projection batches and the job's 'done' in one transaction; the projection and embedding
+        jobs are the follow-ups (re-derived by the stages' ``recover_jobs`` if lost to a crash)."""
         ns = job.namespace_id
+        follow_ups: list[FollowUp] = []
         block_ref = ids.make("blk", block["id"])
         by_ref = {m.ref: m for m in messages}
         report: dict[str, Any] = {"route": route, "proposed": len(output.events), "inserted": [], "merged": [],
@@ -241,9 +264,12 @@ class EventExtractor:
                 await self._write(conn, job, block, by_ref, draft, fp, report)
             inserted = [ids.parse(ref, "evt") or 0 for ref in report["inserted"]]
             if inserted:
-                await enqueue_projection(conn, ns, inserted, f"extraction {block_ref}")
+                for batch_id in await add_batches(conn, ns, inserted, f"extraction {block_ref}"):
+                    follow_ups.append(FollowUp(kind=GRAPH_PROJECTION, namespace_id=ns, subject_id=batch_id))
+                follow_ups.append(FollowUp(kind=EMBEDDING, namespace_id=ns, subject_id=ns))
             await audit(conn, ns, ACTOR, "block.events_extracted", "block", block_ref, None, report)
             await mark_done(conn, job)
+        return follow_ups
 
     async def _write(
         self,
