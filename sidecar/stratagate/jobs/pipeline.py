@@ -92,8 +92,8 @@ STAGES: tuple[Stage, ...] = (
         subject="namespace id (one job per namespace)",
         handler="stratagate.search.vectors:job_handler",
         queued_by=(
-            "after the commit of a write that adds messages or events (capture, remember, extraction, import)",
-            "the dense channel's start-up catch-up and a search that finds a backlog (also its recovery)",
+            "any write that adds messages or events (capture, remember, extraction, import), after its commit",
+            "the dense channel at start-up (backlog catch-up, its recovery) and a search that sees a backlog",
         ),
         queue="stratagate.search.vectors:queue_follow_up",
     ),
@@ -142,9 +142,11 @@ def diagram() -> str:
     for stage in STAGES:
         lines.append(f"{stage.kind}  (subject {stage.subject_prefix}_N = {stage.subject})")
         for source in stage.queued_by:
-            lines.append(f"  ◄ queued by {source}")
+            lines.append(f"  ◄── queued by {source}")
         for kind in stage.follow_ups:
-            lines.append(f"  ─► {kind}")
+            lines.append(f"  ──► {kind}  (a follow-up its handler returns)")
+        if stage.recover:
+            lines.append("  ↺   re-derived at start if lost between a handler's commit and its queuing")
     return "\n".join(lines)
 
 
