@@ -300,3 +300,50 @@ async def test_a_lease_on_another_host_is_freed_only_by_a_stale_heartbeat(tmp_pa
     row = await db.fetchone("SELECT status, lease_owner, heartbeat_at FROM jobs WHERE id = ?", (job_id,))
     assert dict(row) == {"status": "queued", "lease_owner": None, "heartbeat_at": None}  # type: ignore[arg-type]
     await db.close()
+
+
+# --- lost follow-ups ------------------------------------------------------------------------------------------------
+
+
+async def test_a_follow_up_lost_before_it_was_queued_is_re_derived_at_start(
+    tmp_path: Path, model_server: ScriptedModelServer
+):
+    """The crash window between a handler's commit and the runner's follow-up transaction: the extraction wrote its
+    events and their projection batch, but the process died before the projection job was queued."""
+    from stratagate.capture.store import ensure_session
+    from stratagate.events import store as events
+    from stratagate.events.models import NewEvent
+    from stratagate.events.projection_queue import add_batches, recover_jobs
+
+    path = tmp_path / "m.db"
+    db = Database(path)
+    await db.open()
+    async with db.transaction() as conn:
+        ns = await ensure_namespace(conn, "proj")
+        sess, _ = await ensure_session(conn, ns, "s1")
+        text = "The project uses pnpm."
+        event = await events.insert_event(
+            conn,
+            NewEvent(namespace_id=ns, session_id=sess, origin="extraction", title=text, summary=text, narrative=text,
+                     mentioned_at="2026-05-01T10:00:00.000Z", fingerprint=events.fingerprint(text)),
+            "model",
+        )
+        (batch_id,) = await add_batches(conn, ns, [event.id], "extraction blk_1")
+    assert await db.scalar("SELECT COUNT(*) FROM jobs") == 0
+    await db.close()
+
+    client = await SidecarClient.start(path, env=model_env(model_server))
+    try:
+        done = await client.wait_notification(
+            "jobs.changed", lambda p: p["kind"] == GRAPH_PROJECTION and p["status"] == "done", timeout=60
+        )
+        assert done["subject"] == f"batch_{batch_id}"
+    finally:
+        await client.close()
+    db = Database(path)
+    await db.open()
+    try:
+        assert await recover_jobs(db, 5) == 0  # idempotent: the batch has its job now
+        assert await db.scalar("SELECT state FROM graph_projection WHERE event_id = ?", (event.id,)) == "done"
+    finally:
+        await db.close()
