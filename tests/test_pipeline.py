@@ -194,6 +194,9 @@ async def test_jobs_queued_by_the_import_cli_wake_the_running_sidecar(
             "jobs.changed", lambda p: p["kind"] == GRAPH_PROJECTION and p["status"] == "done", timeout=60
         )
         assert projected["namespace"] == "proj"
+        # The projection's embedding follow-up is not queued while the dense channel is off.
+        kinds = [j["kind"] for j in (await client.call("jobs.list"))["jobs"]]
+        assert kinds == [GRAPH_PROJECTION]
     finally:
         await client.close()
 

@@ -259,8 +259,10 @@ async def _requested(conn: aiosqlite.Connection, namespace_id: int) -> int:
 
 
 async def queue_follow_up(conn: aiosqlite.Connection, follow_up: FollowUp, max_attempts: int) -> None:
-    """The pipeline's queue function of the ``embedding`` stage: requests coalesce into the namespace's one job."""
-    await request_embedding(conn, follow_up.namespace_id, max_attempts)
+    """The pipeline's queue function of the ``embedding`` stage: requests coalesce into the namespace's one job.
+    Nothing is queued while the channel is off or not installed (as for ``DenseIndex.notice``)."""
+    if DenseIndex.usable():
+        await request_embedding(conn, follow_up.namespace_id, max_attempts)
 
 
 def job_handler(deps: StageDeps) -> Callable[[JobRow], Any]:
