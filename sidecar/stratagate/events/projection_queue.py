@@ -1,9 +1,9 @@
 """The graph projection's inbox: events queued for ``graph_projection`` jobs (see ``stratagate.graph.projection``).
 
-Here, below the graph, so that whatever writes events (extraction, imports) can create projection batches inside
-its own transaction without importing the graph. A batch (``graph_batches`` row) is the job's subject; its job is
-queued in the same transaction (``enqueue_projection``: imports) or returned as a handler's follow-up
-(``add_batches``: extraction). ``recover_jobs`` queues any batch left without a job.
+Here, below the graph, so that the one admission path (``events/admit.py``) can create projection batches inside
+its transaction without importing the graph. A batch (``graph_batches`` row) is the job's subject; admit queues its
+job in the same transaction (imports) or the extraction handler returns it as a pipeline follow-up.
+``recover_jobs`` queues any batch left without a job (a follow-up lost to a crash).
 """
 
 from __future__ import annotations
