@@ -362,6 +362,7 @@ async def ablation(
     The dense step uses the vectors the sidecar's embedding job stored; if it did not store one for every message,
     the vectors computed here for the dense baseline (``vectors``) instead.
     """
+    from stratagate.storage import lookup
     from stratagate.storage.db import Database
 
     copy = workdir / "ablation.db"
@@ -372,7 +373,7 @@ async def ablation(
     await db.open()
     runs = []
     try:
-        ns = int(await db.scalar("SELECT id FROM namespaces WHERE name = ?", (NAMESPACE,)))
+        ns = await lookup.namespace_id(db, NAMESPACE)
         rows = await db.fetchall(
             "SELECT m.id, s.key, t.seq, m.role FROM messages m JOIN turns t ON t.id = m.turn_id"
             " JOIN sessions s ON s.id = m.session_id WHERE m.namespace_id = ?",
