@@ -100,10 +100,10 @@ def check_db(path: Path, *, create: bool = False) -> None:
 
 def db_problem(path: Path, exc: BaseException) -> str:
     """One line for a database that failed to open or to be used."""
-    from stratagate.storage.db import SchemaError
+    from stratagate.storage.db import DatabaseLocked, SchemaError
 
     text = _one_line(exc)
-    if isinstance(exc, (DbProblem, SchemaError)):
+    if isinstance(exc, (DbProblem, SchemaError, DatabaseLocked)):
         return text
     if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
         return f"the database {path} is locked by another process; try again when it has finished"
@@ -206,7 +206,7 @@ def _print_import(command: str, result: dict[str, Any], as_json: bool) -> None:
             print(f"warning: {warning}")
 
 
-def import_command(args: argparse.Namespace, db_path: Path) -> int:
+def import_command(args: argparse.Namespace, db_path: Path, lock_timeout: float) -> int:
     """`stratagate import`: opens the database itself (safe while a sidecar runs: SQLite serialises writers)."""
     from stratagate.errors import RpcError
     from stratagate.imports import store
@@ -227,7 +227,7 @@ def import_command(args: argparse.Namespace, db_path: Path) -> int:
         return 2
 
     async def run() -> tuple[str, dict[str, Any]]:
-        db = Database(db_path)
+        db = Database(db_path, lock_timeout=lock_timeout)
         if args.file:
             # Parse before opening the database, so a bad file creates nothing.
             batch = parse_file(args.file, args.format)
@@ -293,7 +293,7 @@ def redact_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def erase_command(args: argparse.Namespace, db_path: Path, max_attempts: int) -> int:
+def erase_command(args: argparse.Namespace, db_path: Path, max_attempts: int, lock_timeout: float) -> int:
     """`stratagate erase`: opens the database itself (safe while a sidecar runs: SQLite serialises writers)."""
     from stratagate import ids
     from stratagate.erase import erase_subject
@@ -320,7 +320,7 @@ def erase_command(args: argparse.Namespace, db_path: Path, max_attempts: int) ->
             return 1
 
     async def run() -> dict[str, Any]:
-        db = Database(db_path)
+        db = Database(db_path, lock_timeout=lock_timeout)
         await db.open()
         try:
             return await erase_subject(db, namespace, args.id, "user", max_attempts=max_attempts)
@@ -410,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         _print_audit(entries, args.json)
         return 0
     if args.command == "import":
-        return import_command(args, settings.db)
+        return import_command(args, settings.db, settings.db_lock_timeout_s)
     if args.command == "erase":
-        return erase_command(args, settings.db, settings.job_max_attempts)
+        return erase_command(args, settings.db, settings.job_max_attempts, settings.db_lock_timeout_s)
     return 2

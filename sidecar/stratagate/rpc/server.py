@@ -163,6 +163,7 @@ async def serve(settings: Settings, in_fd: int | None = None, out_fd: int | None
     peer = Peer(reader, writer, dispatch, settings.max_line_bytes)
     app.peer = peer
     peer.on_output_closed = app.shutdown_requested.set  # nobody can hear us any more: stop cleanly
+    app.db.on_lock_wait = log.info  # a slow start says why (the CLI stays silent: one line per outcome)
     try:
         await app.start()
     except Exception as exc:

@@ -1,0 +1,148 @@
+"""Process faults at start-up, with real sidecar processes: several starting together on a new database, a
+database locked by another process, and captures pipelined into a sidecar that has just restarted."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from stratagate.storage.schema import SCHEMA_VERSION
+from support.sidecar import REPO, SidecarClient
+
+# A deadline for a hang, not a timing assertion.
+HANG = 120
+
+
+def sidecar_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATAGATE_")}
+    env["PYTHONPATH"] = str(REPO / "sidecar")
+    env["STRATAGATE_DENSE"] = "off"
+    env.update(extra)
+    return env
+
+
+async def spawn(db: Path, **env: str) -> asyncio.subprocess.Process:
+    """A `stratagate serve` process the test talks to by hand (SidecarClient.start waits for a ping)."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "stratagate", "serve", "--db", str(db),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env=sidecar_env(**env), limit=64 * 1024 * 1024,
+    )
+
+
+# ---- concurrent starts on a new database ------------------------------------------------------------------------
+
+ROUNDS = 3
+STARTS = 4
+
+
+async def test_sidecars_started_together_on_a_new_database_all_serve(tmp_path: Path) -> None:
+    for round_no in range(ROUNDS):
+        # Folders that do not exist yet either: every process creates them (0700) and the file (0600) at once.
+        db = tmp_path / f"round{round_no}" / "stratagate" / "memory.db"
+        clients = await asyncio.gather(
+            *(SidecarClient.start(db, env=sidecar_env()) for _ in range(STARTS)), return_exceptions=True
+        )
+        try:
+            started = [c for c in clients if isinstance(c, SidecarClient)]
+            assert len(started) == STARTS, [c for c in clients if not isinstance(c, SidecarClient)]
+            for client in started:
+                assert (await client.call("system.ping"))["pong"] is True
+                info = await client.call("system.info")
+                assert info["schema_version"] == info["expected_schema_version"] == SCHEMA_VERSION
+        finally:
+            codes = await asyncio.gather(*(c.close() for c in clients if isinstance(c, SidecarClient)))
+        assert codes == [0] * STARTS
+        conn = sqlite3.connect(db)
+        try:
+            # Each migration ran exactly once, whoever won the race.
+            migrated = conn.execute("SELECT COUNT(*) FROM audit_log WHERE action = 'schema.migrated'").fetchone()[0]
+            keys = conn.execute("SELECT COUNT(*) FROM meta WHERE key = 'redaction_key'").fetchone()[0]
+        finally:
+            conn.close()
+        assert migrated == SCHEMA_VERSION and keys == 1
+        assert stat.S_IMODE(db.stat().st_mode) == 0o600
+        assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
+        assert stat.S_IMODE(db.parent.parent.stat().st_mode) == 0o700
+
+
+# ---- a locked database ------------------------------------------------------------------------------------------
+
+
+def hold_lock(db: Path, kind: str) -> sqlite3.Connection:
+    """Another process (this one) holding an exclusive lock on ``db``, as a sqlite3 shell or a backup would."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    if kind == "exclusive-mode":
+        conn.execute("PRAGMA locking_mode = EXCLUSIVE")  # not even readers get in
+    conn.execute("BEGIN EXCLUSIVE")
+    if kind != "new":
+        conn.execute("INSERT INTO meta(key, value) VALUES ('lock-holder', 'test')")
+    return conn
+
+
+async def existing_db(tmp_path: Path) -> Path:
+    db = tmp_path / "memory.db"
+    client = await SidecarClient.start(db, env=sidecar_env())
+    assert await client.close() == 0
+    return db
+
+
+LOCKS = ["new", "existing", "exclusive-mode"]
+
+
+@pytest.mark.parametrize("kind", LOCKS)
+async def test_a_locked_database_fails_start_up_after_the_bound_with_one_clear_line(tmp_path: Path,
+                                                                                     kind: str) -> None:
+    db = tmp_path / "memory.db" if kind == "new" else await existing_db(tmp_path)
+    holder = hold_lock(db, kind)
+    try:
+        proc = await spawn(db, STRATAGATE_DB_LOCK_TIMEOUT_S="1")
+        async with asyncio.timeout(HANG):
+            stdout, stderr = await proc.communicate()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert proc.returncode == 2
+    text = stderr.decode()
+    assert "Traceback" not in text, text
+    errors = [line for line in text.splitlines() if "cannot start" in line]
+    assert len(errors) == 1, text
+    assert f"the database {db} is locked by another process" in errors[0]
+    assert "STRATAGATE_DB_LOCK_TIMEOUT_S" in errors[0] and "stop the program holding it" in errors[0]
+    # The host hears it too, once, before the process exits.
+    assert b'"method":"system.fatal"' in stdout and b"is locked by another process" in stdout
+
+
+@pytest.mark.parametrize("kind", LOCKS)
+async def test_start_up_proceeds_when_the_lock_is_released_within_the_bound(tmp_path: Path, kind: str) -> None:
+    db = tmp_path / "memory.db" if kind == "new" else await existing_db(tmp_path)
+    holder = hold_lock(db, kind)
+    released = False
+    proc = await spawn(db, STRATAGATE_DB_LOCK_TIMEOUT_S=str(HANG))
+    try:
+        assert proc.stderr is not None
+        # The sidecar says it is waiting (and for how long): release the lock only then.
+        async with asyncio.timeout(HANG):
+            while b"waiting up to" not in (line := await proc.stderr.readline()):
+                assert line, "the sidecar exited without waiting for the lock"
+        assert proc.returncode is None
+        holder.execute("ROLLBACK")
+        holder.close()
+        released = True
+        client = SidecarClient(proc, None)
+        assert (await client.call("system.ping", timeout=HANG))["pong"] is True
+        info = await client.call("system.info")
+        assert info["schema_version"] == SCHEMA_VERSION
+        assert await client.close() == 0
+    finally:
+        if not released:
+            holder.close()
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
