@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from conftest import model_env, turn
+from stratagate.capture.models import CaptureParams
+from stratagate.capture.order import ArrivalOrder, Place, holding
+from stratagate.capture.store import capture_turn
+from stratagate.config import load_settings
+from stratagate.storage.db import Database
 from stratagate.storage.schema import SCHEMA_VERSION
+from stratagate.tokens import count_tokens
+from support.model_server import ScriptedModelServer
 from support.sidecar import REPO, SidecarClient
 
 # A deadline for a hang, not a timing assertion.
@@ -146,3 +154,79 @@ async def test_start_up_proceeds_when_the_lock_is_released_within_the_bound(tmp_
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+# ---- captures commit in arrival order, right after restarts -----------------------------------------------------
+
+RESTARTS = 10
+PER_RESTART = 16
+
+
+async def test_captures_pipelined_into_a_restarted_sidecar_with_pending_jobs_commit_in_arrival_order(
+    tmp_path: Path, model_server: ScriptedModelServer
+) -> None:
+    db = tmp_path / "memory.db"
+    # Two turns a block: every restart leaves block_summary jobs queued or running for the next start to requeue.
+    env = model_env(model_server, STRATAGATE_BLOCK_TURNS="2")
+    sent: dict[str, list[str]] = {}
+    for round_no in range(RESTARTS):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "stratagate", "serve", "--db", str(db),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env=sidecar_env(**env), limit=64 * 1024 * 1024,
+        )
+        client = SidecarClient(proc, None)
+        futures = []
+        # Captures go in at once, not after a ping: while the sidecar starts, its tokenizer warms up and jobs are
+        # requeued. A malformed line between two captures is answered at once (-32700, no dispatch), so waiting
+        # for that answer spreads the captures over the whole start-up without any sleep.
+        for i in range(PER_RESTART):
+            session = f"r{round_no}-{'ab'[i % 2]}"
+            params = turn(i, session=session)
+            sent.setdefault(session, []).append(params["receipt"])
+            futures.append(await client.request("turn.capture", params))
+            await client.send_line(b"{not json")
+            await client.wait_for(lambda c=client, n=i + 1: len(c.orphans) >= n, timeout=HANG)
+        async with asyncio.timeout(HANG):
+            replies = await asyncio.gather(*futures)
+        assert all("result" in r and r["result"]["duplicate"] is False for r in replies), replies
+        await client.kill9()  # jobs still queued or running: the next start requeues them
+    conn = sqlite3.connect(db)
+    try:
+        for session, receipts in sent.items():
+            stored = [r[0] for r in conn.execute(
+                "SELECT t.receipt FROM turns t JOIN sessions s ON s.id = t.session_id WHERE s.key = ? ORDER BY t.seq",
+                (session,))]
+            assert stored == receipts, session
+    finally:
+        conn.close()
+
+
+async def test_a_capture_that_reaches_the_writer_first_still_waits_for_the_one_that_arrived_before(
+    tmp_path: Path,
+) -> None:
+    """The cause, reproduced in one process: capture A waits for the tokenizer; the tokenizer finishes in the same
+    loop turn in which capture B's first step runs. B finds it ready and would take the writer lock before A is
+    woken. With places taken at arrival, B waits for A."""
+    db = Database(tmp_path / "memory.db")
+    await db.open()
+    settings = load_settings({"db": db.path}, environ={})
+    loop = asyncio.get_running_loop()
+    tokenizer: asyncio.Future[None] = loop.create_future()
+    order = ArrivalOrder()
+
+    async def capture(i: int, place: Place) -> None:
+        with holding(place):
+            await tokenizer  # what turn.capture awaits before it writes
+            await capture_turn(db, settings, CaptureParams(**turn(i)), count_tokens)
+
+    try:
+        first = asyncio.create_task(capture(1, order.take()))
+        await asyncio.sleep(0)  # one loop turn (not a timed wait): A runs up to its wait for the tokenizer
+        loop.call_soon(tokenizer.set_result, None)  # completes before B's first step, wakes A after it
+        second = asyncio.create_task(capture(2, order.take()))
+        await asyncio.gather(first, second)
+        receipts = [r["receipt"] for r in await db.fetchall("SELECT receipt FROM turns ORDER BY seq")]
+    finally:
+        await db.close()
+    assert receipts == [turn(1)["receipt"], turn(2)["receipt"]]

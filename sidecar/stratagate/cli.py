@@ -139,12 +139,12 @@ def _loads(value: str | None) -> object:
         return value
 
 
-def audit_entries(db: Path, namespace: str | None, limit: int) -> list[dict[str, object]]:
+def audit_entries(db: Path, namespace: str | None, limit: int, lock_timeout: float = 5.0) -> list[dict[str, object]]:
     """The newest audit rows first, read through a read-only connection (safe while the sidecar runs)."""
     from stratagate.storage.db import SchemaError
     from stratagate.storage.schema import SCHEMA_VERSION
 
-    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=lock_timeout)
     conn.row_factory = sqlite3.Row
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -402,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             check_db(settings.db)
-            entries = audit_entries(settings.db, args.namespace, args.limit)
+            entries = audit_entries(settings.db, args.namespace, args.limit, settings.db_lock_timeout_s)
         except (SchemaError, *DB_ERRORS) as exc:
             print(f"stratagate audit: {db_problem(settings.db, exc)}", file=sys.stderr)
             return 2
