@@ -8,6 +8,7 @@ import os
 import sqlite3
 import stat
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from stratagate.config import load_settings
 from stratagate.storage.db import Database
 from stratagate.storage.schema import SCHEMA_VERSION
 from stratagate.tokens import count_tokens
-from support.model_server import ScriptedModelServer
+from support.model_server import ScriptedModelServer, delay
 from support.sidecar import REPO, SidecarClient
 
 # A deadline for a hang, not a timing assertion.
@@ -166,7 +167,10 @@ async def test_captures_pipelined_into_a_restarted_sidecar_with_pending_jobs_com
     tmp_path: Path, model_server: ScriptedModelServer
 ) -> None:
     db = tmp_path / "memory.db"
-    # Two turns a block: every restart leaves block_summary jobs queued or running for the next start to requeue.
+    # Two turns a block, and the model holds every call: each restart leaves block_summary jobs running or queued,
+    # and the next start requeues and claims them while the captures come in.
+    held = threading.Event()
+    model_server.default = lambda _body: delay(HANG, until=held)
     env = model_env(model_server, STRATAGATE_BLOCK_TURNS="2")
     sent: dict[str, list[str]] = {}
     for round_no in range(RESTARTS):
@@ -190,7 +194,14 @@ async def test_captures_pipelined_into_a_restarted_sidecar_with_pending_jobs_com
         async with asyncio.timeout(HANG):
             replies = await asyncio.gather(*futures)
         assert all("result" in r and r["result"]["duplicate"] is False for r in replies), replies
-        await client.kill9()  # jobs still queued or running: the next start requeues them
+        await client.kill9()
+        conn = sqlite3.connect(db)
+        try:
+            pending = conn.execute("SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running')").fetchone()[0]
+        finally:
+            conn.close()
+        assert pending > 0  # the next start has jobs to requeue
+    held.set()
     conn = sqlite3.connect(db)
     try:
         for session, receipts in sent.items():
