@@ -34,13 +34,15 @@ describe('model requests for host.llm.complete', () => {
       { role: 'user', content: 'Correction: call the tool.' },
     ],
     tool: { name: 'stratagate_summarize_block', description: 'Record it.', parameters: { type: 'object', properties: {} } },
+    tool_instruction: 'You must answer by calling the function `stratagate_summarize_block` exactly once.',
     max_tokens: 4096,
     purpose: 'stratagate',
   }
 
   it('builds DSH messages by hand: system slot, user/assistant Message objects, the one tool, purpose', () => {
     const o = buildGenerateOptions(params, { provider: 'p', model: 'm' })
-    assert.match(o.system, /^You compress blocks\.\n\nYou must answer by calling the function `stratagate_summarize_block` exactly once/)
+    // The sidecar words the instruction (host_route.py tool_instruction); the shim only appends it.
+    assert.equal(o.system, 'You compress blocks.\n\nYou must answer by calling the function `stratagate_summarize_block` exactly once.')
     assert.equal(o.messages.length, 3)
     for (const m of o.messages) {
       assert.equal(typeof m.id, 'string')
@@ -161,7 +163,10 @@ describe('recall', () => {
     const session = { id: 's1', header: {}, events: makeLog() }
     const out = await listener({}, { agent: { session } }, async () => assembled)
     assert.deepEqual(out.contexts.map((c) => c.name), ['sandbox', 'stratagate:memory'])
-    assert.deepEqual(seen[0], { namespace: 'ns', session: 's1', query: 'Fix it.' })
+    // The raw step material (the sidecar picks the query): the current turn's events and the user messages before it.
+    assert.deepEqual(Object.keys(seen[0]), ['namespace', 'session', 'events', 'earlier', 'claimed'])
+    assert.equal(seen[0].events[0].type, 'turn/start')
+    assert.equal(seen[0].events[0].data.turn, 2)
     const sub = await listener({}, { agent: { session: { id: 'x', header: { origin: 'subagent' } } } }, async () => assembled)
     assert.equal(sub, assembled)
     assert.equal(await listener({}, {}, async () => assembled), assembled, 'no agent: untouched')

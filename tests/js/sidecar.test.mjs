@@ -201,8 +201,12 @@ describe('sidecar process lifecycle (real sidecar)', () => {
   })
 
   it('stops cleanly: system.shutdown, exit code 0', async () => {
-    const { sidecar } = start()
+    const { sidecar } = start({ env: { STRATAGATE_BLOCK_TURNS: '1000' } }) // no block, so no summary job runs
     await sidecar.whenReady({ timeoutMs: 30_000 })
+    // A capture waits for the sidecar's warm-up (the tokenizer build, ~1 s idle and several seconds on a loaded
+    // machine). The sidecar's stop waits for that thread too, so stopping in the middle of it could outlast the
+    // 2.5 s grace and be SIGKILLed: a property of when the test stops, not of a clean stop.
+    await sidecar.call('turn.capture', { namespace: 'stop', session: 's', receipt: 'stop-1', user: 'warm', assistant: 'up' }, { timeoutMs: 60_000 })
     const child = sidecar.child
     const exit = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
     let drained = false
