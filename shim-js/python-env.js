@@ -249,6 +249,7 @@ async function ensureVenv({ base, venv, packageRoot, wanted, env, onState, log, 
       }
       continue
     }
-    await new Promise((resolve) => setTimeout(resolve, STATUS_POLL_MS).unref?.())
+    // Not unref'd: this wait is what keeps the plugin's start-up going; DSH's unload aborts it via `signal`.
+    await new Promise((resolve) => setTimeout(resolve, STATUS_POLL_MS))
   }
 }

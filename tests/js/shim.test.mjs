@@ -1,13 +1,13 @@
 // The shim's DSH-facing pieces: model-request building and stream folding, tool definitions, recall, and the
 // whole plugin (`apply`) against a stand-in Cordis context with the REAL sidecar behind it.
 import assert from 'node:assert/strict'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { escapeForPrompt, LBRACE_VARIABLE, makeAssembleListener, withMemory } from '../../shim-js/activation.js'
 import { buildGenerateOptions, ChunkFolder, makeHostLlm } from '../../shim-js/host-llm.js'
 import * as plugin from '../../shim-js/index.js'
-import { preparePython, pythonCandidates } from '../../shim-js/python-env.js'
+import { preparePython, pythonCandidates, readInstallStatus } from '../../shim-js/python-env.js'
 import { FALLBACK_TOOLS, toolDefinition, ToolSet } from '../../shim-js/tools.js'
 import { makeLog } from './fixtures.mjs'
 import { cleanEnv, quietLog, REPO, sidecarPython, tempDir, waitFor } from './helpers.mjs'
@@ -191,6 +191,23 @@ describe('python environment', () => {
     assert.equal(r.venv, null)
     assert.equal(r.python, PYTHON)
     assert.equal(existsSync(join(home, 'venv-0.1.0')), false)
+  })
+
+  it('runs plugin/bootstrap_venv.py with the Python it found and takes the venv the status file reports', async () => {
+    // python3 on PATH (not an explicit choice, so no fast path); the venv is already installed: the script only checks.
+    const home = tempDir()
+    const bin = tempDir()
+    symlinkSync(PYTHON, join(bin, 'python3'))
+    const venv = join(home, 'venv-0.1.0')
+    mkdirSync(join(venv, 'bin'), { recursive: true })
+    symlinkSync(PYTHON, join(venv, 'bin', 'python'))
+    writeFileSync(join(venv, '.stratagate-installed'), JSON.stringify({ version: '0.1.0' }))
+    const env = cleanEnv({ PATH: `${bin}:/usr/bin:/bin`, PYTHONPATH: join(REPO, 'sidecar') })
+    const r = await preparePython({ configPython: 'auto', packageRoot: REPO, home, env, log: quietLog })
+    assert.equal(r.ok, true, r.error)
+    assert.equal(r.python, join(venv, 'bin', 'python'))
+    assert.equal(r.venv, venv)
+    assert.equal(readInstallStatus(venv).state, 'ready')
   })
 
   it('explains what to do when no usable Python exists', async () => {
