@@ -15,10 +15,10 @@ from support.sidecar import REPO
 SCRIPT = REPO / "plugin" / "bootstrap_venv.py"
 
 
-def run(venv: Path, source: Path = REPO, version: str = __version__, timeout: float = 300) -> subprocess.CompletedProcess:
+def run(venv: Path, source: Path = REPO, version: str = __version__) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO / "sidecar")}
     return subprocess.run([sys.executable, str(SCRIPT), "--venv", str(venv), "--source", str(source),
-                           "--version", version], capture_output=True, text=True, env=env, timeout=timeout)
+                           "--version", version], capture_output=True, text=True, env=env, timeout=300)
 
 
 def status(venv: Path) -> dict:
