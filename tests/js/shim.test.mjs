@@ -273,7 +273,9 @@ describe('the plugin in a stand-in DSH context (real sidecar)', () => {
       },
     }
     ctx = fakeContext({ llm, agentDefaultModel: { currentSelection: () => ({ provider: 'default', model: 'd' }) } })
-    plugin.apply(ctx, { python: PYTHON, database: join(home, 'db', 'memory.db') })
+    // The recall/nudge deadline (1.5 s by default) is product behaviour, tested with stubs in the listener tests;
+    // here a loaded machine must not turn a slow answer into "no memory this step".
+    plugin.apply(ctx, { python: PYTHON, database: join(home, 'db', 'memory.db'), activationTimeoutMs: 60_000 })
   })
 
   after(async () => {
@@ -323,7 +325,7 @@ describe('the plugin in a stand-in DSH context (real sidecar)', () => {
     const out = await waitFor(async () => {
       const r = await ctx.waterfall('system-prompt/assemble', {}, { agent: { session: other } }, async () => assembled)
       return r.contexts.length && !/· pending ·/.test(r.contexts[0].text) ? r : null
-    }, { what: 'memory context with both blocks ready' })
+    }, { timeoutMs: 120_000, what: 'memory context with both blocks ready' })
     assert.equal(out.contexts[0].name, 'stratagate:memory')
     assert.match(out.contexts[0].text, /stratagate-memory/)
     const again = await ctx.waterfall('system-prompt/assemble', {}, { agent: { session: other } }, async () => assembled)
