@@ -326,3 +326,22 @@ async def test_namespace_for_session_and_system_status(sidecar: SidecarClient, t
     with pytest.raises(RpcFailure) as err:
         await sidecar.call("system.status", {"host": {"spooled_turns": -1}})
     assert err.value.code == -32602
+
+
+# ---- the same output as the JS fold it replaces -------------------------------------------------------------------
+
+EXPECTED = json.loads((REPO / "tests" / "js" / "session-log.expected.json").read_text())
+
+
+def test_every_turn_folds_exactly_as_the_removed_shim_fold_did():
+    events = log()
+    ours = [fold_turn(raw(turn_events(events, n)), "session-main", EXPECTED["canonical"]) for n in (1, 2)]
+    assert ours == EXPECTED["turns"]
+
+
+def test_the_query_at_every_point_of_the_log_is_the_one_the_removed_shim_chose():
+    events = log()
+    claimed = [prompt("Fix the api user test.", "new")]
+    for i, (plain, with_claimed) in enumerate(EXPECTED["queries"]):
+        prefix = raw(events[: i + 1])
+        assert (step_query(prefix, []), step_query(prefix, claimed)) == (plain, with_claimed), f"after event {i}"
