@@ -222,8 +222,10 @@ async function ensureVenv({ base, venv, packageRoot, wanted, env, onState, log, 
     windowsHide: true,
   })
   let exited = false
-  child.on('error', () => (exited = true))
-  child.on('exit', () => (exited = true))
+  let onExit
+  const exit = new Promise((resolve) => (onExit = resolve))
+  child.on('error', () => ((exited = true), onExit()))
+  child.on('exit', () => ((exited = true), onExit()))
   child.unref()
   let announced = false
   for (;;) {
@@ -249,7 +251,11 @@ async function ensureVenv({ base, venv, packageRoot, wanted, env, onState, log, 
       }
       continue
     }
-    // Not unref'd: this wait is what keeps the plugin's start-up going; DSH's unload aborts it via `signal`.
-    await new Promise((resolve) => setTimeout(resolve, STATUS_POLL_MS))
+    // The installer exits right after its report when the venv is already installed (every start but the first):
+    // read the report at once then. Not unref'd: this wait keeps the start-up going; DSH's unload aborts it.
+    let timer
+    const tick = new Promise((resolve) => (timer = setTimeout(resolve, STATUS_POLL_MS)))
+    await (exited ? tick : Promise.race([exit, tick]))
+    clearTimeout(timer)
   }
 }

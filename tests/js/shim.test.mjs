@@ -1,7 +1,7 @@
 // The shim's DSH-facing pieces: model-request building and stream folding, tool definitions, recall, and the
 // whole plugin (`apply`) against a stand-in Cordis context with the REAL sidecar behind it.
 import assert from 'node:assert/strict'
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { escapeForPrompt, LBRACE_VARIABLE, makeAssembleListener, withMemory } from '../../shim-js/activation.js'
@@ -208,6 +208,24 @@ describe('python environment', () => {
     assert.equal(r.python, join(venv, 'bin', 'python'))
     assert.equal(r.venv, venv)
     assert.equal(readInstallStatus(venv).state, 'ready')
+  })
+
+  it('reports a failed install with the installer\'s error and hint, and the state it went through', async () => {
+    // A package root without pyproject.toml: the venv is created, pip refuses the source.
+    const root = tempDir()
+    mkdirSync(join(root, 'plugin'))
+    copyFileSync(join(REPO, 'plugin', 'bootstrap_venv.py'), join(root, 'plugin', 'bootstrap_venv.py'))
+    const bin = tempDir()
+    symlinkSync(PYTHON, join(bin, 'python3'))
+    const home = tempDir()
+    const states = []
+    const env = cleanEnv({ PATH: `${bin}:/usr/bin:/bin` })
+    const r = await preparePython({ configPython: 'auto', packageRoot: root, home, env, log: quietLog, onState: (s) => states.push(s) })
+    assert.equal(r.ok, false)
+    assert.match(r.error, /could not set up the sidecar venv .*pip install failed/)
+    assert.match(r.hint, /package index/)
+    assert.ok(states.includes('installing'), states.join(','))
+    assert.match(readFileSync(join(home, 'install.log'), 'utf8'), /FAILED: pip install failed/)
   })
 
   it('explains what to do when no usable Python exists', async () => {
