@@ -11,7 +11,7 @@ import { Namespaces, resolveRequest } from './namespaces.js'
 import { bundledSidecarVersion, packageVersion, preparePython } from './python-env.js'
 import { SidecarProcess } from './sidecar-process.js'
 import { Spool } from './spool.js'
-import { callIdsOf, isSubagentSession, sessionIdOf, sessionOrigin } from './turns.js'
+import { callIdsOf, sessionIdOf, sessionOrigin } from './turns.js'
 
 export class Runtime {
   /**
@@ -175,7 +175,7 @@ export class Runtime {
     return null
   }
 
-  /** Remember the route of the session that just finished a turn. */
+  /** Remember the route of the session that just finished a turn (the memory jobs' fallback route). */
   noteRoute(session) {
     try {
       const config = session?.requestHeader?.()?.config
@@ -194,7 +194,7 @@ export class Runtime {
       if (hit !== undefined) values[id] = hit.value
     }
     const raw = { session: turn.session, turn: turn.turn, events: turn.events, canonical: values, origin: sessionOrigin(session), capture_subagents: this.config.captureSubagents }
-    if (!isSubagentSession(session) || this.config.captureSubagents) this.noteRoute(session)
+    this.noteRoute(session) // any session's route will do for memory jobs (subagents run on their parent's)
     this.captures.enqueue({ resolve: resolveRequest(this.config, session), raw })
     return true
   }
