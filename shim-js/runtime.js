@@ -194,7 +194,7 @@ export class Runtime {
       if (hit !== undefined) values[id] = hit.value
     }
     const raw = { session: turn.session, turn: turn.turn, events: turn.events, canonical: values, origin: sessionOrigin(session), capture_subagents: this.config.captureSubagents }
-    this.noteRoute(session) // any session's route will do for memory jobs (subagents run on their parent's)
+    this.noteRoute(session) // a fallback route for memory jobs: any session's configured model will do
     this.captures.enqueue({ resolve: resolveRequest(this.config, session), raw })
     return true
   }
