@@ -345,3 +345,11 @@ def test_the_query_at_every_point_of_the_log_is_the_one_the_removed_shim_chose()
     for i, (plain, with_claimed) in enumerate(EXPECTED["queries"]):
         prefix = raw(events[: i + 1])
         assert (step_query(prefix, []), step_query(prefix, claimed)) == (plain, with_claimed), f"after event {i}"
+
+
+async def test_a_search_pipelined_after_a_raw_capture_sees_the_turn(sidecar: SidecarClient):
+    capture = await sidecar.request("turn.capture_raw", capture_params(1))
+    search = await sidecar.request("tools.call", {"namespace": "proj", "session": "session-main",
+                                                  "name": "memory_search_raw", "arguments": {"query": "pnpm"}})
+    assert (await capture)["result"]["captured"] is True
+    assert "pnpm" in json.dumps((await search)["result"])

@@ -60,6 +60,8 @@ async def _stdio(in_fd: int, out_fd: int) -> tuple[asyncio.StreamReader, Any]:
 
 
 _MEMBERS = {"jsonrpc", "method", "params", "id"}
+CAPTURE_METHODS = frozenset({"turn.capture", "turn.capture_raw"})
+"""Writes of a turn: committed in arrival order, and every later request waits for them (read-your-writes)."""
 
 
 def request_problem(message: Any) -> str | None:
@@ -132,7 +134,7 @@ async def serve(settings: Settings, in_fd: int | None = None, out_fd: int | None
         return await dispatch_item(message)
 
     async def dispatch_item(message: Any) -> Any:
-        if isinstance(message, dict) and message.get("method") == "turn.capture":
+        if isinstance(message, dict) and message.get("method") in CAPTURE_METHODS:
             done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             captures_in_flight.add(done)
             try:
