@@ -3,8 +3,9 @@
 The model only proposes. Code decides what is stored: every draft must cite messages of this block, every quote
 must be a verbatim excerpt of a cited message, and supersedes/conflicts_with may only name the related events the
 model was shown. Mention time comes from the earliest cited message, never from the model; the occurrence window is
-resolved by code from the verbatim time wording. All surviving events, their sources, lifecycle changes and the
-job's completion are written in one transaction.
+resolved by code from the verbatim time wording. The surviving drafts become candidates of the one admission path
+(events/admit.py: tombstones, duplicates, sources, supersede/dispute, projection queued), admitted in one
+transaction with the job's completion.
 """
 
 from __future__ import annotations
@@ -13,19 +14,17 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import aiosqlite
-
 from stratagate import ids
 from stratagate.blocks.source import SourceMessage
 from stratagate.blocks.views import block_messages
 from stratagate.events import store
+from stratagate.events.admit import Candidate, Options, admit, fingerprint_of
 from stratagate.events.extraction_model import MAX_RELATED, EventDraft, ExtractionOutput
-from stratagate.events.models import EventRow, NewEvent
-from stratagate.events.projection_queue import enqueue_projection
-from stratagate.events.temporal import build_temporal
+from stratagate.events.models import EventRow
+from stratagate.events.store import Source
 from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.jobs.runner import PermanentJobError
-from stratagate.redact import redact, redact_value
+from stratagate.redact import redact
 from stratagate.safety.inert import inert
 from stratagate.storage.db import Database, audit
 from stratagate.text.terms import fts_query, terms
@@ -227,9 +226,10 @@ class EventExtractor:
                                   "suppressed": 0, "dropped": 0}
         async with self._db.transaction() as conn:
             seen: set[str] = set()
+            candidates = []
             for index, draft in enumerate(output.events):
                 reason = self._check(draft, by_ref, related)
-                fp = store.fingerprint(redact(draft.summary))
+                fp = fingerprint_of(draft.summary)
                 if reason is None and fp in seen:
                     reason = "repeats an earlier event of this answer"
                 if reason is not None:
@@ -238,95 +238,59 @@ class EventExtractor:
                                 {"draft": index, "title": redact(draft.title), "reason": reason})
                     continue
                 seen.add(fp)
-                await self._write(conn, job, block, by_ref, draft, fp, report)
-            inserted = [ids.parse(ref, "evt") or 0 for ref in report["inserted"]]
-            if inserted:
-                await enqueue_projection(conn, ns, inserted, f"extraction {block_ref}")
+                candidates.append(self._candidate(block, by_ref, draft))
+            options = Options(
+                namespace_id=ns,
+                session_id=int(block["session_id"]),
+                origin="extraction",
+                actor=ACTOR,
+                on_tombstone="suppress",
+                on_exact_duplicate="merge",
+                unknown_target="skip",  # _check kept only ids of the related events shown
+                projection_reason=f"extraction {block_ref}",
+                note={"block": block_ref},
+            )
+            admitted = await admit(conn, candidates, options)
+            report["inserted"] = admitted.ids_of("inserted")
+            report["merged"] = admitted.ids_of("merged")
+            report["suppressed"] = sum(o.result == "suppressed" for o in admitted.outcomes)
             await audit(conn, ns, ACTOR, "block.events_extracted", "block", block_ref, None, report)
             await mark_done(conn, job)
 
-    async def _write(
-        self,
-        conn: aiosqlite.Connection,
-        job: JobRow,
-        block: Any,
-        by_ref: dict[str, SourceMessage],
-        draft: EventDraft,
-        fp: str,
-        report: dict[str, Any],
-    ) -> None:
-        ns, sess = job.namespace_id, int(block["session_id"])
-        block_ref = ids.make("blk", block["id"])
+    @staticmethod
+    def _candidate(block: Any, by_ref: dict[str, SourceMessage], draft: EventDraft) -> Candidate:
         cited = [by_ref[ref] for ref in dict.fromkeys(draft.source_message_ids)]
-        sources = self._source_rows(draft, cited)
-        tomb = await store.tombstone_for(conn, ns, fp)
-        if tomb is not None:
-            report["suppressed"] += 1
-            # No content: a tombstone keeps no forgotten text, and neither does its audit trail.
-            await audit(conn, ns, ACTOR, "event.suppressed", "event", ids.make("evt", tomb), None,
-                        {"reason": "restates a forgotten event", "block": block_ref,
-                         "source_message_ids": [m.ref for m in cited]})
-            return
-        event = await store.current_duplicate(conn, ns, sess, fp)
-        if event is None:
-            near = await store.near_duplicate(conn, ns, sess, redact(draft.summary))
-            shown = {ids.parse(ref, "evt") for ref in [*draft.supersedes, *draft.conflicts_with]}
-            event = near if near is not None and near.id not in shown else None
-        if event is not None:
-            await store.add_sources(conn, event, sources, ACTOR, {"block": block_ref})
-            report["merged"].append(event.public_id)
-        else:
-            mentioned = min(parse_time(m.created_at) for m in cited)
-            temporal = build_temporal(draft.time_original or None, mentioned, draft.time_status).model_dump(
-                mode="json"
-            )
-            summary = redact(draft.summary)
-            new = NewEvent(
-                namespace_id=ns,
-                session_id=sess,
-                origin="extraction",
-                block_id=int(block["id"]),
-                title=redact(draft.title),
-                summary=summary,
-                narrative=redact(draft.narrative) if draft.narrative else summary,
-                tags=[redact(t) for t in dict.fromkeys(draft.tags)],
-                quotes=[redact(q) for q in draft.quotes],
-                type=draft.type,
-                participants=[redact(p) for p in draft.participants],
-                scope=draft.scope,
-                criticality=draft.criticality,
-                confidence=draft.confidence,
-                **store.temporal_columns(temporal),
-                fingerprint=fp,
-                claims=[redact_value(c.model_dump(exclude_none=True)) for c in draft.claims],
-            )
-            event = await store.insert_event(conn, new, ACTOR)
-            await store.insert_sources(conn, event.id, sources)
-            report["inserted"].append(event.public_id)
-        superseded = set()
-        for ref in dict.fromkeys(draft.supersedes):
-            target = await store.get_event(conn, ids.parse(ref, "evt") or 0)
-            if target is not None and target.id != event.id and target.visible_to(ns, sess):
-                await store.supersede(conn, target, event, ACTOR)
-                superseded.add(target.id)
-        for ref in dict.fromkeys(draft.conflicts_with):
-            target = await store.get_event(conn, ids.parse(ref, "evt") or 0)
-            if target is None or target.id == event.id or target.id in superseded or not target.visible_to(ns, sess):
-                continue
-            current = await store.get_event(conn, event.id)
-            assert current is not None
-            await store.dispute(conn, current, target, ACTOR)
-            await store.dispute(conn, target, current, ACTOR)
+        return Candidate(
+            statement=draft.summary,  # the claim; the narrative may add detail
+            title=draft.title,
+            summary=draft.summary,
+            narrative=draft.narrative or None,
+            tags=draft.tags,
+            quotes=draft.quotes,
+            participants=draft.participants,
+            type=draft.type,
+            scope=draft.scope,
+            criticality=draft.criticality,
+            confidence=draft.confidence,
+            mentioned_at=min(parse_time(m.created_at) for m in cited),  # said when first cited, not the model's word
+            time_original=draft.time_original or None,
+            time_status=draft.time_status,
+            block_id=int(block["id"]),
+            claims=[c.model_dump(exclude_none=True) for c in draft.claims],
+            sources=EventExtractor._source_rows(draft, cited),
+            supersedes=[ids.parse(ref, "evt") or 0 for ref in draft.supersedes],
+            conflicts_with=[ids.parse(ref, "evt") or 0 for ref in draft.conflicts_with],
+        )
 
     @staticmethod
-    def _source_rows(draft: EventDraft, cited: list[SourceMessage]) -> list[tuple[int, str]]:
+    def _source_rows(draft: EventDraft, cited: list[SourceMessage]) -> list[Source]:
         """One row per (cited message, quote found in it); a cited message without a quote gets an empty quote."""
-        rows: list[tuple[int, str]] = []
+        rows: list[Source] = []
         for m in cited:
             text = _squash(_full_text(m))
             quotes = [q for q in draft.quotes if _squash(q) in text]
             if quotes:
-                rows.extend((m.id, redact(q)) for q in quotes)
+                rows.extend(Source(message_id=m.id, quote=q) for q in quotes)
             else:
-                rows.append((m.id, ""))
+                rows.append(Source(message_id=m.id))
         return rows

@@ -6,7 +6,8 @@ Lifecycle rules:
 - Content and provenance are written once (a trigger refuses later edits). Supersession changes only status,
   ``prior_status``, ``successor_id`` and ``weight_cap``.
 - Forgetting sets ``forgotten`` (keeping the prior status) and writes a tombstone of the event's fingerprint;
-  a later restatement with that fingerprint is refused until the event is restored.
+  a later restatement with that fingerprint is refused until the event is restored (events/admit.py, the one
+  admission path, applies that and every other rule for new events; this module only stores).
 - A forgotten event stays forgotten when something supersedes it: it is left untouched.
 - Restoring brings back the prior status (``superseded`` stays superseded) and removes the tombstone.
 """
@@ -21,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiosqlite
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from stratagate import ids
 from stratagate.events import lexicon
@@ -118,15 +119,35 @@ async def get_event(conn: aiosqlite.Connection, event_id: int) -> EventRow | Non
     return None if row is None else EventRow.from_row(row)
 
 
-async def insert_event(
-    conn: aiosqlite.Connection,
-    ev: NewEvent,
-    actor: Actor,
-    *,
-    message_id: int | None = None,
-    call_id: str | None = None,
-    quote: str | None = None,
-) -> EventRow:
+class Source(BaseModel):
+    """One evidence row of an event: a captured message, a memory_remember call, or an import item. ``quote`` is
+    the wording it came with (already redacted by the caller: events/admit.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message_id: int | None = None
+    call_id: str | None = None
+    import_id: int | None = None
+    source_ref: str | None = None
+    quote: str = ""
+
+    def ref(self) -> dict[str, Any]:
+        """What an audit row may name: where the evidence is, never its words."""
+        out: dict[str, Any] = {}
+        if self.message_id is not None:
+            out["message_id"] = ids.make("msg", self.message_id)
+        if self.call_id is not None:
+            out["call_id"] = self.call_id
+        if self.import_id is not None:
+            out["import_id"] = ids.make("imp", self.import_id)
+        if self.source_ref is not None:
+            out["source_ref"] = self.source_ref
+        return out
+
+
+async def insert_event(conn: aiosqlite.Connection, ev: NewEvent, actor: Actor) -> EventRow:
+    """The event row, its search terms and its ``event.<origin>`` audit row. Only events/admit.py calls this
+    (tests/test_admit.py checks it): admission rules live there, not here."""
     now = now_iso()
     data = ev.model_dump()
     for key in ("tags", "quotes", "participants", "claims"):
@@ -138,15 +159,46 @@ async def insert_event(
     )
     event_id = int(cursor.lastrowid or 0)
     await conn.execute("INSERT INTO event_fts(rowid, terms) VALUES (?, ?)", (event_id, _fts_text(ev)))
-    if quote is not None or message_id is not None:
-        await conn.execute(
-            "INSERT INTO event_sources(event_id, message_id, call_id, quote, created_at) VALUES (?, ?, ?, ?, ?)",
-            (event_id, message_id, call_id, quote or "", now),
-        )
     row = await get_event(conn, event_id)
     assert row is not None
     await audit(conn, ev.namespace_id, actor, f"event.{ev.origin}", "event", row.public_id, None, row.public())
     return row
+
+
+async def insert_sources(conn: aiosqlite.Connection, event_id: int, rows: list[Source]) -> list[Source]:
+    """Append evidence rows to an event, skipping ones it already has (same place, same quote); the added rows."""
+    have = {
+        tuple(r)
+        for r in await conn.execute_fetchall(
+            "SELECT message_id, call_id, import_id, source_ref, quote FROM event_sources WHERE event_id = ?",
+            (event_id,),
+        )
+    }
+    now = now_iso()
+    added = []
+    for src in rows:
+        key = (src.message_id, src.call_id, src.import_id, src.source_ref, src.quote)
+        if key in have:
+            continue
+        have.add(key)
+        await conn.execute(
+            "INSERT INTO event_sources(event_id, message_id, call_id, quote, import_id, source_ref, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (event_id, src.message_id, src.call_id, src.quote, src.import_id, src.source_ref, now),
+        )
+        added.append(src)
+    return added
+
+
+async def erased(conn: aiosqlite.Connection, namespace_id: int, event_id: int) -> bool:
+    """Was this event erased for good (stratagate/erase.py writes an ``erasures`` row)?"""
+    row = await (
+        await conn.execute(
+            "SELECT 1 FROM erasures WHERE namespace_id = ? AND subject_id = ? LIMIT 1",
+            (namespace_id, ids.make("evt", event_id)),
+        )
+    ).fetchone()
+    return row is not None
 
 
 async def tombstone_for(conn: aiosqlite.Connection, namespace_id: int, fp: str) -> int | None:
@@ -197,14 +249,20 @@ def near_same(a: str, b: str) -> bool:
 
 
 async def near_duplicate(
-    conn: aiosqlite.Connection, namespace_id: int, session_id: int | None, text: str
+    conn: aiosqlite.Connection,
+    namespace_id: int,
+    session_id: int | None,
+    text: str,
+    statuses: tuple[str, ...] = ("active", "disputed"),
+    exclude: frozenset[int] = frozenset(),
 ) -> EventRow | None:
-    """A current visible event that says nearly the same thing (exact restatements are found by fingerprint)."""
+    """A visible event in ``statuses`` (current ones by default) that says nearly the same thing, other than
+    ``exclude`` (exact restatements are found by fingerprint)."""
     match = fts_query(text)
     if match is None:
         return None
-    for ev, _ in await search(conn, namespace_id, session_id, match, ["active", "disputed"], None, 8):
-        if near_same(text, ev.narrative) or near_same(text, ev.summary):
+    for ev, _ in await search(conn, namespace_id, session_id, match, list(statuses), None, 8):
+        if ev.id not in exclude and (near_same(text, ev.narrative) or near_same(text, ev.summary)):
             return ev
     return None
 
@@ -442,48 +500,3 @@ async def dispute(conn: aiosqlite.Connection, ev: EventRow, other: EventRow, act
     note = {"conflicts_with": other.public_id}
     after = await _set(conn, ev, actor, "event.disputed", note, status="disputed", prior_status=ev.status)
     return {"id": after.public_id, "status": after.status, "disputed": True, "conflicts_with": other.public_id}
-
-
-async def insert_sources(conn: aiosqlite.Connection, event_id: int, rows: list[tuple[int, str]]) -> list[str]:
-    """Append provenance rows ``(message_id, quote)`` to an event, skipping ones it already has; the added ids."""
-    have = {
-        (r[0], r[1])
-        for r in await conn.execute_fetchall(
-            "SELECT message_id, quote FROM event_sources WHERE event_id = ?", (event_id,)
-        )
-    }
-    now = now_iso()
-    added = []
-    for message_id, quote in rows:
-        if (message_id, quote) in have:
-            continue
-        have.add((message_id, quote))
-        await conn.execute(
-            "INSERT INTO event_sources(event_id, message_id, call_id, quote, created_at) VALUES (?, ?, NULL, ?, ?)",
-            (event_id, message_id, quote, now),
-        )
-        added.append(ids.make("msg", message_id))
-    return added
-
-
-async def add_call_source(
-    conn: aiosqlite.Connection, ev: EventRow, call_id: str | None, quote: str, actor: Actor
-) -> None:
-    """The wording of a memory_remember call that restated ``ev`` nearly word for word, kept as more evidence."""
-    await conn.execute(
-        "INSERT INTO event_sources(event_id, message_id, call_id, quote, created_at) VALUES (?, NULL, ?, ?, ?)",
-        (ev.id, call_id, quote, now_iso()),
-    )
-    await audit(conn, ev.namespace_id, actor, "event.sources_added", "event", ev.public_id, None,
-                {"call_id": call_id, "note": "near-duplicate restatement merged"})
-
-
-async def add_sources(
-    conn: aiosqlite.Connection, ev: EventRow, rows: list[tuple[int, str]], actor: Actor, note: Any = None
-) -> list[str]:
-    """More evidence for an existing event (e.g. a later restatement): new source rows, audited."""
-    added = await insert_sources(conn, ev.id, rows)
-    if added:
-        after = {"sources_added": added} | ({"note": note} if note else {})
-        await audit(conn, ev.namespace_id, actor, "event.sources_added", "event", ev.public_id, None, after)
-    return added

@@ -1,5 +1,6 @@
 """Imports into long-term memory: a parsed batch becomes events (origin 'import') in one transaction, and removing
-an import archives its events and undoes the supersessions they caused. The source text is kept verbatim.
+an import archives its events and undoes the supersessions they caused. The source text is kept verbatim. Items
+become candidates of the one admission path (events/admit.py); this module only decides which items are candidates.
 
 Reports and audit rows name events and counts only, never memory text: a forgotten memory must not reappear
 through an import report.
@@ -18,17 +19,14 @@ from stratagate import ids
 from stratagate.capture.store import ensure_namespace
 from stratagate.errors import invalid_params, not_found
 from stratagate.events import store
-from stratagate.events.models import EventRow, EventType, NewEvent, Scope
-from stratagate.events.projection_queue import enqueue_projection
-from stratagate.events.temporal import build_temporal
-from stratagate.imports.parsers import ImportBatch, sha256_text
+from stratagate.events.admit import Candidate, Options, admit
+from stratagate.events.models import EventType, Scope
+from stratagate.events.store import Source
+from stratagate.imports.parsers import ImportBatch, ImportItem, sha256_text
 from stratagate.redact import redact
 from stratagate.safety.secrets import scrub_known, secrets_in
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.timeutil import now_iso
-
-TITLE_CHARS: Final = 80
-SUMMARY_CHARS: Final = 300
 
 _TYPES: Final[dict[str, EventType]] = {
     "decision": "decision",
@@ -77,18 +75,18 @@ def check_scope(scope: Scope) -> None:
         )
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-async def _add_import_source(
-    conn: aiosqlite.Connection, event_id: int, quote: str, import_id: int, source_ref: str
-) -> None:
-    # events.store.insert_sources knows only message sources; import provenance has its own two columns.
-    await conn.execute(
-        "INSERT INTO event_sources(event_id, message_id, call_id, quote, import_id, source_ref, created_at)"
-        " VALUES (?, NULL, NULL, ?, ?, ?, ?)",
-        (event_id, quote, import_id, source_ref, now_iso()),
+def _candidate(item: ImportItem, fmt: str, scope: Scope, now: datetime, import_id: int) -> Candidate:
+    """One import item as an event candidate: its flattened text is the statement, its verbatim text the quote."""
+    etype = event_type(item.kind)
+    return Candidate(
+        statement=item.flat_text,
+        tags=[*item.tags, f"import:{fmt}"],
+        quotes=[item.text],
+        type=etype,
+        scope=scope,
+        criticality="preference" if etype == "preference" else "routine",
+        mentioned_at=item.created_at or now,  # said when the source recorded it; undated: said now (the import)
+        sources=[Source(import_id=import_id, source_ref=item.source_ref, quote=item.text)],
     )
 
 
@@ -141,63 +139,27 @@ async def run_import(
         )
         import_id = int(cursor.lastrowid or 0)
         imp = ids.make("imp", import_id)
-        inserted: list[EventRow] = []
-        merged: list[str] = []
-        tombstones: list[str] = []
-        suppressed = 0
         skipped: dict[str, int] = {}
-        format_tag = f"import:{batch.format}"
+        candidates = []
         for item in batch.items:
             if item.status is not None and item.status.casefold() not in _ACTIVE_STATUSES:
                 skipped[item.status] = skipped.get(item.status, 0) + 1
                 continue
-            text = redact(item.flat_text)
-            quote = redact(item.text)
-            fp = store.fingerprint(text)
-            tomb = await store.tombstone_for(conn, ns, fp)
-            if tomb is not None:  # forgotten on request: an import never brings it back
-                suppressed += 1
-                if ids.make("evt", tomb) not in tombstones:
-                    tombstones.append(ids.make("evt", tomb))
-                continue
-            dup = await store.current_duplicate(conn, ns, None, fp)
-            if dup is not None:
-                await _add_import_source(conn, dup.id, quote, import_id, redact(item.source_ref))
-                await audit(
-                    conn,
-                    ns,
-                    actor,
-                    "event.sources_added",
-                    "event",
-                    dup.public_id,
-                    None,
-                    {"import": imp, "source_ref": redact(item.source_ref)},
-                )
-                merged.append(dup.public_id)
-                continue
-            etype = event_type(item.kind)
-            # Said when the source recorded it; an item without a date was said now (the import).
-            temporal = build_temporal(None, item.created_at or now, "unknown").model_dump(mode="json")
-            new = NewEvent(
-                namespace_id=ns,
-                session_id=None,
-                origin="import",
-                import_id=import_id,
-                title=_clip(text, TITLE_CHARS),
-                summary=_clip(text, SUMMARY_CHARS),
-                narrative=text,
-                tags=list(dict.fromkeys([*(redact(t) for t in item.tags), format_tag])),
-                quotes=[quote],
-                type=etype,
-                scope=scope,
-                criticality="preference" if etype == "preference" else "routine",
-                confidence=1.0,
-                **store.temporal_columns(temporal),
-                fingerprint=fp,
-            )
-            event = await store.insert_event(conn, new, actor)
-            await _add_import_source(conn, event.id, quote, import_id, redact(item.source_ref))
-            inserted.append(event)
+            candidates.append(_candidate(item, batch.format, scope, now, import_id))
+        options = Options(
+            namespace_id=ns,
+            session_id=None,  # an import belongs to no session: it merges only with events every session sees
+            origin="import",
+            actor=actor,
+            import_id=import_id,
+            on_tombstone="suppress",  # forgotten on request: an import never brings it back
+            on_exact_duplicate="merge",  # the item is one more source; removing the import keeps the event
+            unknown_target="skip",
+            projection_reason=f"import {imp}",
+            note={"import": imp},
+        )
+        admitted = await admit(conn, candidates, options)
+        tombstones = list(dict.fromkeys(ids.make("evt", o.tombstone) for o in admitted.outcomes if o.tombstone))
         report: dict[str, Any] = {
             "import_id": imp,
             "namespace": namespace,
@@ -205,17 +167,16 @@ async def run_import(
             "source_name": source_name,
             "source_sha256": source_sha256,
             "items": len(batch.items),
-            "inserted": [e.public_id for e in inserted],
-            "merged": merged,
-            "suppressed": suppressed,
+            "inserted": admitted.ids_of("inserted"),
+            "merged": admitted.ids_of("merged"),
+            "suppressed": sum(o.result == "suppressed" for o in admitted.outcomes),
             "tombstones": tombstones,
             "skipped_inactive": sum(skipped.values()),
             "skipped_statuses": skipped,
             "warnings": [redact(w) for w in batch.warnings],
         }
-        # The graph is a projection of events: new events get projection jobs like any others.
-        jobs = await enqueue_projection(conn, ns, [e.id for e in inserted], reason=f"import {imp}")
-        report["projection_jobs"] = [ids.make("job", j) for j in jobs]
+        # The graph is a projection of events: new events got projection jobs like any others (events/admit.py).
+        report["projection_jobs"] = [ids.make("job", j) for j in admitted.projection_jobs]
         await conn.execute(
             "UPDATE imports SET report = ? WHERE id = ?", (json.dumps(report, ensure_ascii=False), import_id)
         )

@@ -14,27 +14,23 @@ from stratagate.capture.store import ensure_namespace, ensure_session
 from stratagate.erase import erase_subject, is_erased
 from stratagate.errors import invalid_params, not_found
 from stratagate.events import store
+from stratagate.events.admit import Candidate, Options, admit
 from stratagate.events.claims import Claim
-from stratagate.events.models import Criticality, EventRow, EventType, NewEvent, Scope, Status
-from stratagate.events.temporal import TimeStatus, build_temporal
+from stratagate.events.models import Criticality, EventRow, EventType, Scope, Status
+from stratagate.events.store import Source
+from stratagate.events.temporal import TimeStatus
 from stratagate.graph.projection import mark_projected, project_event
-from stratagate.redact import redact, redact_value
+from stratagate.redact import redact
 from stratagate.timeutil import parse_time, to_iso
 from stratagate.tool_registry import Tool, ToolContext
 from stratagate.tools.scope import UNSEARCHABLE, query_match, scope_keys
 
 ACTOR = "agent"
-TITLE_CHARS = 80
-SUMMARY_CHARS = 300
 DEFAULT_STATUSES: list[str] = ["active", "disputed"]
 
 EventId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
 ID_HELP = "Event id from memory_remember or memory_search_events, e.g. 'evt_12'."
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _parse(value: str) -> int:
@@ -110,83 +106,55 @@ class RememberArgs(BaseModel):
         return value
 
 
+async def _project_now(conn: aiosqlite.Connection, event: EventRow, explicit: frozenset[int]) -> dict[str, Any]:
+    # Projected now, in the admitting transaction: the agent may read the graph in its very next call.
+    graph = await project_event(conn, event, ACTOR, explicit_targets=explicit)
+    await mark_projected(conn, event.id, graph)
+    return graph
+
+
 async def remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
     target_keys = list(dict.fromkeys(_parse(t) for t in args.supersedes))
-    text = redact(args.text.strip())
-    title = (
-        redact(args.title.strip()) if args.title and args.title.strip() else _clip(text.splitlines()[0], TITLE_CHARS)
+    candidate = Candidate(
+        statement=args.text,
+        title=args.title,
+        tags=args.tags,
+        type=args.type,
+        scope=args.scope,
+        criticality=args.criticality,
+        mentioned_at=datetime.now(UTC),
+        time_original=args.when,
+        time_status=args.happened,
+        claims=[c.model_dump(exclude_none=True) for c in args.claims or []],
+        sources=[Source(call_id=ctx.call_id, quote=args.text.strip())],
+        supersedes=target_keys,
     )
-    fp = store.fingerprint(text)
-    now = datetime.now(UTC)
-    temporal = build_temporal(args.when, now, args.happened).model_dump(mode="json")
     async with ctx.db.transaction() as conn:
         ns = await ensure_namespace(conn, ctx.namespace)
         sess, _ = await ensure_session(conn, ns, ctx.session)
-        tomb = await store.tombstone_for(conn, ns, fp)
-        if tomb is not None:
-            dead = ids.make("evt", tomb)
-            if await _erased(conn, await store.get_event(conn, tomb)):
-                raise invalid_params(
-                    f"refused: this restates erased event {dead} (tombstone {dead}); it was erased on request and "
-                    "cannot be stored again.",
-                    {"tombstone": dead, "erased": True},
-                )
-            raise invalid_params(
-                f"refused: this restates forgotten event {dead} (tombstone {dead}); it was forgotten on request "
-                f"and stays forgotten. To bring it back, call memory_restore with id '{dead}'.",
-                {"tombstone": dead},
-            )
-        targets = []
-        for key in target_keys:
-            target = await store.get_event(conn, key)
-            if target is None or not target.visible_to(ns, sess):
-                raise not_found(f"unknown event {ids.make('evt', key)} in supersedes")
-            targets.append(target)
-        event = await store.current_duplicate(conn, ns, sess, fp)
-        duplicate = event is not None
-        near = None
-        if event is None:
-            near = await store.near_duplicate(conn, ns, sess, text)
-            if near is not None and near.id not in target_keys:
-                # Nearly the same words: one memory with both wordings as its sources, not two memories.
-                await store.add_call_source(conn, near, ctx.call_id, text, ACTOR)
-                event, duplicate = near, True
-        graph: dict[str, Any] = {}
-        if event is None:
-            new = NewEvent(
-                namespace_id=ns,
-                session_id=sess,
-                origin="remember",
-                title=title,
-                summary=_clip(text, SUMMARY_CHARS),
-                narrative=text,
-                tags=[redact(t) for t in args.tags],
-                type=args.type,
-                scope=args.scope,
-                criticality=args.criticality,
-                confidence=1.0,
-                **store.temporal_columns(temporal),
-                fingerprint=fp,
-                claims=[redact_value(c.model_dump(exclude_none=True)) for c in args.claims or []],
-            )
-            event = await store.insert_event(conn, new, ACTOR, call_id=ctx.call_id, quote=text)
-            # Projected now, in this transaction: the agent may read the graph in its very next call.
-            explicit = frozenset(t.id for t in targets)
-            graph = await project_event(conn, event, ACTOR, explicit_targets=explicit)
-            await mark_projected(conn, event.id, graph)
-        outcomes = [await store.supersede(conn, t, event, ACTOR) for t in targets if t.id != event.id]
-        event = await store.get_event(conn, event.id) or event
+        options = Options(
+            namespace_id=ns,
+            session_id=sess,
+            origin="remember",
+            actor=ACTOR,
+            on_tombstone="refuse",
+            on_exact_duplicate="keep",  # the same words again are nothing new
+            unknown_target="error",
+            projector=_project_now,
+        )
+        (outcome,) = (await admit(conn, [candidate], options)).outcomes
+    event = outcome.event
+    assert event is not None
+    duplicate = outcome.result != "inserted"
     result = event.public() | {"duplicate": duplicate}
     if not duplicate:
-        result["graph"] = {k: v for k, v in graph.items() if k != "event"}
-    if duplicate:
-        result["note"] = (
-            f"nearly the same as {event.public_id}; merged into it (this wording was added as a source)"
-            if near is not None and near.id == event.id
-            else f"already remembered as {event.public_id}; nothing new was stored"
-        )
-    if outcomes:
-        result["supersedes"] = outcomes
+        result["graph"] = {k: v for k, v in (outcome.graph or {}).items() if k != "event"}
+    elif outcome.near:
+        result["note"] = f"nearly the same as {event.public_id}; merged into it (this wording was added as a source)"
+    else:
+        result["note"] = f"already remembered as {event.public_id}; nothing new was stored"
+    if outcome.supersedes:
+        result["supersedes"] = outcome.supersedes
     return result
 
 
