@@ -2,11 +2,18 @@
 // (activation.render_step). Transport only: which events make a turn, what the turn stores, the receipt, the
 // query and every cut are the sidecar's decisions (sidecar/stratagate/dsh/). Pure; tests/js/turns.test.mjs.
 
+import { readFileSync } from 'node:fs'
+
 /**
- * Streaming deltas: DSH logs the finished message as `assistant/message` as well, so buffering them would only
- * multiply the size of every spooled turn. Every other event type is forwarded, known or not.
+ * The event types the sidecar reads (`stratagate turn-events` > plugin/turn-events.json; a test keeps them
+ * identical). Only these are buffered and forwarded: stream deltas, request headers (the whole system prompt and
+ * tool schemas), titles and steps would only multiply the size of every spooled turn and every step.
  */
-const NOT_FORWARDED = new Set(['assistant/chunk'])
+export const FORWARDED = Object.freeze(
+  new Set(JSON.parse(readFileSync(new URL('../plugin/turn-events.json', import.meta.url), 'utf8')).event_types),
+)
+
+const forwarded = (event) => Boolean(event) && typeof event === 'object' && FORWARDED.has(event.type)
 
 /** A session's own id as a string. */
 export function sessionIdOf(session) {
@@ -53,7 +60,7 @@ export function eventsOfTurn(log, turn) {
   if (start < 0) return null
   const out = []
   for (let i = start; i < log.length; i++) {
-    if (!NOT_FORWARDED.has(log[i]?.type)) out.push(log[i])
+    if (forwarded(log[i])) out.push(log[i])
     if (log[i]?.type === 'turn/end' && log[i].data?.turn === turn) break
   }
   return out
@@ -71,7 +78,7 @@ export function stepMaterial(log) {
   if (!isLog(log)) return { events: [], earlier: [] }
   const start = Math.max(currentTurnStart(log), 0)
   const events = []
-  for (let i = start; i < log.length; i++) if (log[i] && !NOT_FORWARDED.has(log[i].type)) events.push(log[i])
+  for (let i = start; i < log.length; i++) if (forwarded(log[i])) events.push(log[i])
   const earlier = []
   for (let i = start - 1; i >= 0 && earlier.length < EARLIER_USER_EVENTS; i--) {
     if (log[i]?.type === 'user/message') earlier.unshift(log[i])
@@ -99,7 +106,7 @@ export class TurnBuffer {
   /** @returns {{session: string, turn: unknown, events: object[]} | null} */
   accept(session, event) {
     const sid = sessionIdOf(session)
-    if (!sid || !event || typeof event !== 'object' || NOT_FORWARDED.has(event.type)) return null
+    if (!sid || !forwarded(event)) return null
     if (event.type === 'turn/start') {
       this.open.set(sid, [event])
       return null

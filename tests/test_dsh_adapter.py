@@ -238,6 +238,20 @@ def test_status_picks_the_most_relevant_error_and_sums_the_queue():
     assert assemble_status(HostState(), {"last_job_error": "job"}).last_error == "job"
 
 
+def test_plugin_turn_events_json_is_what_the_sidecar_reads():
+    out = subprocess.run([sys.executable, "-m", "stratagate", "turn-events"], capture_output=True, text=True,
+                         check=True, env={"PYTHONPATH": str(REPO / "sidecar"), "PATH": "/usr/bin:/bin"})
+    shipped = json.loads((REPO / "plugin" / "turn-events.json").read_text())
+    assert json.loads(out.stdout) == shipped, "regenerate it: stratagate turn-events > plugin/turn-events.json"
+    # The fold and the query give the same answers from the forwarded types alone.
+    kept = [e for e in log() if e["type"] in shipped["event_types"]]
+    assert [fold_turn(raw(turn_events(kept, n)), "session-main") for n in (1, 2)] == [folded(1), folded(2)]
+    for i in range(len(log())):
+        prefix = log()[: i + 1]
+        only = [e for e in prefix if e["type"] in shipped["event_types"]]
+        assert step_query(raw(only), []) == step_query(raw(prefix), [])
+
+
 def test_plugin_prompt_json_is_the_sidecar_section():
     out = subprocess.run([sys.executable, "-m", "stratagate", "prompt-section"], capture_output=True, text=True,
                          check=True, env={"PYTHONPATH": str(REPO / "sidecar"), "PATH": "/usr/bin:/bin"})

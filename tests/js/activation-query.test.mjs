@@ -70,7 +70,7 @@ describe('assemble listener in DSH order: claim → assemble → append', () => 
       { type: 'step/end', data: { turn: 2, step: 1 } },
     )
     await listener({}, { agent: { session } }, async () => ({ contexts: [] }))
-    assert.deepEqual(seen[1].events.map((e) => e.type), ['turn/start', 'step/start', 'user/message', 'assistant/message', 'tool/call', 'tool/result', 'step/end'])
+    assert.deepEqual(seen[1].events.map((e) => e.type), ['turn/start', 'user/message', 'assistant/message', 'tool/call', 'tool/result'])
     assert.deepEqual(seen[1].claimed, [fix])
     assert.deepEqual(stepFor(session, undefined).events, seen[1].events, 'without a recorder the log alone gives later steps')
   })

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { captureCall } from '../../shim-js/capture.js'
 import { clipStrings, fitLine } from '../../shim-js/line.js'
-import { callIdsOf, currentTurnOf, eventsOfTurn, sessionOrigin, stepMaterial, TurnBuffer } from '../../shim-js/turns.js'
+import { callIdsOf, currentTurnOf, eventsOfTurn, FORWARDED, sessionOrigin, stepMaterial, TurnBuffer } from '../../shim-js/turns.js'
 import { makeLog, SESSION, SUBAGENT } from './fixtures.mjs'
 
 function feed(buffer, session, events) {
@@ -25,8 +25,8 @@ describe('turn buffer: the raw events of each turn at its turn/end', () => {
     assert.deepEqual(turns[0].events, expected)
     assert.equal(expected[0].type, 'turn/start')
     assert.equal(expected.at(-1).type, 'turn/end')
-    assert.ok(!turns[0].events.some((e) => e.type === 'assistant/chunk'))
-    assert.ok(turns[0].events.some((e) => e.type === 'session/title'), 'unknown-to-us types are forwarded')
+    assert.deepEqual([...new Set(turns[0].events.map((e) => e.type))].sort(), [...FORWARDED].sort(), 'only the types the sidecar reads')
+    assert.ok(!turns[0].events.some((e) => e.type === 'assistant/chunk' || e.type === 'request/header'))
   })
 
   it('keeps sessions apart when their events interleave', () => {
@@ -88,6 +88,7 @@ describe('step material for recall', () => {
     const turn2 = log.findIndex((e) => e.type === 'turn/start' && e.data.turn === 2)
     const { events, earlier } = stepMaterial(log.slice(0, turn2 + 2))
     assert.deepEqual(events.map((e) => e.type), ['turn/start', 'user/message'])
+    assert.deepEqual(stepMaterial([...log.slice(0, turn2 + 1), { type: 'step/start', data: {} }]).events.map((e) => e.type), ['turn/start'])
     assert.ok(earlier.every((e) => e.type === 'user/message'))
     assert.equal(earlier.length, 3)
     assert.equal(currentTurnOf(log), 2)

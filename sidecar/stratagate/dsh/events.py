@@ -12,6 +12,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+TURN_EVENT_TYPES = ("turn/start", "user/message", "assistant/message", "tool/call", "tool/result", "turn/end")
+"""The event types the fold and the recall query read. The shim forwards only these (``stratagate turn-events`` >
+plugin/turn-events.json): the others (stream deltas, request headers with the whole system prompt and tool schemas,
+titles, steps) would only multiply the size of every spooled turn and every step."""
+
 OWN_TOOL_PREFIX = "memory_"
 """The plugin's own tools: their calls are not captured (reading memory is not new evidence)."""
 
