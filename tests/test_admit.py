@@ -328,6 +328,8 @@ def test_events_are_inserted_only_through_admit():
     assert set(_code_lines(r"INSERT\s+INTO\s+events\b")) <= {"events/store.py"}
     assert set(_code_lines(r"INSERT\s+INTO\s+event_sources\b")) <= {"events/store.py"}
     assert set(_code_lines(r"\binsert_(event|sources)\(")) == {"events/admit.py", "events/store.py"}
-    # The one call site that queues an admitted event's graph projection.
-    assert set(_code_lines(r"\benqueue_projection\(")) == {"events/admit.py", "events/projection_queue.py"}
-    assert len(_code_lines(r"\benqueue_projection\(")["events/admit.py"]) == 1
+    # The one call site that queues an admitted event's graph projection (its batches; their jobs are queued there
+    # too, or returned by the extraction handler as pipeline follow-ups).
+    queue_calls = _code_lines(r"\b(add_batches|enqueue_projection)\(")
+    assert set(queue_calls) == {"events/admit.py", "events/projection_queue.py"}
+    assert len(queue_calls["events/admit.py"]) == 1

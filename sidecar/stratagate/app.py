@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
 import time
 from typing import TYPE_CHECKING, Any
 
 from stratagate import __version__
-from stratagate.blocks.summarize import BlockSummarizer
 from stratagate.config import Settings
-from stratagate.events.extraction import EventExtractor
-from stratagate.graph.projection import GraphProjector
-from stratagate.jobs.queue import BLOCK_SUMMARY, EVENT_EXTRACTION, GRAPH_PROJECTION, latest_failure
+from stratagate.jobs import pipeline
+from stratagate.jobs.queue import latest_failure
 from stratagate.jobs.runner import JobRunner
 from stratagate.safety import secrets
 from stratagate.search import dense
-from stratagate.search.vectors import EMBEDDING, DenseIndex
-from stratagate.storage.db import Database
+from stratagate.search.vectors import DenseIndex
+from stratagate.storage.db import ITEMS_ADDED, Database
 from stratagate.storage.schema import SCHEMA_VERSION
 from stratagate.tokens import count_tokens
 from stratagate.tools.catalog import build_registry
@@ -28,6 +27,32 @@ if TYPE_CHECKING:
     from stratagate.model import ModelGateway
 
 log = logging.getLogger("stratagate")
+
+
+def _resolve(path: str) -> Any:
+    """A stage function named "module:attribute" in jobs/pipeline.py (the app sits above every stage)."""
+    module, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def build_runner(db: Database, settings: Settings, deps: pipeline.StageDeps, notify: Any = None) -> JobRunner:
+    """The job runner of the declared pipeline: one handler per stage, follow-up queues, recoveries, and the
+    attempts, backoff, watch and lease settings."""
+    stages = pipeline.STAGES
+    return JobRunner(
+        db,
+        {stage.kind: _resolve(stage.handler)(deps) for stage in stages},
+        concurrency=settings.model_concurrency,
+        backoff_base=settings.job_backoff_base,
+        backoff_cap=settings.job_backoff_cap,
+        notify=notify,
+        max_attempts=settings.job_max_attempts,
+        queues={stage.kind: _resolve(stage.queue) for stage in stages if stage.queue},
+        recover=[_resolve(stage.recover) for stage in stages if stage.recover],
+        watch_interval=settings.job_watch_interval,
+        heartbeat_interval=settings.job_heartbeat_interval,
+        lease_timeout=settings.job_lease_timeout,
+    )
 
 
 class App:
@@ -43,20 +68,10 @@ class App:
         self.secrets_ready: asyncio.Future[None] | None = None
         dense.configure(settings.dense)
         self.dense = DenseIndex(self.db)  # optional dense channel: loads its model on first use, in a thread
-        self.runner = JobRunner(
-            self.db,
-            {
-                BLOCK_SUMMARY: BlockSummarizer(self.db, self.gateway, count_tokens),
-                EVENT_EXTRACTION: EventExtractor(self.db, self.gateway, count_tokens),
-                GRAPH_PROJECTION: GraphProjector(self.db),
-                EMBEDDING: self.dense.run_job,
-            },
-            concurrency=settings.model_concurrency,
-            backoff_base=settings.job_backoff_base,
-            backoff_cap=settings.job_backoff_cap,
-            notify=self._notify,
-        )
-        self.dense.wake = self.runner.wake
+        # Rows that get vectors were committed (capture, events): queue their embedding, in the background.
+        self.db.listen(ITEMS_ADDED, self.dense.notice)
+        deps = pipeline.StageDeps(db=self.db, settings=settings, gateway=self.gateway, count=count_tokens)
+        self.runner = build_runner(self.db, settings, deps, notify=self._notify)
 
     def gateway(self) -> ModelGateway:
         if self._gateway is None:
@@ -67,8 +82,6 @@ class App:
         return self._gateway
 
     async def _notify(self, method: str, params: dict[str, Any]) -> None:
-        if method == "jobs.changed":
-            self.dense.after_job(params)
         if self.peer is not None and not self.peer.closed:
             await self.peer.notify(method, params)
 

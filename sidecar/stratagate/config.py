@@ -31,6 +31,12 @@ class Settings(BaseModel):
     job_max_attempts: int = Field(5, ge=1, le=100)
     job_backoff_base: float = Field(5.0, ge=0)
     job_backoff_cap: float = Field(600.0, ge=0)
+    # How often the runner looks for jobs another process (the `stratagate import` CLI) committed: PRAGMA data_version.
+    job_watch_interval: float = Field(0.5, gt=0, le=60)
+    # Leases of running jobs: the owner refreshes its heartbeat this often; a job whose heartbeat is older than
+    # job_lease_timeout (or whose owner's process is dead on this host) is taken back by any sidecar.
+    job_heartbeat_interval: float = Field(5.0, gt=0, le=600)
+    job_lease_timeout: float = Field(60.0, gt=0, le=86_400)
 
     activation_recent_tokens: int = Field(600, ge=0, le=100_000)
     activation_session_tokens: int = Field(1200, ge=0, le=100_000)

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from stratagate import ids
 from stratagate.blocks.render import render_l0, render_l2
 from stratagate.blocks.summary_model import BlockSummary
-from stratagate.jobs.queue import EVENT_EXTRACTION, JobRow, enqueue, mark_done
+from stratagate.jobs.pipeline import EVENT_EXTRACTION, FollowUp, StageDeps
+from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.redact import redact
 from stratagate.storage.db import Database, audit
@@ -29,13 +30,18 @@ Call the tool exactly once with: title (L0), tags, summary (L1, a few sentences)
 self-contained lines) and has_durable_facts."""
 
 
+def job_handler(deps: StageDeps) -> BlockSummarizer:
+    """The ``block_summary`` stage's handler (declared in jobs/pipeline.py)."""
+    return BlockSummarizer(deps.db, deps.gateway, deps.count)
+
+
 class BlockSummarizer:
     def __init__(self, db: Database, gateway: Callable[[], ModelGateway], count: Callable[[str], int]):
         self._db = db
         self._gateway = gateway
         self._count = count
 
-    async def __call__(self, job: JobRow) -> None:
+    async def __call__(self, job: JobRow) -> list[FollowUp]:
         block = await self._db.fetchone(
             "SELECT b.id, b.status, b.seq, b.first_turn, b.last_turn, b.l4, b.l4_tokens, b.l3, b.l3_tokens,"
             " s.key AS session FROM blocks b JOIN sessions s ON s.id = b.session_id"
@@ -47,7 +53,7 @@ class BlockSummarizer:
         if block["status"] == "ready":
             async with self._db.transaction() as conn:
                 await mark_done(conn, job)
-            return
+            return []
         # The model reads the near-verbatim view; L3 when L4 is too long for one call.
         transcript = block["l4"] if block["l4_tokens"] <= TRANSCRIPT_TOKEN_BUDGET else block["l3"]
         payload = json.dumps(
@@ -62,9 +68,12 @@ class BlockSummarizer:
             tool_name=TOOL_NAME,
             tool_description="Record the L0 title and tags, L1 summary and L2 key facts of this block.",
         )
-        await self._store(job, block, summary, gateway.describe())
+        return await self._store(job, block, summary, gateway.describe())
 
-    async def _store(self, job: JobRow, block, summary: BlockSummary, route: str) -> None:
+    async def _store(self, job: JobRow, block, summary: BlockSummary, route: str) -> list[FollowUp]:
+        """Store the views and mark the job done in one transaction; the extraction follow-up when the block has
+        durable facts (re-derived by ``events.extraction.recover_jobs`` if the process dies before it is queued)."""
+        follow_ups: list[FollowUp] = []
         # The model may echo a secret from the transcript: redact what it wrote before it is stored.
         summary = summary.model_copy(
             update={
@@ -126,6 +135,8 @@ class BlockSummarizer:
                         "route": route,
                     },
                 )
-                if summary.has_durable_facts:  # the block is ready in this same transaction
-                    await enqueue(conn, job.namespace_id, EVENT_EXTRACTION, job.subject_id, job.max_attempts)
+                if summary.has_durable_facts:
+                    follow_ups.append(FollowUp(kind=EVENT_EXTRACTION, namespace_id=job.namespace_id,
+                                               subject_id=job.subject_id))
             await mark_done(conn, job)
+        return follow_ups

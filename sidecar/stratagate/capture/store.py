@@ -15,7 +15,7 @@ from stratagate.capture.models import CaptureParams, CaptureResult
 from stratagate.config import Settings
 from stratagate.errors import STORAGE_ERROR, RpcError
 from stratagate.safety.secrets import redact_text, redact_value
-from stratagate.storage.db import Database, StorageError, audit
+from stratagate.storage.db import ITEMS_ADDED, Database, StorageError, audit, on_commit
 from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso, to_iso
 
@@ -122,6 +122,7 @@ async def _capture(
         ),
     )
     turn_id = int(cur.lastrowid or 0)
+    on_commit(conn, ITEMS_ADDED, namespace_id)  # the new messages get vectors after the commit (search/vectors.py)
     rows = _message_rows(p, captured_at)
     for position, row in enumerate(rows):
         cur = await conn.execute(

@@ -30,8 +30,10 @@ Steps, in order, for each candidate, inside the caller's transaction:
 7. **Sources**: the evidence rows (captured message, memory_remember call id, import item + ref), de-duplicated.
 8. **Graph projection**: ``Options.projector`` projects inline in this transaction (remember: the agent reads the
    graph in its next call; before the supersessions, so explicit targets are not superseded twice); otherwise the
-   inserted events are queued for ``graph_projection`` jobs at the end of the batch. That queue call in
-   :func:`admit` is the only place an admitted event queues its projection.
+   inserted events get ``graph_projection`` batches at the end of the batch, with their jobs queued in this
+   transaction (import) or, for a job handler (``Options.projection_jobs=False``: extraction), returned as pipeline
+   follow-ups (``Admission.projection_follow_ups``, see jobs/pipeline.py). That call in :func:`admit` is the only
+   place an admitted event queues its projection.
 9. **Supersede / dispute** (``store.supersede``, ``store.dispute``): targets are superseded by the admitted (or
    merged-into) event — a forgotten target stays forgotten —; ``conflicts_with`` marks both sides disputed.
 
@@ -57,9 +59,11 @@ from stratagate import ids
 from stratagate.errors import invalid_params, not_found
 from stratagate.events import store
 from stratagate.events.models import Criticality, EventRow, EventType, NewEvent, Origin, Scope
-from stratagate.events.projection_queue import enqueue_projection
+from stratagate.events.projection_queue import add_batches
 from stratagate.events.store import Source
 from stratagate.events.temporal import TimeStatus, build_temporal
+from stratagate.jobs.pipeline import GRAPH_PROJECTION, FollowUp
+from stratagate.jobs.queue import enqueue
 from stratagate.redact import redact, redact_value
 from stratagate.storage.db import Actor, audit
 
@@ -119,6 +123,7 @@ class Options:
     import_id: int | None = None
     projector: Projector | None = None  # None: queue graph_projection jobs
     projection_reason: str = ""
+    projection_jobs: bool = True  # False: a job handler returns the batches' jobs as follow-ups instead
     note: dict[str, Any] | None = None  # content-free context for audit rows
 
 
@@ -141,6 +146,13 @@ class Outcome(BaseModel):
 class Admission(BaseModel):
     outcomes: list[Outcome]
     projection_jobs: list[int] = Field(default_factory=list)
+    projection_batches: list[int] = Field(default_factory=list)
+    namespace_id: int = 0
+
+    def projection_follow_ups(self) -> list[FollowUp]:
+        """The ``graph_projection`` jobs of the new batches, for a job handler to return (jobs/pipeline.py)."""
+        return [FollowUp(kind=GRAPH_PROJECTION, namespace_id=self.namespace_id, subject_id=b)
+                for b in self.projection_batches]
 
     def ids_of(self, result: Result) -> list[str]:
         return [o.event.public_id for o in self.outcomes if o.result == result and o.event is not None]
@@ -322,11 +334,16 @@ async def _admit_one(conn: aiosqlite.Connection, opts: Options, raw: Candidate) 
 async def admit(conn: aiosqlite.Connection, candidates: list[Candidate], options: Options) -> Admission:
     """Admit ``candidates`` in order inside the caller's transaction (an error rolls all of it back)."""
     outcomes = [await _admit_one(conn, options, c) for c in candidates]
-    result = Admission(outcomes=outcomes)
+    result = Admission(outcomes=outcomes, namespace_id=options.namespace_id)
     inserted = [o.event.id for o in outcomes if o.result == "inserted" and o.event is not None]
     if inserted and options.projector is None:
-        # The one place an admitted event queues its graph projection, in the admitting transaction.
-        result.projection_jobs = await enqueue_projection(
-            conn, options.namespace_id, inserted, options.projection_reason or options.origin
-        )
+        # The one place an admitted event queues its graph projection: its batches (the jobs' subjects) in the
+        # admitting transaction, and their jobs in it too unless a job handler returns them as follow-ups.
+        reason = options.projection_reason or options.origin
+        result.projection_batches = await add_batches(conn, options.namespace_id, inserted, reason)
+        if options.projection_jobs:
+            result.projection_jobs = [
+                await enqueue(conn, options.namespace_id, GRAPH_PROJECTION, batch)
+                for batch in result.projection_batches
+            ]
     return result

@@ -4,8 +4,9 @@ The model only proposes. Code decides what is stored: every draft must cite mess
 must be a verbatim excerpt of a cited message, and supersedes/conflicts_with may only name the related events the
 model was shown. Mention time comes from the earliest cited message, never from the model; the occurrence window is
 resolved by code from the verbatim time wording. The surviving drafts become candidates of the one admission path
-(events/admit.py: tombstones, duplicates, sources, supersede/dispute, projection queued), admitted in one
-transaction with the job's completion.
+(events/admit.py: tombstones, duplicates, sources, supersede/dispute, projection batches), admitted in one
+transaction with the job's completion; the handler returns the projection and embedding jobs as follow-ups
+(jobs/pipeline.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from stratagate.events.admit import Candidate, Options, admit, fingerprint_of
 from stratagate.events.extraction_model import MAX_RELATED, EventDraft, ExtractionOutput
 from stratagate.events.models import EventRow
 from stratagate.events.store import Source
-from stratagate.jobs.queue import JobRow, mark_done
+from stratagate.jobs.pipeline import EMBEDDING, EVENT_EXTRACTION, FollowUp, StageDeps
+from stratagate.jobs.queue import JobRow, enqueue, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.redact import redact
 from stratagate.safety.inert import inert
@@ -98,13 +100,32 @@ def _shown_text(m: SourceMessage) -> str:
     )
 
 
+def job_handler(deps: StageDeps) -> EventExtractor:
+    """The ``event_extraction`` stage's handler (declared in jobs/pipeline.py)."""
+    return EventExtractor(deps.db, deps.gateway, deps.count)
+
+
+async def recover_jobs(db: Database, max_attempts: int) -> int:
+    """Extraction jobs of ready blocks with durable facts that never got one (the summary's follow-up was lost to a
+    crash between its commit and the runner's follow-up transaction). Idempotent."""
+    async with db.transaction() as conn:
+        rows = await conn.execute_fetchall(
+            "SELECT b.id, b.namespace_id FROM blocks b LEFT JOIN jobs j ON j.kind = ? AND j.subject_id = b.id"
+            " WHERE b.status = 'ready' AND b.has_durable_facts = 1 AND j.id IS NULL",
+            (EVENT_EXTRACTION,),
+        )
+        for row in rows:
+            await enqueue(conn, row["namespace_id"], EVENT_EXTRACTION, row["id"], max_attempts)
+    return len(rows)
+
+
 class EventExtractor:
     def __init__(self, db: Database, gateway: Callable[[], ModelGateway], count: Callable[[str], int]):
         self._db = db
         self._gateway = gateway
         self._count = count
 
-    async def __call__(self, job: JobRow) -> None:
+    async def __call__(self, job: JobRow) -> list[FollowUp]:
         block = await self._db.fetchone(
             "SELECT b.id, b.session_id, b.seq, b.status, b.first_turn, b.last_turn, b.l4, b.l4_tokens, b.l3,"
             " b.l2, b.l0_title, s.key AS session FROM blocks b JOIN sessions s ON s.id = b.session_id"
@@ -120,7 +141,7 @@ class EventExtractor:
         if not messages:
             async with self._db.transaction() as conn:
                 await mark_done(conn, job)
-            return
+            return []
         related = await self._related(job.namespace_id, block)
         payload = json.dumps(
             {
@@ -144,7 +165,7 @@ class EventExtractor:
             tool_name=TOOL_NAME,
             tool_description="Record the durable events of this block, each citing its source messages.",
         )
-        await self._store(job, block, messages, {ev.id for ev in related}, output, gateway.describe())
+        return await self._store(job, block, messages, {ev.id for ev in related}, output, gateway.describe())
 
     # --- context ----------------------------------------------------------------------------------------------
 
@@ -218,7 +239,9 @@ class EventExtractor:
         related: set[int],
         output: ExtractionOutput,
         route: str,
-    ) -> None:
+    ) -> list[FollowUp]:
+        """Events, their projection batches and the job's 'done' in one transaction; the projection and embedding
+        jobs are the follow-ups (re-derived by the stages' ``recover_jobs`` if lost to a crash)."""
         ns = job.namespace_id
         block_ref = ids.make("blk", block["id"])
         by_ref = {m.ref: m for m in messages}
@@ -248,14 +271,19 @@ class EventExtractor:
                 on_exact_duplicate="merge",
                 unknown_target="skip",  # _check kept only ids of the related events shown
                 projection_reason=f"extraction {block_ref}",
+                projection_jobs=False,  # a job handler: the projection jobs are the follow-ups it returns
                 note={"block": block_ref},
             )
             admitted = await admit(conn, candidates, options)
             report["inserted"] = admitted.ids_of("inserted")
             report["merged"] = admitted.ids_of("merged")
             report["suppressed"] = sum(o.result == "suppressed" for o in admitted.outcomes)
+            follow_ups = admitted.projection_follow_ups()
+            if report["inserted"]:
+                follow_ups.append(FollowUp(kind=EMBEDDING, namespace_id=ns, subject_id=ns))
             await audit(conn, ns, ACTOR, "block.events_extracted", "block", block_ref, None, report)
             await mark_done(conn, job)
+        return follow_ups
 
     @staticmethod
     def _candidate(block: Any, by_ref: dict[str, SourceMessage], draft: EventDraft) -> Candidate:

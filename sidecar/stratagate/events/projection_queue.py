@@ -1,7 +1,9 @@
 """The graph projection's inbox: events queued for ``graph_projection`` jobs (see ``stratagate.graph.projection``).
 
-Here, below the graph, so that whatever writes events (extraction, imports) can queue their projection inside its
-own transaction without importing the graph.
+Here, below the graph, so that the one admission path (``events/admit.py``) can create projection batches inside
+its transaction without importing the graph. A batch (``graph_batches`` row) is the job's subject; admit queues its
+job in the same transaction (imports) or the extraction handler returns it as a pipeline follow-up.
+``recover_jobs`` queues any batch left without a job (a follow-up lost to a crash).
 """
 
 from __future__ import annotations
@@ -10,18 +12,17 @@ import json
 
 import aiosqlite
 
-from stratagate.jobs.queue import GRAPH_PROJECTION, enqueue
+from stratagate.jobs.pipeline import DEFAULT_MAX_ATTEMPTS, GRAPH_PROJECTION
+from stratagate.jobs.queue import enqueue
+from stratagate.storage.db import Database
 from stratagate.timeutil import now_iso
 
 BATCH_SIZE = 8
-MAX_ATTEMPTS = 5
 
 
-async def enqueue_projection(
-    conn: aiosqlite.Connection, namespace_id: int, event_ids: list[int], reason: str
-) -> list[int]:
-    """Queue events for projection in batches; the job ids. Inside the caller's transaction."""
-    job_ids = []
+async def add_batches(conn: aiosqlite.Connection, namespace_id: int, event_ids: list[int], reason: str) -> list[int]:
+    """Group events into projection batches inside the caller's transaction; the batch ids (job subjects)."""
+    batch_ids = []
     todo = list(dict.fromkeys(event_ids))
     for start in range(0, len(todo), BATCH_SIZE):
         batch = todo[start : start + BATCH_SIZE]
@@ -37,5 +38,32 @@ async def enqueue_projection(
                 " ON CONFLICT(event_id) DO NOTHING",
                 (event_id, batch_id, now),
             )
-        job_ids.append(await enqueue(conn, namespace_id, GRAPH_PROJECTION, batch_id, MAX_ATTEMPTS))
-    return job_ids
+        batch_ids.append(batch_id)
+    return batch_ids
+
+
+async def enqueue_projection(
+    conn: aiosqlite.Connection,
+    namespace_id: int,
+    event_ids: list[int],
+    reason: str,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+) -> list[int]:
+    """Batches and their jobs, both in the caller's transaction; the job ids."""
+    return [
+        await enqueue(conn, namespace_id, GRAPH_PROJECTION, batch_id, max_attempts)
+        for batch_id in await add_batches(conn, namespace_id, event_ids, reason)
+    ]
+
+
+async def recover_jobs(db: Database, max_attempts: int) -> int:
+    """Projection jobs of batches that never got one (a follow-up lost to a crash). Idempotent."""
+    async with db.transaction() as conn:
+        rows = await conn.execute_fetchall(
+            "SELECT b.id, b.namespace_id FROM graph_batches b LEFT JOIN jobs j ON j.kind = ? AND j.subject_id = b.id"
+            " WHERE j.id IS NULL",
+            (GRAPH_PROJECTION,),
+        )
+        for row in rows:
+            await enqueue(conn, row["namespace_id"], GRAPH_PROJECTION, row["id"], max_attempts)
+    return len(rows)

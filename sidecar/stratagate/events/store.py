@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from stratagate import ids
 from stratagate.events import lexicon
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow, NewEvent, Status
-from stratagate.storage.db import Actor, audit
+from stratagate.storage.db import ITEMS_ADDED, Actor, audit, on_commit
 from stratagate.text.terms import fts_document, fts_query, terms
 from stratagate.timeutil import now_iso, parse_time, to_iso
 
@@ -158,6 +158,7 @@ async def insert_event(conn: aiosqlite.Connection, ev: NewEvent, actor: Actor) -
         f"INSERT INTO events({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})", values
     )
     event_id = int(cursor.lastrowid or 0)
+    on_commit(conn, ITEMS_ADDED, ev.namespace_id)  # the event gets its vector after the commit (search/vectors.py)
     await conn.execute("INSERT INTO event_fts(rowid, terms) VALUES (?, ?)", (event_id, _fts_text(ev)))
     row = await get_event(conn, event_id)
     assert row is not None

@@ -32,6 +32,7 @@ from stratagate.events import store as events
 from stratagate.events.claims import Claim, read_claims, with_lexicon
 from stratagate.events.models import EventRow
 from stratagate.graph import store
+from stratagate.jobs.pipeline import EMBEDDING, FollowUp, StageDeps
 from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.storage.db import Actor, Database, audit
@@ -182,13 +183,18 @@ async def mark_projected(conn: aiosqlite.Connection, event_id: int, result: dict
     )
 
 
+def job_handler(deps: StageDeps) -> GraphProjector:
+    """The ``graph_projection`` stage's handler (declared in jobs/pipeline.py)."""
+    return GraphProjector(deps.db)
+
+
 class GraphProjector:
     """Job handler: project one batch of events, one transaction per event, skipping events already done."""
 
     def __init__(self, db: Database):
         self._db = db
 
-    async def __call__(self, job: JobRow) -> None:
+    async def __call__(self, job: JobRow) -> list[FollowUp]:
         batch = await self._db.fetchone(
             "SELECT event_ids FROM graph_batches WHERE id = ? AND namespace_id = ?", (job.subject_id, job.namespace_id)
         )
@@ -221,3 +227,7 @@ class GraphProjector:
                 {"batch": job.subject_id, "projected": projected},
             )
             await mark_done(conn, job)
+        if not projected:
+            return []
+        # New or renamed graph nodes get vectors.
+        return [FollowUp(kind=EMBEDDING, namespace_id=job.namespace_id, subject_id=job.namespace_id)]

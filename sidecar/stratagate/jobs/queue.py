@@ -11,14 +11,20 @@ import aiosqlite
 from pydantic import BaseModel
 
 from stratagate import ids
+from stratagate.jobs import lease
+from stratagate.jobs.pipeline import (  # re-exported: the kinds are declared in jobs/pipeline.py
+    BLOCK_SUMMARY,
+    DEFAULT_MAX_ATTEMPTS,
+    EMBEDDING,
+    EVENT_EXTRACTION,
+    GRAPH_PROJECTION,
+    subject_prefix,
+)
 from stratagate.redact import preview
-from stratagate.storage.db import Database, audit
+from stratagate.storage.db import JOBS_QUEUED, Database, audit, on_commit
 from stratagate.timeutil import now_iso, to_iso
 
-BLOCK_SUMMARY = "block_summary"
-EVENT_EXTRACTION = "event_extraction"
-GRAPH_PROJECTION = "graph_projection"
-SUBJECT_PREFIX = {BLOCK_SUMMARY: "blk", EVENT_EXTRACTION: "blk", GRAPH_PROJECTION: "batch", "embedding": "ns"}
+__all__ = ["BLOCK_SUMMARY", "EMBEDDING", "EVENT_EXTRACTION", "GRAPH_PROJECTION"]
 
 
 class JobRow(BaseModel):
@@ -37,7 +43,7 @@ class JobRow(BaseModel):
 
     @property
     def subject(self) -> str:
-        return f"{SUBJECT_PREFIX.get(self.kind, 'obj')}_{self.subject_id}"
+        return f"{subject_prefix(self.kind)}_{self.subject_id}"
 
     def public(self) -> dict[str, Any]:
         return {
@@ -68,7 +74,12 @@ def backoff_seconds(attempts: int, base: float, cap: float) -> float:
     return delay * random.uniform(0.8, 1.2)
 
 
-async def enqueue(conn: aiosqlite.Connection, namespace_id: int, kind: str, subject_id: int, max_attempts: int) -> int:
+async def enqueue(
+    conn: aiosqlite.Connection, namespace_id: int, kind: str, subject_id: int, max_attempts: int = DEFAULT_MAX_ATTEMPTS
+) -> int:
+    """Queue a job inside the caller's transaction (an existing row for the subject is kept as it is). After the
+    commit, this process's runner is woken (``JOBS_QUEUED``); another process's sees the commit by polling."""
+    on_commit(conn, JOBS_QUEUED)
     now = now_iso()
     await conn.execute(
         "INSERT INTO jobs(namespace_id, kind, subject_id, status, attempts, max_attempts, next_run_at,"
@@ -93,22 +104,43 @@ async def enqueue(conn: aiosqlite.Connection, namespace_id: int, kind: str, subj
     return job_id
 
 
-async def requeue_interrupted(db: Database) -> int:
-    """Jobs left 'running' by a process that died run again, unless that was their last attempt."""
+async def requeue_interrupted(db: Database, lease_timeout: float, now: float | None = None) -> int:
+    """Jobs left 'running' by an owner that is gone run again, unless that was their last attempt.
+
+    Gone: no owner recorded (a row from before leases), the owner's process is dead on this host, or its heartbeat
+    is older than ``lease_timeout`` seconds. Live work of another process on the same database is left alone.
+    """
+    now = time.time() if now is None else now
+    me = lease.this_process().token  # our own jobs are live however late their heartbeat is
     async with db.transaction() as conn:
+        rows = await conn.execute_fetchall(
+            "SELECT id, lease_owner, heartbeat_at, attempts >= max_attempts AS last FROM jobs WHERE status = 'running'"
+        )
+        gone = [r for r in rows if r["lease_owner"] != me and _owner_gone(r, now - lease_timeout)]
+        if not gone:
+            return 0
         stamp = now_iso()
-        failed = await conn.execute(
-            "UPDATE jobs SET status = 'failed', updated_at = ?,"
-            " last_error = 'interrupted by a restart during its last attempt; use jobs.retry'"
-            " WHERE status = 'running' AND attempts >= max_attempts",
-            (stamp,),
-        )
-        cur = await conn.execute(
-            "UPDATE jobs SET status = 'queued', next_run_at = ?, updated_at = ?,"
-            " last_error = COALESCE(last_error, 'interrupted by a restart') WHERE status = 'running'",
-            (time.time(), stamp),
-        )
-        if cur.rowcount or failed.rowcount:
+        requeued = failed = 0
+        for r in gone:
+            if r["last"]:
+                cur = await conn.execute(
+                    "UPDATE jobs SET status = 'failed', updated_at = ?,"
+                    " last_error = 'interrupted by a restart during its last attempt; use jobs.retry'"
+                    " WHERE id = ? AND status = 'running' AND lease_owner IS ?",
+                    (stamp, r["id"], r["lease_owner"]),
+                )
+                failed += cur.rowcount
+            else:
+                cur = await conn.execute(
+                    "UPDATE jobs SET status = 'queued', next_run_at = ?, updated_at = ?,"
+                    " last_error = COALESCE(last_error, 'interrupted by a restart')"
+                    " WHERE id = ? AND status = 'running' AND lease_owner IS ?",
+                    (now, stamp, r["id"], r["lease_owner"]),
+                )
+                requeued += cur.rowcount
+        if requeued:
+            on_commit(conn, JOBS_QUEUED)
+        if requeued or failed:
             await audit(
                 conn,
                 None,
@@ -117,8 +149,32 @@ async def requeue_interrupted(db: Database) -> int:
                 "job",
                 None,
                 None,
-                {"requeued": cur.rowcount, "failed": failed.rowcount},
+                {"requeued": requeued, "failed": failed, "jobs": [ids.make("job", r["id"]) for r in gone]},
             )
+        return requeued
+
+
+def _owner_gone(row: Any, stale_before: float) -> bool:
+    if row["lease_owner"] is None:
+        return True
+    return lease.alive_here(row["lease_owner"]) is False or float(row["heartbeat_at"]) < stale_before
+
+
+async def has_orphans(db: Database, lease_timeout: float) -> bool:
+    """Read-only pre-check of ``requeue_interrupted``: is any other owner's running job orphaned?"""
+    me = lease.this_process().token
+    rows = await db.fetchall("SELECT lease_owner, heartbeat_at FROM jobs WHERE status = 'running'")
+    stale_before = time.time() - lease_timeout
+    return any(r["lease_owner"] != me and _owner_gone(r, stale_before) for r in rows)
+
+
+async def heartbeat(db: Database, owner: str, now: float | None = None) -> int:
+    """The owner is alive: refresh the heartbeat of every job it runs."""
+    async with db.transaction() as conn:
+        cur = await conn.execute(
+            "UPDATE jobs SET heartbeat_at = ? WHERE lease_owner = ? AND status = 'running'",
+            (time.time() if now is None else now, owner),
+        )
         return cur.rowcount
 
 
@@ -145,9 +201,13 @@ async def release_interrupted(db: Database, job_ids: list[int]) -> int:
         return cur.rowcount
 
 
-async def claim_due(db: Database, limit: int, now: float | None = None) -> list[JobRow]:
-    """Atomically move up to ``limit`` due jobs to 'running' (oldest due first)."""
+async def claim_due(
+    db: Database, limit: int, now: float | None = None, *, owner: str | None = None, max_attempts: int | None = None
+) -> list[JobRow]:
+    """Atomically move up to ``limit`` due jobs to 'running' (oldest due first), leased to ``owner`` (this
+    process by default). ``max_attempts``: the running process's limit, applied to the claimed rows."""
     now = time.time() if now is None else now
+    owner = owner or lease.this_process().token
     async with db.transaction() as conn:
         rows = await conn.execute_fetchall(
             _SELECT + " WHERE j.status = 'queued' AND j.next_run_at <= ? ORDER BY j.next_run_at, j.id LIMIT ?",
@@ -156,9 +216,11 @@ async def claim_due(db: Database, limit: int, now: float | None = None) -> list[
         jobs = [JobRow(**dict(r)) for r in rows]
         stamp = now_iso()
         for job in jobs:
+            job.max_attempts = max_attempts or job.max_attempts
             await conn.execute(
-                "UPDATE jobs SET status = 'running', attempts = attempts + 1, updated_at = ? WHERE id = ?",
-                (stamp, job.id),
+                "UPDATE jobs SET status = 'running', attempts = attempts + 1, max_attempts = ?, lease_owner = ?,"
+                " heartbeat_at = ?, updated_at = ? WHERE id = ?",
+                (job.max_attempts, owner, now, stamp, job.id),
             )
             job.status, job.attempts = "running", job.attempts + 1
     return jobs
@@ -232,6 +294,8 @@ async def retry(db: Database, job_id: int | None, namespace: str | None, actor: 
                 {"status": job.status, "attempts": job.attempts},
                 {"status": "queued", "attempts": 0},
             )
+        if jobs:
+            on_commit(conn, JOBS_QUEUED)
     return [job.id for job in jobs]
 
 

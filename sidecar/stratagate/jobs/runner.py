@@ -1,6 +1,9 @@
 """The background loop that runs due jobs with bounded concurrency.
 
-A failing job only delays itself (backoff on its own row); the loop keeps claiming other due jobs.
+A failing job only delays itself (backoff on its own row); the loop keeps claiming other due jobs. The loop wakes
+when a job is due, when this process commits a job (``JOBS_QUEUED`` after-commit signal), and when another process
+commits anything (``PRAGMA data_version``, polled every ``watch_interval`` seconds). Claimed jobs are leased to this
+process; a watcher refreshes their heartbeat and takes back jobs whose owner died (see ``jobs/lease.py``).
 """
 
 from __future__ import annotations
@@ -9,18 +12,27 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+
+import aiosqlite
 
 from stratagate import ids
-from stratagate.jobs import queue
+from stratagate.jobs import lease, queue
+from stratagate.jobs.pipeline import DEFAULT_MAX_ATTEMPTS, FollowUp
 from stratagate.jobs.queue import JobRow
 from stratagate.redact import preview
-from stratagate.storage.db import Database
+from stratagate.storage.db import JOBS_QUEUED, Database
 
 log = logging.getLogger("stratagate.jobs")
 
-Handler = Callable[[JobRow], Awaitable[None]]
+Handler = Callable[[JobRow], Awaitable[Sequence[FollowUp] | None]]
 Notify = Callable[[str, dict], Awaitable[None]]
+QueueFollowUp = Callable[[aiosqlite.Connection, FollowUp, int], Awaitable[object]]
+Recover = Callable[[Database, int], Awaitable[int]]
+
+
+async def _enqueue(conn: aiosqlite.Connection, follow_up: FollowUp, max_attempts: int) -> None:
+    await queue.enqueue(conn, follow_up.namespace_id, follow_up.kind, follow_up.subject_id, max_attempts)
 
 
 class PermanentJobError(Exception):
@@ -37,9 +49,23 @@ class JobRunner:
         backoff_base: float,
         backoff_cap: float,
         notify: Notify | None = None,
+        max_attempts: int | None = None,
+        queues: dict[str, QueueFollowUp] | None = None,
+        recover: Sequence[Recover] = (),
+        watch_interval: float | None = 0.5,
+        heartbeat_interval: float = 5.0,
+        lease_timeout: float = 60.0,
     ):
         self._db = db
         self._handlers = handlers
+        self._max_attempts = max_attempts  # None: keep each row's own limit
+        self._queues = queues or {}
+        self._recover = list(recover)
+        self._watch_interval = watch_interval
+        self._heartbeat_interval = heartbeat_interval
+        self._lease_timeout = lease_timeout
+        self._owner = lease.this_process().token
+        self._watch_task: asyncio.Task[None] | None = None
         self._concurrency = concurrency
         self._base, self._cap = backoff_base, backoff_cap
         self._notify = notify
@@ -57,14 +83,22 @@ class JobRunner:
         return len(self._inflight)
 
     async def start(self) -> None:
-        requeued = await queue.requeue_interrupted(self._db)
+        self._db.listen(JOBS_QUEUED, lambda _: self.wake())
+        requeued = await queue.requeue_interrupted(self._db, self._lease_timeout)
         if requeued:
-            log.info("requeued %d job(s) interrupted by a restart", requeued)
+            log.info("requeued %d job(s) whose owner is gone", requeued)
+        for recover in self._recover:
+            try:
+                if found := await recover(self._db, self._max_attempts or DEFAULT_MAX_ATTEMPTS):
+                    log.info("re-derived %d follow-up job(s) lost before a restart", found)
+            except Exception:
+                log.exception("re-deriving lost follow-up jobs failed")
         self._loop_task = asyncio.create_task(self._loop(), name="stratagate-jobs")
+        self._watch_task = asyncio.create_task(self._watch(), name="stratagate-jobs-watch")
 
     async def stop(self) -> None:
         interrupted = list(self._running_jobs)
-        tasks = [t for t in (self._loop_task, *self._inflight) if t is not None]
+        tasks = [t for t in (self._watch_task, self._loop_task, *self._inflight) if t is not None]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -82,7 +116,10 @@ class JobRunner:
             free = self._concurrency - len(self._inflight)
             if free > 0:
                 try:
-                    for job in await queue.claim_due(self._db, free):
+                    claimed = await queue.claim_due(
+                        self._db, free, owner=self._owner, max_attempts=self._max_attempts
+                    )
+                    for job in claimed:
                         task = asyncio.create_task(self._execute(job), name=f"job-{job.id}")
                         self._inflight.add(task)
                         task.add_done_callback(self._inflight.discard)
@@ -96,6 +133,42 @@ class JobRunner:
                     timeout = max(0.0, due - time.time())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
+
+    async def _watch(self) -> None:
+        """Poll ``PRAGMA data_version`` (another process committed: maybe jobs for us), refresh our leases, and take
+        back jobs of owners that died while we run. The poll is one cheap read on the writer connection."""
+        interval = self._watch_interval or self._heartbeat_interval
+        last_version: int | None = None
+        last_beat = time.monotonic()
+        while True:
+            await asyncio.sleep(interval)  # a poll period, not a synchronisation
+            try:
+                if self._watch_interval is not None:
+                    version = await self._db.data_version()
+                    if last_version is not None and version != last_version:
+                        self.wake()
+                    last_version = version
+                if time.monotonic() - last_beat >= self._heartbeat_interval:
+                    last_beat = time.monotonic()
+                    if self._running_jobs:
+                        await queue.heartbeat(self._db, self._owner)
+                    if await queue.has_orphans(self._db, self._lease_timeout):
+                        await queue.requeue_interrupted(self._db, self._lease_timeout)
+            except Exception as exc:  # storage trouble: report and keep watching
+                self.last_error = f"job watcher: {exc}"
+                log.warning("job watcher: %s", type(exc).__name__)
+
+    async def _queue_follow_ups(self, job: JobRow, follow_ups: Sequence[FollowUp]) -> None:
+        """Right after the handler's commit. Lost only if the process dies in between; each stage's ``recover``
+        re-derives those at the next start."""
+        attempts = self._max_attempts or DEFAULT_MAX_ATTEMPTS
+        try:
+            async with self._db.transaction() as conn:
+                for follow_up in follow_ups:
+                    await self._queues.get(follow_up.kind, _enqueue)(conn, follow_up, attempts)
+        except Exception as exc:
+            self.last_error = f"{ids.make('job', job.id)} ({job.kind}): queuing its follow-ups failed: {exc}"
+            log.error("queuing the follow-ups of job %s failed (%s)", job.id, type(exc).__name__)
 
     async def _safe_next_due(self) -> float | None:
         try:
@@ -112,7 +185,9 @@ class JobRunner:
         try:
             if handler is None:
                 raise PermanentJobError(f"no handler for job kind {job.kind!r}")
-            await handler(job)
+            follow_ups = await handler(job)
+            if follow_ups:
+                await self._queue_follow_ups(job, follow_ups)
             # A handler may put its own row back in the queue (the embedding job after a long run): report that.
             row = await self._db.scalar("SELECT status FROM jobs WHERE id = ?", (job.id,))
             if row == "queued":

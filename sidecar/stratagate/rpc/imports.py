@@ -36,10 +36,7 @@ async def load_batch(path: str | None, text: str | None, fmt: str | None, source
 async def import_run(app: App, p: ImportRunParams) -> dict[str, Any]:
     store.check_scope(p.scope)  # refused before reading anything
     batch = await load_batch(p.path, p.text, p.format, p.source_name)
-    report = await store.run_import(app.db, p.namespace, batch, scope=p.scope, allow_duplicate=p.allow_duplicate)
-    if report["projection_jobs"]:
-        app.runner.wake()
-    return report
+    return await store.run_import(app.db, p.namespace, batch, scope=p.scope, allow_duplicate=p.allow_duplicate)
 
 
 async def import_remove(app: App, p: ImportIdParams) -> dict[str, Any]:

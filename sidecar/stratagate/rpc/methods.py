@@ -124,11 +124,8 @@ async def shutdown(app: App, _: Empty) -> dict[str, Any]:
 async def capture(app: App, params: CaptureParams) -> dict[str, Any]:
     if app.tokens_ready is not None:
         await app.tokens_ready
+    # Its commit wakes the runner (sealed blocks) and queues embeddings (new messages): storage/db.py on_commit.
     result = await capture_turn(app.db, app.settings, params, count_tokens)
-    if result.sealed_block_ids:
-        app.runner.wake()
-    if not result.duplicate:
-        app.dense.notice(params.namespace)  # embeddings: queued in the background after the commit, never awaited
     return result.model_dump()
 
 
@@ -152,10 +149,7 @@ async def tools_call(app: App, p: ToolsCallParams) -> Any:
     ctx = ToolContext(app.db, app.settings, p.namespace, p.session, p.call_id)
     if p.name == "memory_forget" and app.tokens_ready is not None:
         await app.tokens_ready  # erase=true re-renders and re-counts blocks
-    result = await app.tools.call(ctx, p.name, p.arguments)
-    if p.name == "memory_forget":
-        app.runner.wake()  # an erase re-queued block summaries
-    return result
+    return await app.tools.call(ctx, p.name, p.arguments)
 
 
 async def jobs_list(app: App, p: JobsListParams) -> dict[str, Any]:
@@ -175,7 +169,6 @@ async def jobs_retry(app: App, p: JobsRetryParams) -> dict[str, Any]:
         if job.status in ("running", "done"):
             raise invalid_params(f"job {p.id} is {job.status}; only failed or queued jobs can be retried")
     retried = await queue.retry(app.db, job_key, p.namespace, "user")
-    app.runner.wake()
     return {"retried": [ids.make("job", j) for j in retried]}
 
 
@@ -183,9 +176,7 @@ async def memory_erase(app: App, p: EraseParams) -> dict[str, Any]:
     """Erase an event (evt_N) or a captured message (msg_N) for good; see erase.py."""
     if app.tokens_ready is not None:
         await app.tokens_ready  # blocks are re-rendered and re-counted
-    result = await erase_subject(app.db, p.namespace, p.id, "user", max_attempts=app.settings.job_max_attempts)
-    app.runner.wake()  # the rebuilt blocks wait for their summary job
-    return result
+    return await erase_subject(app.db, p.namespace, p.id, "user", max_attempts=app.settings.job_max_attempts)
 
 
 METHODS: dict[str, Callable[..., Awaitable[Any]]] = {

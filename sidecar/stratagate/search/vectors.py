@@ -6,9 +6,11 @@ What gets a vector (model ``dense.MODEL_NAME``), per namespace:
 - every event: title, summary and tags;
 - every graph node: name, aliases and category (re-embedded when that text changes, e.g. a new alias).
 
-How it is computed: one ``embedding`` job per namespace (``jobs`` row subject = namespace id). ``DenseIndex.notice``
-is a fire-and-forget request made *after* a capture has committed (the reply does not wait for it), after extraction
-or projection jobs, at start-up for any backlog, and by a search that finds one. A job running in this process is
+How it is computed: one ``embedding`` job per namespace (``jobs`` row subject = namespace id), a stage of
+``jobs/pipeline.py``. ``DenseIndex.notice`` is a fire-and-forget request made *after* a write that added messages or
+events has committed (the ``ITEMS_ADDED`` after-commit signal of capture and ``events.store.insert_event``; the
+reply does not wait for it), at start-up for any backlog, and by a search that finds one; extraction and projection
+jobs return an embedding follow-up (``queue_follow_up``). A job running in this process is
 told in memory; a queued job needs nothing; otherwise one short transaction bumps ``embedding_requests.requested``
 and (re-)queues the job. The job embeds what has no vector yet in batches (``encode`` runs in a worker thread; each
 batch is one short write transaction) and finishes only when no request arrived during its last pass, so nothing
@@ -35,10 +37,11 @@ from typing import TYPE_CHECKING, Any
 import aiosqlite
 
 from stratagate.capture.store import _search_text
-from stratagate.jobs.queue import EVENT_EXTRACTION, GRAPH_PROJECTION, JobRow, enqueue, mark_done
+from stratagate.jobs.pipeline import DEFAULT_MAX_ATTEMPTS, EMBEDDING, FollowUp, StageDeps
+from stratagate.jobs.queue import JobRow, enqueue, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.search import dense
-from stratagate.storage.db import Database
+from stratagate.storage.db import JOBS_QUEUED, Database, on_commit
 from stratagate.timeutil import now_iso
 
 if TYPE_CHECKING:
@@ -46,14 +49,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stratagate.dense")
 
-EMBEDDING = "embedding"
+__all__ = ["EMBEDDING"]  # re-exported: declared in jobs/pipeline.py
 KINDS = ("message", "event", "node")
-MAX_ATTEMPTS = 5
 BATCH = 64  # items per encode call and write transaction
 RUN_LIMIT = 1024  # items per job run (~15 s on one core); then the job re-queues itself behind other due jobs
 MAX_CHARS = 8000  # text cut before tokenising: the model reads only the first 256 word pieces anyway
-# Jobs whose completion may have added events or graph nodes.
-_FOLLOW_UP = frozenset({EVENT_EXTRACTION, GRAPH_PROJECTION})
 
 
 # --- texts ---------------------------------------------------------------------------------------------------------
@@ -220,11 +220,14 @@ async def store_vectors(
     return written
 
 
-async def request_embedding(conn: aiosqlite.Connection, namespace_id: int) -> bool:
+async def request_embedding(
+    conn: aiosqlite.Connection, namespace_id: int, max_attempts: int = DEFAULT_MAX_ATTEMPTS
+) -> bool:
     """Inside the caller's transaction: note new work for the namespace and make sure its job will run.
 
-    True when the job was queued (new, or re-queued because it was done): wake the runner. A queued or running
-    job serves the request itself; a failed one waits for ``jobs.retry`` (its error is in system.info).
+    True when the job was queued (new, or re-queued because it was done; the runner is woken after the commit). A
+    queued or running job serves the request itself; a failed one waits for ``jobs.retry`` (its error is in
+    system.info).
     """
     await conn.execute(
         "INSERT INTO embedding_requests(namespace_id, requested, served, updated_at) VALUES (?, 1, 0, ?)"
@@ -235,9 +238,10 @@ async def request_embedding(conn: aiosqlite.Connection, namespace_id: int) -> bo
         await conn.execute("SELECT id, status FROM jobs WHERE kind = ? AND subject_id = ?", (EMBEDDING, namespace_id))
     ).fetchone()
     if row is None:
-        await enqueue(conn, namespace_id, EMBEDDING, namespace_id, MAX_ATTEMPTS)
+        await enqueue(conn, namespace_id, EMBEDDING, namespace_id, max_attempts)
         return True
     if row["status"] == "done":
+        on_commit(conn, JOBS_QUEUED)
         await conn.execute(
             "UPDATE jobs SET status = 'queued', attempts = 0, next_run_at = ?, last_error = NULL, updated_at = ?"
             " WHERE id = ?",
@@ -252,6 +256,18 @@ async def _requested(conn: aiosqlite.Connection, namespace_id: int) -> int:
         await conn.execute("SELECT requested FROM embedding_requests WHERE namespace_id = ?", (namespace_id,))
     ).fetchone()
     return 0 if row is None else int(row[0])
+
+
+async def queue_follow_up(conn: aiosqlite.Connection, follow_up: FollowUp, max_attempts: int) -> None:
+    """The pipeline's queue function of the ``embedding`` stage: requests coalesce into the namespace's one job.
+    Nothing is queued while the channel is off or not installed (as for ``DenseIndex.notice``)."""
+    if DenseIndex.usable():
+        await request_embedding(conn, follow_up.namespace_id, max_attempts)
+
+
+def job_handler(deps: StageDeps) -> Callable[[JobRow], Any]:
+    """The ``embedding`` stage's handler (declared in jobs/pipeline.py): the database's dense channel."""
+    return for_db(deps.db).run_job
 
 
 # --- nearest neighbours ----------------------------------------------------------------------------------------------
@@ -394,7 +410,6 @@ class DenseIndex:
     def __init__(self, db: Database, load_encoder: Callable[[], Any] | None = None):
         self._db = db
         self._load_encoder = load_encoder or dense.get_encoder
-        self.wake: Callable[[], None] | None = None  # the job runner's wake-up, set by the app
         self._ids: dict[str, int] = {}  # namespace name → id
         self._running: set[int] = set()  # namespaces whose job runs in this process
         self._dirty: set[int] = set()  # ... and got new items since its current pass began
@@ -425,7 +440,6 @@ class DenseIndex:
         task.add_done_callback(self._tasks.discard)
 
     async def _flush(self, namespace: int | str) -> None:
-        queued = False
         try:
             namespace_id = await self._namespace_id(namespace)
             if namespace_id is None:
@@ -439,12 +453,10 @@ class DenseIndex:
             if namespace_id in self._running:
                 self._dirty.add(namespace_id)
                 return
-            async with self._db.transaction() as conn:
-                queued = await request_embedding(conn, namespace_id)
+            async with self._db.transaction() as conn:  # queuing wakes the runner after the commit
+                await request_embedding(conn, namespace_id)
         except Exception:
             log.warning("queueing embeddings for namespace %s failed", namespace, exc_info=True)
-        if queued and self.wake is not None:
-            self.wake()
 
     async def _namespace_id(self, namespace: int | str) -> int | None:
         if isinstance(namespace, int):
@@ -455,11 +467,6 @@ class DenseIndex:
                 return None
             self._ids[namespace] = int(value)
         return self._ids[namespace]
-
-    def after_job(self, payload: dict[str, Any]) -> None:
-        """jobs.changed hook: a finished extraction or projection may have added events or nodes."""
-        if payload.get("kind") in _FOLLOW_UP and payload.get("status") == "done" and payload.get("namespace"):
-            self.notice(str(payload["namespace"]))
 
     async def start(self) -> None:
         """Queue every namespace with a backlog (a restart, an upgrade, dense just installed), in the background."""
@@ -611,6 +618,6 @@ _indexes: weakref.WeakKeyDictionary[Database, DenseIndex] = weakref.WeakKeyDicti
 
 
 def for_db(db: Database) -> DenseIndex:
-    """The database's dense channel (the app's, with its runner wake-up), or a new one without a runner."""
+    """The database's dense channel (the app's), or a new one."""
     index = _indexes.get(db)
     return index if index is not None else DenseIndex(db)

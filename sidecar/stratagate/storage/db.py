@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import secrets
 import sqlite3
-from collections.abc import AsyncIterator, Iterable
+import weakref
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,26 @@ from stratagate.storage.schema import MIGRATIONS, SCHEMA_VERSION
 from stratagate.timeutil import now_iso
 
 Actor = str  # 'capture' | 'model' | 'agent' | 'user' | 'system'
+
+log = logging.getLogger("stratagate.storage")
+
+# Topics a write announces with on_commit(); listeners subscribe with Database.listen().
+JOBS_QUEUED = "jobs.queued"  # a job became due (new, re-queued, retried): wake the runner. Argument: None.
+ITEMS_ADDED = "items.added"  # rows that get embeddings were added. Argument: the namespace id.
+
+# The signals of each open transaction, by its connection (the writer of one Database while it holds the lock).
+_open: weakref.WeakKeyDictionary[aiosqlite.Connection, dict[tuple[str, Hashable], None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def on_commit(conn: aiosqlite.Connection, topic: str, arg: Hashable = None) -> None:
+    """Inside ``Database.transaction()``: tell the database's ``topic`` listeners ``arg`` once the transaction has
+    committed — never after a rollback, and once per (topic, arg) however often it is announced."""
+    signals = _open.get(conn)
+    if signals is None:
+        raise RuntimeError(f"on_commit({topic!r}) outside Database.transaction()")
+    signals.setdefault((topic, arg), None)
 
 
 class SchemaError(RuntimeError):
@@ -59,6 +81,26 @@ class Database:
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
+        self._listeners: dict[str, list[Callable[[Any], None]]] = {}
+
+    def listen(self, topic: str, callback: Callable[[Any], None]) -> None:
+        """Run ``callback(arg)`` after every committed transaction that announced ``topic`` (see ``on_commit``).
+        Callbacks run on the event loop right after COMMIT; they must not block (schedule work instead)."""
+        self._listeners.setdefault(topic, []).append(callback)
+
+    def _after_commit(self, signals: dict[tuple[str, Hashable], None]) -> None:
+        for topic, arg in signals:
+            for callback in self._listeners.get(topic, ()):
+                try:
+                    callback(arg)
+                except Exception:  # the data is committed; a failing listener must not turn that into an error
+                    log.exception("after-commit listener of %s failed", topic)
+
+    async def data_version(self) -> int:
+        """``PRAGMA data_version`` of the writer connection: changes when another connection (another process)
+        commits, not for this connection's own commits. Read-only, so it needs no write lock."""
+        row = await (await self.writer.execute("PRAGMA data_version")).fetchone()
+        return int(row[0])
 
     async def open(self) -> None:
         if self.path.is_dir():
@@ -162,20 +204,27 @@ class Database:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """An IMMEDIATE write transaction: all or nothing."""
+        """An IMMEDIATE write transaction: all or nothing. What the writes announced with ``on_commit`` is told to
+        the listeners after COMMIT succeeded (and forgotten on rollback)."""
         async with self._write_lock:
             conn = self.writer
             await conn.execute("BEGIN IMMEDIATE")
+            signals: dict[tuple[str, Hashable], None] = {}
+            _open[conn] = signals
             try:
-                yield conn
-            except BaseException:
-                await _rollback(conn)
-                raise
-            try:
-                await conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                await _rollback(conn)
-                raise StorageError(f"commit failed, nothing was written: {exc}") from exc
+                try:
+                    yield conn
+                except BaseException:
+                    await _rollback(conn)
+                    raise
+                try:
+                    await conn.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    await _rollback(conn)
+                    raise StorageError(f"commit failed, nothing was written: {exc}") from exc
+            finally:
+                _open.pop(conn, None)
+        self._after_commit(signals)
 
     @asynccontextmanager
     async def exclusive(self) -> AsyncIterator[aiosqlite.Connection]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from stratagate.storage.schema_dense import DENSE_SQL
 from stratagate.storage.schema_evidence import EVIDENCE_SQL
+from stratagate.storage.schema_leases import LEASES_SQL
 from stratagate.storage.schema_privacy import PRIVACY_SQL
 
 MIGRATION_1 = """
@@ -331,5 +332,5 @@ CREATE TABLE graph_projection(
 ) STRICT;
 """
 
-MIGRATIONS: list[str] = [MIGRATION_1, MIGRATION_2, MIGRATION_3, EVIDENCE_SQL, DENSE_SQL, PRIVACY_SQL]
+MIGRATIONS: list[str] = [MIGRATION_1, MIGRATION_2, MIGRATION_3, EVIDENCE_SQL, DENSE_SQL, PRIVACY_SQL, LEASES_SQL]
 SCHEMA_VERSION = len(MIGRATIONS)
