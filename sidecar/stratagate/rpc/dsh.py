@@ -78,11 +78,8 @@ async def capture_raw(app: App, p: RawCaptureParams) -> dict[str, Any]:
         raise invalid_params(f"invalid turn: {explain_validation(exc)}") from exc
     if app.tokens_ready is not None:
         await app.tokens_ready
+    # As turn.capture: its commit wakes the runner and queues embeddings (storage/db.py on_commit).
     result = await capture_turn(app.db, app.settings, params, count_tokens)
-    if result.sealed_block_ids:
-        app.runner.wake()
-    if not result.duplicate:
-        app.dense.notice(params.namespace)
     return RawCaptureResult(captured=True, receipt=params.receipt, **result.model_dump()).model_dump()
 
 
