@@ -29,6 +29,8 @@ def _parser() -> argparse.ArgumentParser:
         "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default $STRATAGATE_LOG_LEVEL or INFO"
     )
     sub.add_parser("tools", help="print the agent tools (tools.list) as JSON; plugin/tools.json is this output")
+    sub.add_parser("prompt-section", help="print the DSH system-prompt section as JSON; plugin/prompt.json is this")
+    sub.add_parser("turn-events", help="print the DSH event types the shim forwards; plugin/turn-events.json is this")
     info = sub.add_parser("info", help="print database path, schema version and counts as JSON")
     info.add_argument("--db", type=Path)
     audit = sub.add_parser("audit", help="print the newest audit log entries (every mutation: who, what, before/after)")
@@ -365,6 +367,16 @@ def main(argv: list[str] | None = None) -> int:
         from stratagate.tools.catalog import tool_specs
 
         print(json.dumps(tool_specs(), indent=2, ensure_ascii=False))
+        return 0
+    if args.command == "prompt-section":
+        from stratagate.dsh.prompt import prompt_section
+
+        print(json.dumps(prompt_section().model_dump(), indent=2, ensure_ascii=False))
+        return 0
+    if args.command == "turn-events":
+        from stratagate.dsh.events import TURN_EVENT_TYPES
+
+        print(json.dumps({"event_types": list(TURN_EVENT_TYPES)}, indent=2))
         return 0
     if args.command == "info":
         from stratagate.app import App

@@ -25,6 +25,7 @@ from stratagate.errors import (
 )
 from stratagate.jobs import queue
 from stratagate.namespaces import ResolveParams, resolve
+from stratagate.rpc import dsh
 from stratagate.rpc.error_map import as_rpc_error
 from stratagate.rpc.evidence import OpenBatchesParams, WeightsParams, memory_weights, open_batches
 from stratagate.rpc.imports import import_get, import_list, import_remove, import_run
@@ -196,4 +197,9 @@ METHODS: dict[str, Callable[..., Awaitable[Any]]] = {
     "memory.weights": rpc_method(WeightsParams, memory_weights),
     "evidence.open_batches": rpc_method(OpenBatchesParams, open_batches),
     "memory.erase": rpc_method(EraseParams, memory_erase),
+    # The DSH adapter (rpc/dsh.py): raw host payloads in, the sidecar decides.
+    "turn.capture_raw": rpc_method(dsh.RawCaptureParams, dsh.capture_raw),
+    "activation.render_step": rpc_method(dsh.StepParams, dsh.render_step),
+    "namespace.for_session": rpc_method(dsh.SessionNamespaceParams, dsh.namespace_for_session),
+    "system.status": rpc_method(dsh.StatusParams, dsh.system_status),
 }

@@ -61,6 +61,8 @@ async def _stdio(in_fd: int, out_fd: int) -> tuple[asyncio.StreamReader, Any]:
 
 
 _MEMBERS = {"jsonrpc", "method", "params", "id"}
+CAPTURE_METHODS = frozenset({"turn.capture", "turn.capture_raw"})
+"""Writes of a turn: committed in arrival order, and every later request waits for them (read-your-writes)."""
 
 
 def request_problem(message: Any) -> str | None:
@@ -86,7 +88,7 @@ def request_problem(message: Any) -> str | None:
 
 
 def _is_capture(message: Any) -> bool:
-    return isinstance(message, dict) and message.get("method") == "turn.capture"
+    return isinstance(message, dict) and message.get("method") in CAPTURE_METHODS
 
 
 def _request_id(message: Any) -> Any:
