@@ -3,8 +3,10 @@
 // text, so DSH only re-sends the runtime-context snapshot when memory actually changed. Bounded by
 // activationTimeoutMs; any failure or timeout means "no memory this step", never a failed step.
 //
-// Which text is the recall query (fold.js `activationQuery`): the human message the step answers, plus, from the
-// second step of a turn on, the words of the turn's newest tool round. At step 0 the new human message is NOT in
+// The sidecar picks the recall query (`activation.render_step`, sidecar/stratagate/dsh/query.py): the human message
+// the step answers, plus, from the second step of a turn on, the words of the turn's newest tool round. The shim
+// forwards the raw step material: the log from the current turn's start, the user messages before it, and the
+// messages DSH claimed for this step. Why the claimed messages: at step 0 the new human message is NOT in
 // `session.events` yet. DSH 0.1.0-rc.8 (tag dsh-v0.1.0-rc.8), packages/core/agent-loop/src/agent.ts (installed:
 // dsh-agent-loop/lib/index.js:496-501, `preStep`/`turn`):
 //   preStep() :229  const claimed = this.inbox.claim(target, position.turn)           // removes it from the inbox
@@ -20,7 +22,8 @@
 // declared in packages/core/agent/src/runtime-types.ts:197).
 // StepInbox records those per session; the assemble listener reads them.
 
-import { activationQuery, currentTurnOf, isSubagentSession, sessionIdOf } from './fold.js'
+import { clipStrings } from './line.js'
+import { currentTurnOf, isSubagentSession, sessionIdOf, stepMaterial } from './turns.js'
 
 export const CONTEXT_NAME = 'stratagate:memory'
 /** DSH interpolates `{{name}}` in context text strictly (unknown names throw), so literal `{{` is routed via a variable. */
@@ -105,17 +108,26 @@ export class StepInbox {
   }
 }
 
-/** The recall query of the step being assembled for `session` (see the header comment). */
-export function queryForStep(session, stepInbox) {
+/**
+ * The sidecar reads at most the first 4,000 characters of any one text for the query (docs/protocol.md
+ * `activation.render_step`), so longer strings are cut before they cross the pipe: the step stays small however
+ * large the turn's tool output.
+ */
+export const STEP_STRING_MAX = 16_000
+
+/** The raw step material of the step being assembled for `session` (see the header comment). */
+export function stepFor(session, stepInbox) {
   const log = session?.events
-  return activationQuery(log, stepInbox ? stepInbox.claimed(session, currentTurnOf(log)) : [])
+  const { events, earlier } = stepMaterial(log)
+  const claimed = stepInbox ? stepInbox.claimed(session, currentTurnOf(log)) : []
+  return clipStrings({ events, earlier, claimed }, STEP_STRING_MAX)
 }
 
 /**
  * The `system-prompt/assemble` listener.
  * @param {object} o
  * @param {(session: object, signal: AbortSignal) => Promise<string>} o.namespaceOf
- * @param {(params: object, signal: AbortSignal, timeoutMs: number) => Promise<{text: string}>} o.render
+ * @param {(params: object, signal: AbortSignal, timeoutMs: number) => Promise<{text: string}>} o.render - activation.render_step
  * @param {() => boolean} o.available - false when the sidecar is failed/unavailable (skip at once).
  * @param {() => number} o.timeoutMs
  * @param {StepInbox} [o.stepInbox] - the messages claimed for each session's step (the new prompt at step 0).
@@ -129,9 +141,7 @@ export function makeAssembleListener({ namespaceOf, render, available, timeoutMs
     const text = await withDeadline(
       async (signal) => {
         const namespace = await namespaceOf(session, signal)
-        const query = queryForStep(session, stepInbox)
-        const params = { namespace, session: sessionIdOf(session) }
-        if (query) params.query = query
+        const params = { namespace, session: sessionIdOf(session), ...stepFor(session, stepInbox) }
         const result = await render(params, signal, budget)
         return typeof result?.text === 'string' ? result.text : ''
       },

@@ -1,5 +1,8 @@
 // Plugin config (the `stratagate` row of cordis.patch.yml, possibly replaced wholesale by a user patch) →
 // normalized shim settings and the sidecar's environment. Pure; unit-tested in tests/js/config.test.mjs.
+// Options the sidecar reads (database, blockTurns) are passed through as STRATAGATE_* variables unchecked: the
+// sidecar validates its own settings and refuses to start with one clear message (exit 2, state `failed`), so
+// the two sides can never disagree about what is valid or what the default is.
 
 import { homedir } from 'node:os'
 import { join } from 'node:path'
@@ -17,11 +20,11 @@ export function stratagateHome(env = process.env) {
 }
 
 export const DEFAULTS = Object.freeze({
-  database: null, // null → $DSH_HOME/stratagate/memory.db
+  database: null, // null → the sidecar's default, $DSH_HOME/stratagate/memory.db
   python: 'auto',
   namespaceMode: 'project',
   globalNamespace: 'default',
-  blockTurns: 6,
+  blockTurns: null, // null → the sidecar's default (6)
   captureSubagents: false,
   activationTimeoutMs: 1500,
   llmProvider: null,
@@ -48,17 +51,14 @@ export function normalizeConfig(raw, env = process.env) {
   const known = new Set(Object.keys(DEFAULTS))
   for (const key of Object.keys(input)) if (!known.has(key)) warnings.push(`unknown option '${key}' ignored`)
   const config = { ...DEFAULTS }
-  config.database = nonEmpty(input.database) ?? join(stratagateHome(env), 'memory.db')
+  config.database = nonEmpty(input.database)
   config.python = nonEmpty(input.python) ?? 'auto'
   if (input.namespaceMode !== undefined) {
     if (NAMESPACE_MODES.includes(input.namespaceMode)) config.namespaceMode = input.namespaceMode
     else warnings.push(`namespaceMode must be one of ${NAMESPACE_MODES.join(', ')} (got ${JSON.stringify(input.namespaceMode)}); using 'project'`)
   }
   config.globalNamespace = nonEmpty(input.globalNamespace) ?? DEFAULTS.globalNamespace
-  config.blockTurns = positiveInt(input.blockTurns, DEFAULTS.blockTurns, { max: 1000 })
-  if (input.blockTurns !== undefined && config.blockTurns !== Number(input.blockTurns)) {
-    warnings.push(`blockTurns must be an integer from 1 to 1000 (got ${JSON.stringify(input.blockTurns)}); using ${DEFAULTS.blockTurns}`)
-  }
+  config.blockTurns = input.blockTurns === undefined || input.blockTurns === null || input.blockTurns === '' ? null : input.blockTurns
   config.captureSubagents = input.captureSubagents === true || input.captureSubagents === 'true'
   config.activationTimeoutMs = positiveInt(input.activationTimeoutMs, DEFAULTS.activationTimeoutMs, { min: 50, max: 60_000 })
   config.llmProvider = nonEmpty(input.llmProvider)
@@ -97,7 +97,7 @@ export function sidecarEnv(config, env = process.env) {
   return out
 }
 
-/** The effective database path (env wins), for status. */
+/** The database path the shim knows of (env wins), for the status while the sidecar cannot say; null = default. */
 export function effectiveDbPath(config, env = process.env) {
   return nonEmpty(env.STRATAGATE_DB) ?? config.database
 }

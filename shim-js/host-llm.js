@@ -4,24 +4,17 @@
 // the way dsh-llm's BlockAssembler does.
 //
 // Forcing the tool: DSH's GenerateOptions has no tool_choice (0.1.0-rc.8 and 0.1.1-rc.2), so the one tool is
-// offered as the only tool and the system text tells the model it must call it. The sidecar also accepts the
-// JSON in the text and sends a correction round when the call is missing (docs/protocol.md).
+// offered as the only tool and the sidecar's `tool_instruction` (the words telling the model it must call it) is
+// appended to the system text. The sidecar also accepts the JSON in the text and sends a correction round when the
+// call is missing (docs/protocol.md).
 
 import { randomUUID } from 'node:crypto'
 
 export const PLUGIN_SOURCE = Object.freeze({ kind: 'plugin', plugin: 'stratagate-py' })
 
-/** The instruction appended to the system text when a tool must be called. */
-export function forcedToolInstruction(name) {
-  return (
-    `\n\nYou must answer by calling the function \`${name}\` exactly once, with arguments that satisfy its JSON ` +
-    'schema. Do not answer in plain text and do not call any other function.'
-  )
-}
-
 /**
  * Translate `host.llm.complete` params into DSH GenerateOptions (without provider/model/reasoning, added by the caller).
- * @param {{messages: {role: string, content: string}[], tool?: {name, description, parameters}|null, max_tokens?: number}} params
+ * @param {{messages: {role: string, content: string}[], tool?: {name, description, parameters}|null, tool_instruction?: string, max_tokens?: number}} params
  * @param {{provider: string, model: string}} route - used to attribute earlier assistant turns.
  */
 export function buildGenerateOptions(params, route) {
@@ -42,7 +35,7 @@ export function buildGenerateOptions(params, route) {
   let systemText = system.join('\n\n')
   const options = { messages, purpose: 'compaction' }
   if (tool) {
-    systemText += forcedToolInstruction(tool.name)
+    if (typeof params.tool_instruction === 'string' && params.tool_instruction.trim()) systemText += `\n\n${params.tool_instruction}`
     options.tools = [{ name: String(tool.name), description: String(tool.description ?? ''), parameters: tool.parameters ?? { type: 'object' } }]
   }
   if (systemText.trim()) options.system = systemText.trimStart()

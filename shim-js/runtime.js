@@ -5,12 +5,13 @@
 import { join } from 'node:path'
 import { CaptureQueue } from './capture.js'
 import { effectiveDbPath, sidecarEnv, stratagateHome } from './config.js'
-import { DEFAULT_MAX_CAPTURE_BYTES, fitCapture, sessionIdOf, shouldCapture } from './fold.js'
 import { makeHostLlm } from './host-llm.js'
+import { fitLine, lineBudget } from './line.js'
 import { Namespaces, resolveRequest } from './namespaces.js'
 import { bundledSidecarVersion, packageVersion, preparePython } from './python-env.js'
 import { SidecarProcess } from './sidecar-process.js'
 import { Spool } from './spool.js'
+import { callIdsOf, sessionIdOf, sessionOrigin } from './turns.js'
 
 export class Runtime {
   /**
@@ -47,10 +48,10 @@ export class Runtime {
     /** Settles when Python setup ended (sidecar created, or memory unavailable). */
     this.setupDone = new Promise((resolve) => (this.markSetupDone = resolve))
     this.setupWaiters = new Set()
-    this.namespaces = new Namespaces(async (req, options) => {
+    this.namespaces = new Namespaces(async (method, req, options) => {
       const timeoutMs = options?.timeoutMs ?? 15_000
       const sidecar = await this.sidecarSoon(timeoutMs, options?.signal)
-      return sidecar.call('namespace.resolve', req, { timeoutMs, signal: options?.signal })
+      return sidecar.call(method, req, { timeoutMs, signal: options?.signal })
     })
     this.spool = this.openSpool()
     this.captures = new CaptureQueue({
@@ -58,6 +59,7 @@ export class Runtime {
       sidecar: { get state() { return 'waiting' }, whenReady: () => Promise.reject(new Error('no sidecar yet')) },
       namespace: (req) => this.namespaces.forRequest(req),
       log: this.log,
+      env: this.env,
     })
   }
 
@@ -173,7 +175,7 @@ export class Runtime {
     return null
   }
 
-  /** Remember the route of the session that just finished a turn. */
+  /** Remember the route of the session that just finished a turn (the memory jobs' fallback route). */
   noteRoute(session) {
     try {
       const config = session?.requestHeader?.()?.config
@@ -181,18 +183,20 @@ export class Runtime {
     } catch {}
   }
 
-  /** Spool a folded turn (capture params without namespace) and deliver it. */
-  capture(session, params) {
-    if (!shouldCapture(session, this.config)) return false
-    this.noteRoute(session)
-    this.captures.enqueue({ resolve: resolveRequest(this.config, session), params: fitCapture(params, this.maxCaptureBytes()) })
+  /**
+   * Spool one finished turn's raw events ({session, turn, events} from TurnBuffer) and deliver them; the sidecar
+   * folds them (and decides whether a subagent's turn is kept). `canonical` gives the tools/result value of a call id.
+   */
+  capture(session, turn, canonical = () => undefined) {
+    const values = {}
+    for (const id of callIdsOf(turn.events)) {
+      const hit = canonical(id)
+      if (hit !== undefined) values[id] = hit.value
+    }
+    const raw = { session: turn.session, turn: turn.turn, events: turn.events, canonical: values, origin: sessionOrigin(session), capture_subagents: this.config.captureSubagents }
+    this.noteRoute(session) // a fallback route for memory jobs: any session's configured model will do
+    this.captures.enqueue({ resolve: resolveRequest(this.config, session), raw })
     return true
-  }
-
-  /** Captures must stay below the sidecar's line limit (STRATAGATE_MAX_LINE_BYTES, default 8 MiB). */
-  maxCaptureBytes() {
-    const limit = Number(this.env.STRATAGATE_MAX_LINE_BYTES)
-    return Number.isInteger(limit) && limit > 0 ? Math.min(DEFAULT_MAX_CAPTURE_BYTES, Math.max(512, limit - 4096)) : DEFAULT_MAX_CAPTURE_BYTES
   }
 
   /**
@@ -246,8 +250,9 @@ export class Runtime {
     const session = exec?.agent?.session
     if (!session) throw new Error(`${name} can only be called from an agent session`)
     const sidecar = await this.sidecarSoon(30_000, exec?.signal)
-    // Read-your-writes: a turn that just ended may still be on its way to the sidecar.
-    await this.captures.drain(2000)
+    // Read-your-writes: a turn that just ended may still be on its way to the sidecar. Wait until it was tried
+    // (not a fixed time: a sidecar that is still warming up would otherwise answer before the turn is stored).
+    await this.captures.tried(30_000)
     const namespace = await this.namespaceOf(session, exec?.signal)
     const params = { namespace, session: sessionIdOf(session), name, arguments: args ?? {} }
     if (exec?.callId !== undefined) params.call_id = String(exec.callId)
@@ -260,9 +265,10 @@ export class Runtime {
     return sidecar.call('evidence.open_batches', params, { timeoutMs, signal })
   }
 
+  /** `activation.render_step`: the sidecar picks the step's query from the raw step material and renders. */
   async render(params, signal, timeoutMs) {
     const sidecar = await this.sidecarSoon(timeoutMs, signal)
-    const result = await sidecar.call('activation.render', params, { timeoutMs, signal })
+    const result = await sidecar.call('activation.render_step', fitLine(params, lineBudget(this.env)), { timeoutMs, signal })
     this.recalled = true
     return result
   }
@@ -287,38 +293,56 @@ export class Runtime {
     return s === 'stopping' || s === 'stopped' ? 'stopped' : s
   }
 
-  async status() {
-    const state = this.state()
-    let info = null
-    if (this.sidecar?.state === 'ready') {
-      info = await this.sidecar.call('system.info', undefined, { timeoutMs: 2000 }).catch(() => null)
-    }
-    const jobs = info?.counts?.jobs ?? {}
-    const spooled = this.spool.depth
-    // The most relevant problem, even if it has since recovered (restarts tells how often the sidecar crashed).
-    const lastError = this.setup.error ?? this.sidecar?.lastError ?? this.captures.lastError ?? info?.last_job_error ?? null
+  /** The shim's half of the status (docs/protocol.md `system.status` `host`). */
+  hostState() {
     return {
-      state,
+      state: this.state(),
       detail: this.setup.detail,
-      version: { shim: this.shimVersion, sidecar: info?.version ?? this.sidecar?.version ?? null, bundled_sidecar: this.bundledVersion },
+      shim_version: this.shimVersion,
+      bundled_sidecar: this.bundledVersion,
       python: this.setup.python,
       venv: this.setup.venv,
-      db_path: info?.db_path ?? effectiveDbPath(this.config, this.env),
+      db_path: effectiveDbPath(this.config, this.env),
       namespace_mode: this.config.namespaceMode,
-      model_route: info?.model_route ?? null,
-      queue: {
-        depth: spooled + (jobs.queued ?? 0) + (jobs.running ?? 0),
-        spooled_turns: spooled,
-        jobs_queued: jobs.queued ?? 0,
-        jobs_running: jobs.running ?? 0,
-        jobs_failed: jobs.failed ?? 0,
-      },
-      counts: info?.counts ?? null,
+      spooled_turns: this.spool.depth,
       captured_this_run: this.captures.captured,
-      last_error: lastError,
+      setup_error: this.setup.error,
+      sidecar_error: this.sidecar?.lastError ?? null,
+      capture_error: this.captures.lastError,
       hint: this.setup.hint,
       restarts: this.sidecar?.restarts ?? 0,
       pid: this.sidecar?.pid ?? null,
+    }
+  }
+
+  /**
+   * The status the Settings page shows: assembled by the sidecar (`system.status`). While the sidecar cannot answer
+   * (installing, crashed, no Python) the shim's own half is all there is, in the same shape.
+   */
+  async status() {
+    const host = this.hostState()
+    if (this.sidecar?.state === 'ready') {
+      const status = await this.sidecar.call('system.status', { host }, { timeoutMs: 2000 }).catch(() => null)
+      if (status) return status
+    }
+    const spooled = host.spooled_turns
+    return {
+      state: host.state,
+      detail: host.detail,
+      version: { shim: host.shim_version, sidecar: this.sidecar?.version ?? null, bundled_sidecar: host.bundled_sidecar },
+      python: host.python,
+      venv: host.venv,
+      db_path: host.db_path,
+      namespace_mode: host.namespace_mode,
+      model_route: null,
+      queue: { depth: spooled, spooled_turns: spooled, jobs_queued: 0, jobs_running: 0, jobs_failed: 0 },
+      counts: null,
+      captured_this_run: host.captured_this_run,
+      last_error: host.setup_error ?? host.sidecar_error ?? host.capture_error ?? null,
+      hint: host.hint,
+      restarts: host.restarts,
+      pid: host.pid,
+      source: 'shim',
     }
   }
 

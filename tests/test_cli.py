@@ -23,6 +23,7 @@ HANG = 120
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATAGATE_")}
     env["PYTHONPATH"] = str(REPO / "sidecar")
+    env["STRATAGATE_DB_LOCK_TIMEOUT_S"] = "1"  # the "locked" cases wait this long, then give up
     return subprocess.run([sys.executable, "-m", "stratagate", *args], capture_output=True, text=True, env=env,
                           stdin=subprocess.DEVNULL, timeout=HANG)
 
@@ -143,3 +144,20 @@ def test_duplicate_import_names_the_cli_flag(tmp_path: Path) -> None:
     assert "allow_duplicate" not in again.stderr
     forced = cli("import", str(tmp_path / "notes.txt"), "--db", str(db), "--namespace", NS, "--allow-duplicate")
     assert forced.returncode == 0 and "import: imp_2" in forced.stdout
+
+
+def test_import_into_a_new_database_locked_by_another_process_gives_up(tmp_path: Path) -> None:
+    """The file exists only because another process holds it (created, exclusively locked, nothing in it yet)."""
+    db = tmp_path / "memory.db"
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        result = cli("import", str(export_file(tmp_path)), "--db", str(db), "--namespace", NS)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert result.returncode == 2 and result.stdout == ""
+    assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1, result.stderr
+    assert f"the database {db} is locked by another process" in result.stderr
+    assert "STRATAGATE_DB_LOCK_TIMEOUT_S" in result.stderr
+    assert cli("import", str(export_file(tmp_path)), "--db", str(db), "--namespace", NS).returncode == 0

@@ -58,7 +58,9 @@ def build_runner(db: Database, settings: Settings, deps: pipeline.StageDeps, not
 class App:
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.db = Database(settings.db, settings.db_max_mb * 2**20 if settings.db_max_mb else None)
+        self.db = Database(
+            settings.db, settings.db_max_mb * 2**20 if settings.db_max_mb else None, settings.db_lock_timeout_s
+        )
         self.peer: Any = None  # set by the server once stdio is connected
         self.started = time.monotonic()
         self.shutdown_requested = asyncio.Event()

@@ -29,6 +29,8 @@ def _parser() -> argparse.ArgumentParser:
         "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default $STRATAGATE_LOG_LEVEL or INFO"
     )
     sub.add_parser("tools", help="print the agent tools (tools.list) as JSON; plugin/tools.json is this output")
+    sub.add_parser("prompt-section", help="print the DSH system-prompt section as JSON; plugin/prompt.json is this")
+    sub.add_parser("turn-events", help="print the DSH event types the shim forwards; plugin/turn-events.json is this")
     info = sub.add_parser("info", help="print database path, schema version and counts as JSON")
     info.add_argument("--db", type=Path)
     audit = sub.add_parser("audit", help="print the newest audit log entries (every mutation: who, what, before/after)")
@@ -100,10 +102,10 @@ def check_db(path: Path, *, create: bool = False) -> None:
 
 def db_problem(path: Path, exc: BaseException) -> str:
     """One line for a database that failed to open or to be used."""
-    from stratagate.storage.db import SchemaError
+    from stratagate.storage.db import DatabaseLocked, SchemaError
 
     text = _one_line(exc)
-    if isinstance(exc, (DbProblem, SchemaError)):
+    if isinstance(exc, (DbProblem, SchemaError, DatabaseLocked)):
         return text
     if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
         return f"the database {path} is locked by another process; try again when it has finished"
@@ -139,12 +141,12 @@ def _loads(value: str | None) -> object:
         return value
 
 
-def audit_entries(db: Path, namespace: str | None, limit: int) -> list[dict[str, object]]:
+def audit_entries(db: Path, namespace: str | None, limit: int, lock_timeout: float = 5.0) -> list[dict[str, object]]:
     """The newest audit rows first, read through a read-only connection (safe while the sidecar runs)."""
     from stratagate.storage.db import SchemaError
     from stratagate.storage.schema import SCHEMA_VERSION
 
-    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=lock_timeout)
     conn.row_factory = sqlite3.Row
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -206,7 +208,7 @@ def _print_import(command: str, result: dict[str, Any], as_json: bool) -> None:
             print(f"warning: {warning}")
 
 
-def import_command(args: argparse.Namespace, db_path: Path) -> int:
+def import_command(args: argparse.Namespace, db_path: Path, lock_timeout: float) -> int:
     """`stratagate import`: opens the database itself (safe while a sidecar runs: SQLite serialises writers)."""
     from stratagate.errors import RpcError
     from stratagate.imports import store
@@ -227,7 +229,7 @@ def import_command(args: argparse.Namespace, db_path: Path) -> int:
         return 2
 
     async def run() -> tuple[str, dict[str, Any]]:
-        db = Database(db_path)
+        db = Database(db_path, lock_timeout=lock_timeout)
         if args.file:
             # Parse before opening the database, so a bad file creates nothing.
             batch = parse_file(args.file, args.format)
@@ -293,7 +295,7 @@ def redact_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def erase_command(args: argparse.Namespace, db_path: Path, max_attempts: int) -> int:
+def erase_command(args: argparse.Namespace, db_path: Path, max_attempts: int, lock_timeout: float) -> int:
     """`stratagate erase`: opens the database itself (safe while a sidecar runs: SQLite serialises writers)."""
     from stratagate import ids
     from stratagate.erase import erase_subject
@@ -320,7 +322,7 @@ def erase_command(args: argparse.Namespace, db_path: Path, max_attempts: int) ->
             return 1
 
     async def run() -> dict[str, Any]:
-        db = Database(db_path)
+        db = Database(db_path, lock_timeout=lock_timeout)
         await db.open()
         try:
             return await erase_subject(db, namespace, args.id, "user", max_attempts=max_attempts)
@@ -366,6 +368,16 @@ def main(argv: list[str] | None = None) -> int:
 
         print(json.dumps(tool_specs(), indent=2, ensure_ascii=False))
         return 0
+    if args.command == "prompt-section":
+        from stratagate.dsh.prompt import prompt_section
+
+        print(json.dumps(prompt_section().model_dump(), indent=2, ensure_ascii=False))
+        return 0
+    if args.command == "turn-events":
+        from stratagate.dsh.events import TURN_EVENT_TYPES
+
+        print(json.dumps({"event_types": list(TURN_EVENT_TYPES)}, indent=2))
+        return 0
     if args.command == "info":
         from stratagate.app import App
         from stratagate.storage.db import SchemaError, StorageError
@@ -402,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             check_db(settings.db)
-            entries = audit_entries(settings.db, args.namespace, args.limit)
+            entries = audit_entries(settings.db, args.namespace, args.limit, settings.db_lock_timeout_s)
         except (SchemaError, *DB_ERRORS) as exc:
             print(f"stratagate audit: {db_problem(settings.db, exc)}", file=sys.stderr)
             return 2
@@ -410,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         _print_audit(entries, args.json)
         return 0
     if args.command == "import":
-        return import_command(args, settings.db)
+        return import_command(args, settings.db, settings.db_lock_timeout_s)
     if args.command == "erase":
-        return erase_command(args, settings.db, settings.job_max_attempts)
+        return erase_command(args, settings.db, settings.job_max_attempts, settings.db_lock_timeout_s)
     return 2

@@ -48,6 +48,8 @@ class Settings(BaseModel):
     max_line_bytes: int = Field(8 * 1024 * 1024, ge=1024)
     # Optional cap on the database size; writes beyond it fail cleanly like a full disk.
     db_max_mb: int | None = Field(None, ge=1)
+    # How long opening the database waits for another process's lock before giving up with a clear message.
+    db_lock_timeout_s: float = Field(10.0, ge=0, le=3600)
 
     @model_validator(mode="after")
     def _direct_route_needs_a_model(self) -> Settings:

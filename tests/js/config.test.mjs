@@ -3,22 +3,23 @@ import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { DEFAULTS, dshHome, effectiveDbPath, normalizeConfig, sidecarEnv } from '../../shim-js/config.js'
-import { resolveRequest } from '../../shim-js/namespaces.js'
+import { methodFor, resolveRequest } from '../../shim-js/namespaces.js'
 
 describe('config', () => {
   it('fills every default (a user patch replaces the whole config row)', () => {
     const { config, warnings } = normalizeConfig(undefined, { DSH_HOME: '/h' })
     assert.deepEqual(warnings, [])
-    assert.deepEqual(config, { ...DEFAULTS, database: join('/h', 'stratagate', 'memory.db') })
+    assert.deepEqual(config, { ...DEFAULTS })
     assert.equal(config.namespaceMode, 'project')
-    assert.equal(config.blockTurns, 6)
+    assert.equal(config.database, null, "the sidecar's default")
+    assert.equal(config.blockTurns, null, "the sidecar's default")
     assert.equal(config.activationTimeoutMs, 1500)
     assert.equal(config.captureSubagents, false)
   })
 
-  it('computes the database default from DSH_HOME, else ~/.dsh', () => {
-    assert.equal(normalizeConfig({}, {}).config.database, join(homedir(), '.dsh', 'stratagate', 'memory.db'))
+  it('finds DSH_HOME, else ~/.dsh; the database default is the sidecar\'s', () => {
     assert.equal(dshHome({ DSH_HOME: '  ' }), join(homedir(), '.dsh'))
+    assert.equal(sidecarEnv(normalizeConfig({}, {}).config, { DSH_HOME: '/h' }).STRATAGATE_DB, undefined)
   })
 
   it('keeps valid options and warns about bad ones without throwing', () => {
@@ -29,13 +30,14 @@ describe('config', () => {
     assert.equal(config.database, '/db/m.db')
     assert.equal(config.python, '/usr/bin/python3.12')
     assert.equal(config.namespaceMode, 'project')
-    assert.equal(config.blockTurns, 6)
+    // The sidecar validates its own settings (it refuses blockTurns 0 with one clear message, exit 2).
+    assert.equal(config.blockTurns, 0)
+    assert.equal(sidecarEnv(config, {}).STRATAGATE_BLOCK_TURNS, '0')
     assert.equal(config.captureSubagents, true)
     assert.equal(config.llmProvider, null, 'provider without model is ignored')
-    assert.equal(warnings.length, 4)
+    assert.equal(warnings.length, 3)
     assert.ok(warnings.some((w) => /typo/.test(w)))
     assert.ok(warnings.some((w) => /namespaceMode/.test(w)))
-    assert.ok(warnings.some((w) => /blockTurns/.test(w)))
     assert.ok(warnings.some((w) => /llmModel/.test(w)))
   })
 
@@ -62,16 +64,16 @@ describe('config', () => {
   })
 })
 
-describe('namespace requests', () => {
+describe('namespace requests (the sidecar decides, with its fallback: tests/test_dsh_adapter.py)', () => {
   const session = { id: 's1', header: { cwd: '/work/proj' } }
-  it('project mode uses the session working directory', () => {
-    assert.deepEqual(resolveRequest({ namespaceMode: 'project' }, session), { mode: 'project', cwd: '/work/proj' })
+  it('forward the mode, the session, its working directory and the global name', () => {
+    assert.deepEqual(resolveRequest({ namespaceMode: 'project' }, session), { mode: 'project', session: 's1', cwd: '/work/proj' })
+    assert.deepEqual(resolveRequest({ namespaceMode: 'project' }, { id: 's2', header: {} }), { mode: 'project', session: 's2' })
+    assert.deepEqual(resolveRequest({ namespaceMode: 'global', globalNamespace: 'team' }, session), { mode: 'global', session: 's1', cwd: '/work/proj', name: 'team' })
   })
-  it('project mode without a cwd falls back to the session, never to a shared space', () => {
-    assert.deepEqual(resolveRequest({ namespaceMode: 'project' }, { id: 's2', header: {} }), { mode: 'session', session: 's2' })
-  })
-  it('session and global modes', () => {
-    assert.deepEqual(resolveRequest({ namespaceMode: 'session' }, session), { mode: 'session', session: 's1' })
-    assert.deepEqual(resolveRequest({ namespaceMode: 'global', globalNamespace: 'team' }, session), { mode: 'global', name: 'team' })
+  it('use namespace.for_session; requests spooled by earlier versions keep namespace.resolve', () => {
+    assert.equal(methodFor(resolveRequest({ namespaceMode: 'session' }, session)), 'namespace.for_session')
+    assert.equal(methodFor({ mode: 'project', cwd: '/work/proj' }), 'namespace.resolve')
+    assert.equal(methodFor({ mode: 'global', name: 'team' }), 'namespace.resolve')
   })
 })

@@ -140,7 +140,9 @@ describe('the plugin nudges at turn end (real sidecar)', () => {
     Object.assign(process.env, { DSH_HOME: home, STRATAGATE_JOB_BACKOFF_BASE: '0' })
     delete process.env.STRATAGATE_DB
     ctx = fakeContext()
-    plugin.apply(ctx, { python: PYTHON, database: join(home, 'memory.db') })
+    // The recall/nudge deadline (1.5 s by default) is product behaviour, tested with stubs in the listener tests;
+    // here a loaded machine must not turn a slow answer into "no memory this step".
+    plugin.apply(ctx, { python: PYTHON, database: join(home, 'memory.db'), activationTimeoutMs: 60_000 })
   })
 
   after(async () => {

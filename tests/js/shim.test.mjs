@@ -1,13 +1,13 @@
 // The shim's DSH-facing pieces: model-request building and stream folding, tool definitions, recall, and the
 // whole plugin (`apply`) against a stand-in Cordis context with the REAL sidecar behind it.
 import assert from 'node:assert/strict'
-import { existsSync, readFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { escapeForPrompt, LBRACE_VARIABLE, makeAssembleListener, withMemory } from '../../shim-js/activation.js'
 import { buildGenerateOptions, ChunkFolder, makeHostLlm } from '../../shim-js/host-llm.js'
 import * as plugin from '../../shim-js/index.js'
-import { preparePython, pythonCandidates } from '../../shim-js/python-env.js'
+import { preparePython, pythonCandidates, readInstallStatus } from '../../shim-js/python-env.js'
 import { FALLBACK_TOOLS, toolDefinition, ToolSet } from '../../shim-js/tools.js'
 import { makeLog } from './fixtures.mjs'
 import { cleanEnv, quietLog, REPO, sidecarPython, tempDir, waitFor } from './helpers.mjs'
@@ -34,13 +34,15 @@ describe('model requests for host.llm.complete', () => {
       { role: 'user', content: 'Correction: call the tool.' },
     ],
     tool: { name: 'stratagate_summarize_block', description: 'Record it.', parameters: { type: 'object', properties: {} } },
+    tool_instruction: 'You must answer by calling the function `stratagate_summarize_block` exactly once.',
     max_tokens: 4096,
     purpose: 'stratagate',
   }
 
   it('builds DSH messages by hand: system slot, user/assistant Message objects, the one tool, purpose', () => {
     const o = buildGenerateOptions(params, { provider: 'p', model: 'm' })
-    assert.match(o.system, /^You compress blocks\.\n\nYou must answer by calling the function `stratagate_summarize_block` exactly once/)
+    // The sidecar words the instruction (host_route.py tool_instruction); the shim only appends it.
+    assert.equal(o.system, 'You compress blocks.\n\nYou must answer by calling the function `stratagate_summarize_block` exactly once.')
     assert.equal(o.messages.length, 3)
     for (const m of o.messages) {
       assert.equal(typeof m.id, 'string')
@@ -161,7 +163,10 @@ describe('recall', () => {
     const session = { id: 's1', header: {}, events: makeLog() }
     const out = await listener({}, { agent: { session } }, async () => assembled)
     assert.deepEqual(out.contexts.map((c) => c.name), ['sandbox', 'stratagate:memory'])
-    assert.deepEqual(seen[0], { namespace: 'ns', session: 's1', query: 'Fix it.' })
+    // The raw step material (the sidecar picks the query): the current turn's events and the user messages before it.
+    assert.deepEqual(Object.keys(seen[0]), ['namespace', 'session', 'events', 'earlier', 'claimed'])
+    assert.equal(seen[0].events[0].type, 'turn/start')
+    assert.equal(seen[0].events[0].data.turn, 2)
     const sub = await listener({}, { agent: { session: { id: 'x', header: { origin: 'subagent' } } } }, async () => assembled)
     assert.equal(sub, assembled)
     assert.equal(await listener({}, {}, async () => assembled), assembled, 'no agent: untouched')
@@ -186,6 +191,41 @@ describe('python environment', () => {
     assert.equal(r.venv, null)
     assert.equal(r.python, PYTHON)
     assert.equal(existsSync(join(home, 'venv-0.1.0')), false)
+  })
+
+  it('runs plugin/bootstrap_venv.py with the Python it found and takes the venv the status file reports', async () => {
+    // python3 on PATH (not an explicit choice, so no fast path); the venv is already installed: the script only checks.
+    const home = tempDir()
+    const bin = tempDir()
+    symlinkSync(PYTHON, join(bin, 'python3'))
+    const venv = join(home, 'venv-0.1.0')
+    mkdirSync(join(venv, 'bin'), { recursive: true })
+    symlinkSync(PYTHON, join(venv, 'bin', 'python'))
+    writeFileSync(join(venv, '.stratagate-installed'), JSON.stringify({ version: '0.1.0' }))
+    const env = cleanEnv({ PATH: `${bin}:/usr/bin:/bin`, PYTHONPATH: join(REPO, 'sidecar') })
+    const r = await preparePython({ configPython: 'auto', packageRoot: REPO, home, env, log: quietLog })
+    assert.equal(r.ok, true, r.error)
+    assert.equal(r.python, join(venv, 'bin', 'python'))
+    assert.equal(r.venv, venv)
+    assert.equal(readInstallStatus(venv).state, 'ready')
+  })
+
+  it('reports a failed install with the installer\'s error and hint, and the state it went through', async () => {
+    // A package root without pyproject.toml: the venv is created, pip refuses the source.
+    const root = tempDir()
+    mkdirSync(join(root, 'plugin'))
+    copyFileSync(join(REPO, 'plugin', 'bootstrap_venv.py'), join(root, 'plugin', 'bootstrap_venv.py'))
+    const bin = tempDir()
+    symlinkSync(PYTHON, join(bin, 'python3'))
+    const home = tempDir()
+    const states = []
+    const env = cleanEnv({ PATH: `${bin}:/usr/bin:/bin` })
+    const r = await preparePython({ configPython: 'auto', packageRoot: root, home, env, log: quietLog, onState: (s) => states.push(s) })
+    assert.equal(r.ok, false)
+    assert.match(r.error, /could not set up the sidecar venv .*pip install failed/)
+    assert.match(r.hint, /package index/)
+    assert.ok(states.includes('installing'), states.join(','))
+    assert.match(readFileSync(join(home, 'install.log'), 'utf8'), /FAILED: pip install failed/)
   })
 
   it('explains what to do when no usable Python exists', async () => {
@@ -251,7 +291,9 @@ describe('the plugin in a stand-in DSH context (real sidecar)', () => {
       },
     }
     ctx = fakeContext({ llm, agentDefaultModel: { currentSelection: () => ({ provider: 'default', model: 'd' }) } })
-    plugin.apply(ctx, { python: PYTHON, database: join(home, 'db', 'memory.db') })
+    // The recall/nudge deadline (1.5 s by default) is product behaviour, tested with stubs in the listener tests;
+    // here a loaded machine must not turn a slow answer into "no memory this step".
+    plugin.apply(ctx, { python: PYTHON, database: join(home, 'db', 'memory.db'), activationTimeoutMs: 60_000 })
   })
 
   after(async () => {
@@ -301,7 +343,7 @@ describe('the plugin in a stand-in DSH context (real sidecar)', () => {
     const out = await waitFor(async () => {
       const r = await ctx.waterfall('system-prompt/assemble', {}, { agent: { session: other } }, async () => assembled)
       return r.contexts.length && !/· pending ·/.test(r.contexts[0].text) ? r : null
-    }, { what: 'memory context with both blocks ready' })
+    }, { timeoutMs: 120_000, what: 'memory context with both blocks ready' })
     assert.equal(out.contexts[0].name, 'stratagate:memory')
     assert.match(out.contexts[0].text, /stratagate-memory/)
     const again = await ctx.waterfall('system-prompt/assemble', {}, { agent: { session: other } }, async () => assembled)

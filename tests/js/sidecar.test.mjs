@@ -1,11 +1,15 @@
 // The JSON-RPC client against the REAL Python sidecar (`python -m stratagate serve`), over real stdio.
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { CaptureQueue } from '../../shim-js/capture.js'
+import { methodFor } from '../../shim-js/namespaces.js'
 import { RpcError, SidecarProcess, SidecarUnavailableError } from '../../shim-js/sidecar-process.js'
 import { Spool } from '../../shim-js/spool.js'
 import { FALLBACK_TOOLS, toolsKey } from '../../shim-js/tools.js'
+import { eventsOfTurn } from '../../shim-js/turns.js'
+import { makeLog } from './fixtures.mjs'
 import { cleanEnv, quietLog, sidecarPython, tempDir, waitFor } from './helpers.mjs'
 
 const PYTHON = sidecarPython()
@@ -100,6 +104,35 @@ describe('sidecar JSON-RPC client (real sidecar)', () => {
     assert.match(captured[0].turn_id, /^turn_\d+$/)
     const dup = await sidecar.call('turn.capture', { namespace, ...turn(1) })
     assert.equal(dup.duplicate, true)
+  })
+
+  it('delivers raw turn events: the sidecar folds them, a resend is a duplicate, a record it refuses is set aside', async () => {
+    const dir = join(tempDir(), 'spool')
+    const spool = new Spool(dir)
+    spool.open()
+    const captured = []
+    const queue = new CaptureQueue({
+      spool,
+      sidecar,
+      namespace: async (req) => (await sidecar.call(methodFor(req), req)).namespace,
+      onCaptured: (ack) => captured.push(ack),
+      log: quietLog,
+    })
+    const log = makeLog()
+    const turnOne = { session: 'raw-s', turn: 1, events: eventsOfTurn(log, 1), canonical: {}, origin: null, capture_subagents: false }
+    const resolve = { mode: 'project', session: 'raw-s', cwd: '/work/proj-raw' }
+    queue.enqueue({ resolve, raw: turnOne })
+    queue.enqueue({ resolve, raw: { ...turnOne, origin: 'subagent', session: 'raw-sub' } })
+    queue.enqueue({ resolve, raw: { ...turnOne, turn: 9, events: [{ type: 'turn/start', data: { turn: 9 } }, { data: {} }] } })
+    assert.equal(await queue.drain(60_000), true)
+    assert.deepEqual(captured.map((a) => [a.captured, a.receipt, a.skipped]), [
+      [true, 'dsh:raw-s:turn:1', null],
+      [false, null, 'subagent session (captureSubagents is off)'],
+    ])
+    assert.match(readFileSync(join(dir, 'rejected.jsonl'), 'utf8'), /events\.1\.type/)
+    queue.enqueue({ resolve, raw: turnOne })
+    assert.equal(await queue.drain(60_000), true)
+    assert.equal(captured.at(-1).duplicate, true)
   })
 
   it('answers host.llm.complete from a JS callback, and the summary job completes', async () => {
@@ -201,8 +234,12 @@ describe('sidecar process lifecycle (real sidecar)', () => {
   })
 
   it('stops cleanly: system.shutdown, exit code 0', async () => {
-    const { sidecar } = start()
+    const { sidecar } = start({ env: { STRATAGATE_BLOCK_TURNS: '1000' } }) // no block, so no summary job runs
     await sidecar.whenReady({ timeoutMs: 30_000 })
+    // A capture waits for the sidecar's warm-up (the tokenizer build, ~1 s idle and several seconds on a loaded
+    // machine). The sidecar's stop waits for that thread too, so stopping in the middle of it could outlast the
+    // 2.5 s grace and be SIGKILLed: a property of when the test stops, not of a clean stop.
+    await sidecar.call('turn.capture', { namespace: 'stop', session: 's', receipt: 'stop-1', user: 'warm', assistant: 'up' }, { timeoutMs: 60_000 })
     const child = sidecar.child
     const exit = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
     let drained = false

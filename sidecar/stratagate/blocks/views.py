@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -10,11 +12,12 @@ from pydantic import BaseModel
 from stratagate import ids
 from stratagate.blocks.decay import display_level, weight
 from stratagate.blocks.render import LEVEL_LABELS, render_l0, render_l2, render_l5
-from stratagate.blocks.source import ROW_COLUMNS, from_row
+from stratagate.blocks.source import ROW_COLUMNS, SourceMessage, from_row
 from stratagate.errors import invalid_params, not_found
 from stratagate.safety.inert import inert
 from stratagate.storage.db import Database, audit
 from stratagate.timeutil import now_iso
+from stratagate.tokens import count_tokens
 
 _BLOCK_COLUMNS = (
     "b.id, b.namespace_id, b.session_id, s.key AS session, b.seq, b.first_turn, b.last_turn, b.status,"
@@ -118,13 +121,70 @@ async def get_block(db: Database, ns_id: int, block_id: int, lam: float) -> Bloc
     raise not_found(f"unknown block {ids.make('blk', block_id)} in this namespace")
 
 
-async def block_messages(db: Database, ns_id: int, block_id: int) -> list[Any]:
+async def block_messages(
+    db: Database, ns_id: int, block_id: int, offset: int = 0, limit: int | None = None
+) -> list[Any]:
+    """The block's source messages in order; ``offset``/``limit`` select a page of them."""
     rows = await db.fetchall(
         f"SELECT {ROW_COLUMNS} FROM messages m JOIN turns t ON t.id = m.turn_id"
-        " WHERE t.block_id = ? AND m.namespace_id = ? ORDER BY t.seq, m.position",
-        (block_id, ns_id),
+        " WHERE t.block_id = ? AND m.namespace_id = ? ORDER BY t.seq, m.position LIMIT ? OFFSET ?",
+        (block_id, ns_id, -1 if limit is None else limit, offset),
     )
     return [from_row(r) for r in rows]
+
+
+L5_PAGE_MESSAGES = 100
+"""Default messages per page of a level-5 expansion."""
+L5_PAGE_MAX_MESSAGES = 500
+L5_PAGE_CHARS = 60_000
+"""A page also ends once its messages hold this many characters (content, arguments, results; at least one message),
+so one request's rendering stays bounded however many or however large the block's tool calls are."""
+
+
+@dataclass
+class L5Page:
+    messages: list[SourceMessage]
+    offset: int
+    total: int
+
+    @property
+    def next_offset(self) -> int | None:
+        end = self.offset + len(self.messages)
+        return end if end < self.total else None
+
+    def public(self) -> dict[str, Any]:
+        nxt = self.next_offset
+        return {"offset": self.offset, "count": len(self.messages), "total": self.total, "next_offset": nxt,
+                "more": nxt is not None}
+
+
+def _size(msg: SourceMessage) -> int:
+    return len(msg.content) + len(msg.tool_arguments or "") + len(msg.tool_result or "")
+
+
+async def l5_page(db: Database, block: BlockRow, offset: int, limit: int) -> L5Page:
+    """Up to ``limit`` messages from ``offset``, cut at L5_PAGE_CHARS."""
+    total = int(await db.scalar(
+        "SELECT COUNT(*) FROM messages m JOIN turns t ON t.id = m.turn_id WHERE t.block_id = ? AND m.namespace_id = ?",
+        (block.id, block.namespace_id),
+    ) or 0)
+    if offset and offset >= total:
+        raise invalid_params(f"offset {offset} is past the end of {block.ref}, which has {total} messages")
+    messages = await block_messages(db, block.namespace_id, block.id, offset, limit)
+    kept, chars = [], 0
+    for msg in messages:
+        if kept and chars + _size(msg) > L5_PAGE_CHARS:
+            break
+        kept.append(msg)
+        chars += _size(msg)
+    return L5Page(kept, offset, total)
+
+
+def _render_page(page: L5Page, whole_tokens: int) -> tuple[str, int, list[dict[str, Any]]]:
+    """View, its tokens and the public messages of a page: CPU work, run off the event loop."""
+    view = inert(render_l5(page.messages))
+    whole = page.offset == 0 and page.next_offset is None
+    return view, whole_tokens if whole else count_tokens(view), [m.public() for m in page.messages]
 
 
 async def view_text(db: Database, block: BlockRow, level: int) -> str:
@@ -169,14 +229,22 @@ async def expand_block(
     lam: float,
     actor: str,
     call_id: str | None = None,
+    offset: int = 0,
+    limit: int = L5_PAGE_MESSAGES,
 ) -> dict[str, Any]:
-    """The view at the requested level. Expanding a block of the caller's session re-anchors its decay here."""
+    """The view at the requested level. Expanding a block of the caller's session re-anchors its decay here.
+
+    Level 5 comes in pages of its messages (``offset``, at most ``limit`` and L5_PAGE_CHARS): a block with
+    thousands of tool calls is read page by page, and each page is rendered in a worker thread."""
     block = await get_block(db, ns_id, block_id, lam)
     target = parse_level(level_spec, block.level)
     note = None
     if target not in block.available_levels():
         note = f"L{target} is written by the model and this block is still pending; showing L3"
         target = 3
+    if offset and target != 5:
+        raise invalid_params(f"offset pages level 5 (the source messages) only; L{target} is one text")
+    page = await l5_page(db, block, offset, limit) if target == 5 else None
     reanchored = False
     if caller_session == block.session_id and target > block.level:
         async with db.transaction() as conn:
@@ -202,16 +270,21 @@ async def expand_block(
         block.lifted_at, block.lifted_by = stamp, actor
         reanchored = True
     result = block.meta(lam)
+    if page is None:
+        view, view_tokens = await view_text(db, block, target), block.tokens_at(target)
+    else:
+        view, view_tokens, messages = await asyncio.to_thread(_render_page, page, block.tokens_at(5))
     result.update(
         level=target,
         label=LEVEL_LABELS[target],
-        view=await view_text(db, block, target),
-        view_tokens=block.tokens_at(target),
+        view=view,
+        view_tokens=view_tokens,
         reanchored=reanchored,
         available_levels=block.available_levels(),
     )
-    if target == 5:
-        result["messages"] = [m.public() for m in await block_messages(db, ns_id, block.id)]
+    if page is not None:
+        result["messages"] = messages
+        result["page"] = page.public()
     if note:
         result["note"] = note
     return result

@@ -12,6 +12,7 @@ import aiosqlite
 from stratagate import ids
 from stratagate.blocks.seal import seal_full_runs
 from stratagate.capture.models import CaptureParams, CaptureResult
+from stratagate.capture.order import current_place
 from stratagate.config import Settings
 from stratagate.errors import STORAGE_ERROR, DomainError
 from stratagate.safety.secrets import redact_text, redact_value
@@ -68,8 +69,13 @@ class TurnNotStored(DomainError):
 async def capture_turn(
     db: Database, settings: Settings, p: CaptureParams, count: Callable[[str], int]
 ) -> CaptureResult:
+    place = current_place.get()
+    if place is not None:
+        await place.wait_turn()  # arrival order, whatever this capture awaited before (capture/order.py)
     try:
         async with db.transaction() as conn:
+            if place is not None:
+                place.release()  # we hold the (FIFO) writer lock: the next capture may queue behind us
             return await _capture(conn, settings, p, count)
     except (sqlite3.Error, StorageError) as exc:
         raise TurnNotStored(

@@ -15,6 +15,15 @@ METHOD = "host.llm.complete"
 __all__ = ["METHOD", "HostCaller", "HostRequestError", "HostRoute"]
 
 
+def tool_instruction(name: str) -> str:
+    """What the host appends to the system text when a tool must be called: a host whose model API has no
+    ``tool_choice`` (DSH's GenerateOptions) can only force the call by saying so."""
+    return (
+        f"You must answer by calling the function `{name}` exactly once, with arguments that satisfy its JSON "
+        "schema. Do not answer in plain text and do not call any other function."
+    )
+
+
 class HostCaller(Protocol):
     # The peer's signature takes a timeout because it owns the pending-request table and must drop the
     # entry itself when the host never answers.
@@ -32,6 +41,8 @@ class HostRoute:
     async def complete(self, request: CompletionRequest) -> Completion:
         params = request.model_dump()
         params["purpose"] = "stratagate"
+        if request.tool is not None:
+            params["tool_instruction"] = tool_instruction(request.tool.name)
         try:
             # The peer enforces `timeout` itself; the outer deadline is a backstop against a peer that
             # does not, so a job can never hang on the host.

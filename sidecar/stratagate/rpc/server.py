@@ -15,6 +15,7 @@ from jsonrpcserver.async_main import dispatch_to_serializable
 
 from stratagate import errors
 from stratagate.app import App
+from stratagate.capture.order import ArrivalOrder, Place, holding
 from stratagate.config import Settings
 from stratagate.errors import has_surrogate
 from stratagate.rpc.methods import METHODS
@@ -60,6 +61,8 @@ async def _stdio(in_fd: int, out_fd: int) -> tuple[asyncio.StreamReader, Any]:
 
 
 _MEMBERS = {"jsonrpc", "method", "params", "id"}
+CAPTURE_METHODS = frozenset({"turn.capture", "turn.capture_raw"})
+"""Writes of a turn: committed in arrival order, and every later request waits for them (read-your-writes)."""
 
 
 def request_problem(message: Any) -> str | None:
@@ -82,6 +85,10 @@ def request_problem(message: Any) -> str | None:
     if extra:
         return f"unexpected member(s) {', '.join(map(repr, extra))}"
     return None
+
+
+def _is_capture(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("method") in CAPTURE_METHODS
 
 
 def _request_id(message: Any) -> Any:
@@ -119,24 +126,31 @@ async def serve(settings: Settings, in_fd: int | None = None, out_fd: int | None
     # Read-your-writes: a request waits for every capture that arrived before it, so a client that
     # pipelines "capture, then search" sees its own turn. Captures never wait on model calls.
     captures_in_flight: set[asyncio.Future[None]] = set()
+    arrivals = ArrivalOrder()
 
     async def dispatch(message: Any) -> Any:
+        # Captures take their place in line now, in the order they were read, before anything awaits.
         if isinstance(message, list):
             if not message:
                 return error_response(None, errors.INVALID_REQUEST, "not a valid JSON-RPC 2.0 request: empty batch")
             # Each item is one request: an item that is not a request object (a nested batch included) gets its
             # own -32600; a batch is never answered with nested arrays.
-            replies = await asyncio.gather(*(dispatch_item(item) for item in message))
+            items = [(item, _place_of(item)) for item in message]
+            replies = await asyncio.gather(*(dispatch_item(item, place) for item, place in items))
             replies = [r for r in replies if r is not None]
             return replies or None
-        return await dispatch_item(message)
+        return await dispatch_item(message, _place_of(message))
 
-    async def dispatch_item(message: Any) -> Any:
-        if isinstance(message, dict) and message.get("method") == "turn.capture":
+    def _place_of(message: Any) -> Place | None:
+        return arrivals.take() if _is_capture(message) else None
+
+    async def dispatch_item(message: Any, place: Place | None) -> Any:
+        if place is not None:
             done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             captures_in_flight.add(done)
             try:
-                return await dispatch_one(message)
+                with holding(place):
+                    return await dispatch_one(message)
             finally:
                 done.set_result(None)
                 captures_in_flight.discard(done)
@@ -163,6 +177,7 @@ async def serve(settings: Settings, in_fd: int | None = None, out_fd: int | None
     peer = Peer(reader, writer, dispatch, settings.max_line_bytes)
     app.peer = peer
     peer.on_output_closed = app.shutdown_requested.set  # nobody can hear us any more: stop cleanly
+    app.db.on_lock_wait = log.info  # a slow start says why (the CLI stays silent: one line per outcome)
     try:
         await app.start()
     except Exception as exc:

@@ -13,8 +13,9 @@ import logging
 import os
 import secrets
 import sqlite3
+import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Hashable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,28 @@ class StorageError(RuntimeError):
     """A write failed; the message says what happened and that nothing partial was kept."""
 
 
+class DatabaseLocked(StorageError):
+    """Another process held the database lock for longer than the start-up bound (STRATAGATE_DB_LOCK_TIMEOUT_S)."""
+
+    def __init__(self, path: Path, waited: float):
+        super().__init__(
+            f"the database {path} is locked by another process (waited {waited:g} s); stop the program holding it "
+            "(another stratagate, a sqlite3 shell, a backup) and start again, or wait longer with "
+            "STRATAGATE_DB_LOCK_TIMEOUT_S"
+        )
+        self.path = path
+
+
+DEFAULT_LOCK_TIMEOUT_S = 10.0
+BUSY_TIMEOUT_MS = 5000
+"""How long a statement waits for another connection's lock once the database is open."""
+
+
+def _is_lock_error(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
 def _secure_dir(path: Path) -> None:
     """Create missing folders as 0700. An existing folder is the user's (it may be /tmp or $HOME): leave it."""
     if path.exists():
@@ -69,18 +92,22 @@ def _secure_dir(path: Path) -> None:
 
 def _secure_files(db_path: Path) -> None:
     for suffix in ("", "-wal", "-shm", "-journal"):
-        p = Path(str(db_path) + suffix)
-        if p.exists():
-            os.chmod(p, 0o600)
+        # Another process may delete its -journal between our look and our chmod (concurrent starts).
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(Path(str(db_path) + suffix), 0o600)
 
 
 class Database:
-    def __init__(self, path: Path, max_bytes: int | None = None):
+    def __init__(self, path: Path, max_bytes: int | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S):
         self.path = Path(path)
         self._max_bytes = max_bytes
+        self._lock_timeout = lock_timeout
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
+        self.on_lock_wait: Callable[[str], None] | None = None
+        """Called once, with a sentence, when opening finds the database locked and starts waiting for it."""
+        self._lock_reported = False
         self._listeners: dict[str, list[Callable[[Any], None]]] = {}
 
     def listen(self, topic: str, callback: Callable[[Any], None]) -> None:
@@ -103,16 +130,23 @@ class Database:
         return int(row[0])
 
     async def open(self) -> None:
+        """Connect, migrate and configure. Another process holding the lock (a second sidecar migrating, the CLI,
+        a sqlite3 shell) is waited for at most ``lock_timeout`` seconds, then DatabaseLocked: start-up never hangs."""
         if self.path.is_dir():
             raise StorageError(f"{self.path} is a directory, not a database file")
         _secure_dir(self.path.parent)
         old_umask = os.umask(0o077)  # -wal/-shm files are created lazily by SQLite: keep them private too
+        deadline = time.monotonic() + self._lock_timeout
         try:
             self._writer = await self._connect()
-            await self._migrate(self._writer)
-            await self._configure_redaction(self._writer)
+            writer = self._writer
+            await self._patiently(writer, deadline, lambda: self._setup(writer))
+            await self._patiently(writer, deadline, lambda: self._migrate(writer))
+            await self._patiently(writer, deadline, lambda: self._configure_redaction(writer))
             self._reader = await self._connect()
-            await self._reader.execute("PRAGMA query_only = ON")
+            reader = self._reader
+            await self._patiently(reader, deadline, lambda: self._setup(reader))
+            await reader.execute("PRAGMA query_only = ON")
         except BaseException:
             # Each aiosqlite connection owns a (non-daemon) thread: a failed open must stop them, or the process
             # cannot exit.
@@ -124,35 +158,68 @@ class Database:
 
     async def _connect(self) -> aiosqlite.Connection:
         conn = await aiosqlite.connect(str(self.path), isolation_level=None)
-        try:
-            conn.row_factory = sqlite3.Row
-            # Set first, so that a locked database makes the next statements wait for it instead of failing at once.
-            await conn.execute("PRAGMA busy_timeout = 5000")
-            await conn.execute("PRAGMA journal_mode = WAL")
-            # FULL: a turn acknowledged by turn.capture survives power loss, not only a process crash.
-            await conn.execute("PRAGMA synchronous = FULL")
-            await conn.execute("PRAGMA foreign_keys = ON")
-            if self._max_bytes is not None:
-                page_size = (await (await conn.execute("PRAGMA page_size")).fetchone())[0]
-                await conn.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // int(page_size))}")
-        except BaseException:
-            await conn.close()  # stops its thread
-            raise
+        conn.row_factory = sqlite3.Row
         return conn
 
+    async def _setup(self, conn: aiosqlite.Connection) -> None:
+        """Connection pragmas; journal_mode and page_size touch the file, so they may meet another's lock."""
+        await conn.execute("PRAGMA journal_mode = WAL")
+        # FULL: a turn acknowledged by turn.capture survives power loss, not only a process crash.
+        await conn.execute("PRAGMA synchronous = FULL")
+        await conn.execute("PRAGMA foreign_keys = ON")
+        if self._max_bytes is not None:
+            page_size = (await (await conn.execute("PRAGMA page_size")).fetchone())[0]
+            await conn.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // int(page_size))}")
+
+    async def _patiently(
+        self, conn: aiosqlite.Connection, deadline: float, step: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Run an idempotent start-up step, waiting for another process's lock until ``deadline``.
+
+        The first try does not wait, so a held lock is reported (``on_lock_wait``) at once; later tries let SQLite's
+        busy handler wait for the rest of the time. Some paths (a journal-mode change, WAL recovery) answer "busy"
+        without calling that handler: a short pause keeps those retries from spinning."""
+        busy_ms = 0
+        while True:
+            await conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            try:
+                await step()
+                break
+            except sqlite3.OperationalError as exc:
+                if not _is_lock_error(exc):
+                    raise
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise DatabaseLocked(self.path, self._lock_timeout) from None
+                if not self._lock_reported and self.on_lock_wait is not None:
+                    self._lock_reported = True
+                    self.on_lock_wait(
+                        f"the database {self.path} is locked by another process; waiting up to "
+                        f"{self._lock_timeout:g} s (STRATAGATE_DB_LOCK_TIMEOUT_S)"
+                    )
+                busy_ms = max(1, int(remaining * 1000))
+                await asyncio.sleep(min(0.05, remaining))
+        await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
     async def _migrate(self, conn: aiosqlite.Connection) -> None:
-        row = await (await conn.execute("PRAGMA user_version")).fetchone()
-        version = int(row[0])
-        if version > SCHEMA_VERSION:
-            raise SchemaError(
-                f"database {self.path} has schema version {version}, newer than this sidecar "
-                f"understands ({SCHEMA_VERSION}); upgrade stratagate instead of downgrading"
-            )
-        for index in range(version, SCHEMA_VERSION):
+        """Apply the missing migrations, one transaction each. The version is read inside the write lock
+        (BEGIN IMMEDIATE), so of two processes starting on a new database one migrates and the other, once the
+        first has committed, reads the new version and skips what is done: "check user_version → migrate" is
+        one locked step and running it again is a no-op."""
+        while True:
             await conn.execute("BEGIN IMMEDIATE")
             try:
-                await _run_script(conn, MIGRATIONS[index])
-                await conn.execute(f"PRAGMA user_version = {index + 1}")
+                version = int((await (await conn.execute("PRAGMA user_version")).fetchone())[0])
+                if version > SCHEMA_VERSION:
+                    raise SchemaError(
+                        f"database {self.path} has schema version {version}, newer than this sidecar "
+                        f"understands ({SCHEMA_VERSION}); upgrade stratagate instead of downgrading"
+                    )
+                if version == SCHEMA_VERSION:
+                    await conn.execute("COMMIT")
+                    return
+                await _run_script(conn, MIGRATIONS[version])
+                await conn.execute(f"PRAGMA user_version = {version + 1}")
                 await audit(
                     conn,
                     None,
@@ -160,8 +227,8 @@ class Database:
                     "schema.migrated",
                     "database",
                     str(self.path),
-                    {"version": index},
-                    {"version": index + 1},
+                    {"version": version},
+                    {"version": version + 1},
                 )
                 await conn.execute("COMMIT")
             except BaseException:

@@ -1,0 +1,171 @@
+"""Fold one DSH turn's raw events (its ``turn/start`` … ``turn/end``) into the ``turn.capture`` params.
+
+The rules (formerly shim-js/fold.js): the user text is the turn's human prompts only (no injected context,
+runtime-context snapshots or compaction checkpoints); the assistant text is every step's text (no reasoning); every
+tool call is kept with parsed arguments, its result (DSH's canonical value when the shim saw one, else the rendered
+text) and its error flag, except the plugin's own ``memory_*`` tools; a call left without result is an error; the
+times come from the events; the receipt is ``dsh:<session>:turn:<n>``, so re-sending a turn is idempotent.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from stratagate.dsh.events import RawEvent, is_human, own_tool, parse_arguments, result_call_id, text_of_blocks
+
+DEFAULT_MAX_CAPTURE_BYTES = 7 * 1024 * 1024
+"""The largest folded turn kept whole (bigger ones lose the longest tool results first, with a visible marker)."""
+
+
+def receipt_of(session: str, turn: Any) -> str:
+    return f"dsh:{session}:turn:{turn}"
+
+
+def _iso(ms: Any, now_ms: float) -> str:
+    value = ms if isinstance(ms, int | float) and not isinstance(ms, bool) else now_ms
+    try:
+        at = datetime.fromtimestamp(value / 1000, UTC)
+    except (OverflowError, OSError, ValueError):
+        at = datetime.fromtimestamp(now_ms / 1000, UTC)
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def fold_turn(
+    events: list[RawEvent], session: str, canonical: dict[str, Any] | None = None, now_ms: float | None = None
+) -> dict[str, Any] | None:
+    """The ``turn.capture`` params (without ``namespace``) of one turn, or None when it holds nothing to store.
+
+    ``canonical`` maps a tool call id to DSH's canonical result value (``tools/result``), preferred over the
+    rendered text for successful calls.
+    """
+    canonical = canonical or {}
+    now = time.time() * 1000 if now_ms is None else now_ms
+    turn: Any = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    end_reason: Any = None
+    user: list[str] = []
+    steps: list[str] = []
+    tools: list[dict[str, Any]] = []
+    by_call: dict[str, dict[str, Any]] = {}
+    skipped: set[str] = set()
+    for event in events:
+        data = event.data
+        if event.type == "turn/start":
+            turn = data.get("turn", turn) if data.get("turn") is not None else turn
+            started_at = event.time if event.time is not None else started_at
+        elif event.type == "user/message":
+            if is_human(data) and (text := text_of_blocks(data.get("content"))):
+                user.append(text)
+        elif event.type == "assistant/message":
+            message = data.get("message")
+            if isinstance(message, dict) and (text := text_of_blocks(message.get("content"))):
+                steps.append(text)
+        elif event.type == "tool/call":
+            call_id = "" if data.get("callId") is None else str(data["callId"])
+            if own_tool(data.get("name")):
+                skipped.add(call_id)
+                continue
+            record: dict[str, Any] = {
+                "name": "unknown" if data.get("name") is None else str(data["name"]),
+                "arguments": parse_arguments(data.get("arguments")),
+                "result": None,
+                "is_error": False,
+            }
+            if call_id:
+                record["call_id"] = call_id
+            by_call[call_id] = record
+            tools.append(record)
+        elif event.type == "tool/result":
+            message = data.get("message") if isinstance(data.get("message"), dict) else {}
+            call_id = result_call_id(message)
+            if call_id in skipped:
+                continue
+            record = by_call.get(call_id)  # type: ignore[assignment]
+            if record is None:  # a result without its call (the plugin loaded mid-turn): keep it
+                record = {"name": "unknown", "arguments": None, "result": None, "is_error": False}
+                if call_id:
+                    record["call_id"] = call_id
+                by_call[call_id] = record
+                tools.append(record)
+            content = message.get("content")
+            block = next((b for b in content if isinstance(b, dict) and b.get("type") == "tool-result"), None) if (
+                isinstance(content, list)
+            ) else None
+            flag = block.get("isError") if block is not None else None
+            if flag is None:
+                flag = message.get("isError")
+            if flag is None:
+                flag = data.get("error")
+            is_error = bool(flag)
+            if not is_error and call_id in canonical:
+                record["result"] = canonical[call_id]
+            else:
+                record["result"] = text_of_blocks(content)
+            record["is_error"] = is_error
+        elif event.type == "turn/end":
+            turn = data.get("turn", turn) if data.get("turn") is not None else turn
+            ended_at = event.time
+            reason = data.get("reason")
+            end_reason = reason.get("kind") if isinstance(reason, dict) else None
+    if turn is None:
+        return None
+    for record in tools:  # calls that never got a result (an aborted turn): errors without a result
+        if record["result"] is None and not record["is_error"]:
+            record["is_error"] = True
+            ended = end_reason and end_reason != "completed"
+            record["result"] = f"no result: the turn ended ({end_reason})" if ended else "no result"
+    user_text = "\n\n".join(user)
+    assistant_text = "\n\n".join(steps)  # narration of earlier steps ("Let me check…") before the answer
+    if not user_text.strip() and not assistant_text.strip() and not tools:
+        return None
+    start = started_at if started_at is not None else ended_at if ended_at is not None else now
+    end = ended_at if ended_at is not None else started_at if started_at is not None else now
+    params: dict[str, Any] = {
+        "session": session,
+        "receipt": receipt_of(session, turn),
+        "user": user_text,
+        "assistant": assistant_text,
+        "tools": tools,
+        "started_at": _iso(start, now),
+        "ended_at": _iso(max(start, end), now),
+    }
+    if end_reason:
+        params["end_reason"] = str(end_reason)[:64]
+    return params
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+
+
+def _cut(value: Any, limit: int, max_bytes: int) -> Any:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if len(text) <= limit:
+        return value
+    return (
+        f"{text[:limit]}\n[…{len(text) - limit} more characters cut by StrataGate: the turn exceeded {max_bytes} bytes]"
+    )
+
+
+def fit_capture(params: dict[str, Any], max_bytes: int = DEFAULT_MAX_CAPTURE_BYTES) -> dict[str, Any]:
+    """Shrink a folded turn until its JSON fits ``max_bytes``: the longest tool results and arguments are cut first
+    (with a visible marker), user and assistant text last. Returns ``params`` itself when it fits."""
+    if _size(params) <= max_bytes:
+        return params
+    out = json.loads(json.dumps(params))
+    limit = 256 * 1024
+    while limit >= 1024 and _size(out) > max_bytes:
+        for record in out["tools"]:
+            record["result"] = _cut(record["result"], limit, max_bytes)
+            args = record["arguments"]
+            if isinstance(args, str) or _size(args) > limit:
+                record["arguments"] = _cut(args, limit, max_bytes)
+        if _size(out) > max_bytes:
+            out["user"] = _cut(out["user"], limit * 4, max_bytes)
+            out["assistant"] = _cut(out["assistant"], limit * 4, max_bytes)
+        limit //= 2
+    return out

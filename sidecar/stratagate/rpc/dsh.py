@@ -1,0 +1,110 @@
+"""RPC methods of the DSH adapter (stratagate/dsh/): the shim forwards DSH's raw payloads, the sidecar decides.
+
+``turn.capture_raw`` folds a turn's raw events and captures it, ``activation.render_step`` picks the step's recall
+query and renders, ``namespace.for_session`` resolves a session's namespace with its fallback, ``system.status``
+assembles the status page. See docs/protocol.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from stratagate.activation.render import ActivationParams, render_activation
+from stratagate.capture.models import CaptureParams, Name
+from stratagate.capture.store import capture_turn
+from stratagate.dsh.events import RawEvent
+from stratagate.dsh.fold import fit_capture, fold_turn
+from stratagate.dsh.query import step_query
+from stratagate.dsh.session import SessionNamespace, SessionNamespaceParams, session_namespace
+from stratagate.dsh.status import Status, StatusParams, assemble_status
+from stratagate.errors import explain_validation, invalid_params
+from stratagate.protocol import method
+from stratagate.protocol.results import ActivationResult
+from stratagate.tokens import count_tokens
+
+if TYPE_CHECKING:
+    from stratagate.app import App
+
+MAX_EVENTS = 100_000
+
+
+class RawCaptureParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: Name
+    session: Name
+    events: list[RawEvent] = Field(max_length=MAX_EVENTS, description="One turn's session/event payloads, in order.")
+    canonical: dict[str, Any] = Field(
+        default_factory=dict, description="tools/result canonical values by tool call id (preferred over the text)."
+    )
+    origin: str | None = Field(None, description="The session header's origin ('subagent' for a subagent child).")
+    capture_subagents: bool = False
+
+
+class RawCaptureResult(BaseModel):
+    captured: bool
+    receipt: str | None = None
+    turn_id: str | None = None
+    duplicate: bool = False
+    sealed_block_ids: list[str] = Field(default_factory=list)
+    skipped: str | None = None
+
+
+class StepParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: Name
+    session: Name
+    events: list[RawEvent] = Field(
+        default_factory=list, max_length=MAX_EVENTS, description="The session log from the current turn's start."
+    )
+    earlier: list[RawEvent] = Field(
+        default_factory=list, max_length=64, description="user/message events before it (the human-text fallback)."
+    )
+    claimed: list[dict[str, Any]] = Field(
+        default_factory=list, max_length=64, description="Messages DSH claimed from the inbox for this step."
+    )
+
+
+@method("turn.capture_raw", params=RawCaptureParams, result=RawCaptureResult)
+async def capture_raw(app: App, p: RawCaptureParams) -> dict[str, Any]:
+    if p.origin == "subagent" and not p.capture_subagents:
+        return RawCaptureResult(captured=False, skipped="subagent session (captureSubagents is off)").model_dump()
+    folded = fold_turn(p.events, p.session, p.canonical)
+    if folded is None:
+        return RawCaptureResult(captured=False, skipped="the turn holds nothing to store").model_dump()
+    try:
+        params = CaptureParams.model_validate({"namespace": p.namespace, **fit_capture(folded)})
+    except ValidationError as exc:
+        raise invalid_params(f"invalid turn: {explain_validation(exc)}") from exc
+    if app.tokens_ready is not None:
+        await app.tokens_ready
+    # As turn.capture: its commit wakes the runner and queues embeddings (storage/db.py on_commit).
+    result = await capture_turn(app.db, app.settings, params, count_tokens)
+    return RawCaptureResult(captured=True, receipt=params.receipt, **result.model_dump()).model_dump()
+
+
+@method("activation.render_step", params=StepParams, result=ActivationResult)
+async def render_step(app: App, p: StepParams) -> dict[str, Any]:
+    query = step_query([*p.earlier, *p.events], p.claimed)
+
+    async def tokenizer_ready() -> None:
+        if app.tokens_ready is not None:
+            await app.tokens_ready
+
+    params = ActivationParams(namespace=p.namespace, session=p.session, query=query or None)
+    return await render_activation(app.db, app.settings, params, count_tokens, tokenizer_ready)
+
+
+@method("namespace.for_session", params=SessionNamespaceParams, result=SessionNamespace)
+async def namespace_for_session(app: App, p: SessionNamespaceParams) -> dict[str, Any]:
+    result: SessionNamespace = session_namespace(p)
+    return result.model_dump()
+
+
+@method("system.status", params=StatusParams, result=Status)
+async def system_status(app: App, p: StatusParams) -> dict[str, Any]:
+    status: Status = assemble_status(p.host, await app.info())
+    return status.model_dump()
