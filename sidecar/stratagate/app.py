@@ -7,6 +7,7 @@ import contextlib
 import importlib
 import logging
 import os
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,31 @@ def build_runner(db: Database, settings: Settings, deps: pipeline.StageDeps, not
     )
 
 
+def _warm_up(fn: Any, *args: Any) -> asyncio.Future[Any]:
+    """Run a cache warm-up in a daemon thread; the future resolves on the loop (if the loop still runs)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(outcome: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is None:
+            future.set_result(outcome)
+        else:
+            future.set_exception(error)
+
+    def run() -> None:
+        try:
+            outcome, error = fn(*args), None
+        except Exception as exc:
+            outcome, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the loop closed first: nobody waits any more
+            loop.call_soon_threadsafe(settle, outcome, error)
+
+    threading.Thread(target=run, name=f"warm-up {getattr(fn, '__name__', 'cache')}", daemon=True).start()
+    return future
+
+
 class App:
     def __init__(self, settings: Settings):
         self.settings = settings
@@ -90,18 +116,16 @@ class App:
     async def start(self) -> None:
         await self.db.open()
         # Build the tokenizer (~1 s) off the event loop; captures await it, pings do not.
-        self.tokens_ready = asyncio.ensure_future(asyncio.to_thread(count_tokens, "warm up"))
+        self.tokens_ready = _warm_up(count_tokens, "warm up")
         # The secret detector (detect-secrets' patterns, ~150 ms to import) too: the first ping never waits for it.
-        self.secrets_ready = asyncio.ensure_future(asyncio.to_thread(secrets.warm))
+        self.secrets_ready = _warm_up(secrets.warm)
         await self.runner.start()
         await self.dense.start()
         log.info("stratagate %s ready (db=%s, pid=%d)", __version__, self.settings.db, os.getpid())
 
     async def stop(self) -> None:
-        for ready in (self.tokens_ready, self.secrets_ready):
-            if ready is not None:
-                with contextlib.suppress(Exception):
-                    await ready
+        # The warm-ups only build caches in memory: a stop right after start does not wait for them (they run in
+        # daemon threads, so the process exits at once instead of outliving the host's grace period).
         await self.dense.close()
         await self.runner.stop()
         await self.db.close()
