@@ -23,7 +23,7 @@
 // StepInbox records those per session; the assemble listener reads them.
 
 import { clipStrings } from './line.js'
-import { currentTurnOf, isSubagentSession, sessionIdOf, stepMaterial } from './turns.js'
+import { currentTurnOf, sessionIdOf, sessionOrigin, stepMaterial } from './turns.js'
 
 export const CONTEXT_NAME = 'stratagate:memory'
 /** DSH interpolates `{{name}}` in context text strictly (unknown names throw), so literal `{{` is routed via a variable. */
@@ -85,7 +85,7 @@ export class StepInbox {
     const session = payload?.agent?.session
     const sid = sessionIdOf(session)
     const message = payload?.message
-    if (!sid || !message || typeof message !== 'object' || isSubagentSession(session)) return
+    if (!sid || !message || typeof message !== 'object') return
     let entry = this.bySession.get(sid)
     if (!entry || entry.turn !== payload.turn) {
       entry = { turn: payload.turn, messages: [] }
@@ -136,12 +136,13 @@ export function makeAssembleListener({ namespaceOf, render, available, timeoutMs
   return async function assemble(_assembly, context, next) {
     const assembled = await next()
     const session = context?.agent?.session
-    if (!session || isSubagentSession(session) || !available()) return assembled
+    if (!session || !available()) return assembled
     const budget = timeoutMs()
     const text = await withDeadline(
       async (signal) => {
         const namespace = await namespaceOf(session, signal)
-        const params = { namespace, session: sessionIdOf(session), ...stepFor(session, stepInbox) }
+        // The session's origin goes along: the sidecar decides that a subagent gets no recall.
+        const params = { namespace, session: sessionIdOf(session), ...stepFor(session, stepInbox), origin: sessionOrigin(session) }
         const result = await render(params, signal, budget)
         return typeof result?.text === 'string' ? result.text : ''
       },

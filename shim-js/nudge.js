@@ -5,7 +5,7 @@
 
 import { randomUUID } from 'node:crypto'
 import { withDeadline } from './activation.js'
-import { isSubagentSession, sessionIdOf } from './turns.js'
+import { sessionIdOf, sessionOrigin } from './turns.js'
 import { PLUGIN_SOURCE } from './host-llm.js'
 
 /** The steering message: a plugin-sourced user message, as DSH's `agent.steer` expects. */
@@ -27,13 +27,14 @@ export function makeTurnStoppingListener({ namespaceOf, openBatches, available, 
   return async function turnStopping(payload) {
     const agent = payload?.agent
     const session = agent?.session
-    if (!session || isSubagentSession(session) || typeof agent.steer !== 'function' || !available()) return
+    if (!session || typeof agent.steer !== 'function' || !available()) return
     const id = sessionIdOf(session)
     const turn = payload.turn ?? null
     if (nudged.has(id) && nudged.get(id) === turn) return
     const budget = timeoutMs()
     const result = await withDeadline(
-      async (signal) => openBatches({ namespace: await namespaceOf(session, signal), session: id }, signal, budget),
+      // The sidecar decides that a subagent session is never nudged (it answers no nudge for one).
+      async (signal) => openBatches({ namespace: await namespaceOf(session, signal), session: id, origin: sessionOrigin(session) }, signal, budget),
       budget,
       null,
       (error) => log.debug?.(`evidence.open_batches skipped: ${error?.message ?? error}`),

@@ -20,14 +20,10 @@ export function sessionIdOf(session) {
   return String(session?.id ?? session?.header?.id ?? '')
 }
 
-/** DSH stamps subagent children `header.origin = 'subagent'`; the sidecar decides what that means for capture. */
+/** DSH stamps subagent children `header.origin = 'subagent'`; the sidecar decides what that means (capture, recall, nudge). */
 export function sessionOrigin(session) {
   const origin = session?.header?.origin
   return typeof origin === 'string' ? origin : null
-}
-
-export function isSubagentSession(session) {
-  return sessionOrigin(session) === 'subagent'
 }
 
 function isLog(log) {

@@ -325,6 +325,15 @@ async def test_render_step_picks_the_query_from_the_raw_step(sidecar: SidecarCli
     direct = await sidecar.call("activation.render", {"namespace": "proj", "session": "other-session",
                                                       "query": "Which package manager do the tests use?"})
     assert text == direct["text"]
+    # A subagent gets no recall: the sidecar decides from the forwarded origin.
+    await sidecar.call("tools.call", {"namespace": "proj", "session": "session-main", "name": "memory_remember",
+                                      "arguments": {"text": "The tests use the pnpm package manager.",
+                                                    "type": "decision"}})
+    text = (await sidecar.call("activation.render_step", step))["text"]
+    assert "pnpm" in text
+    sub = await sidecar.call("activation.render_step", {**step, "origin": "subagent"})
+    assert sub == {"text": "", "tokens": 0, "longterm_tokens": 0, "block_ids": [], "event_ids": [], "node_ids": []}
+    assert (await sidecar.call("activation.render_step", {**step, "origin": "cli"}))["text"] == text
     assert (await sidecar.call("activation.render_step", {"namespace": "none", "session": "s"}))["text"] == ""
 
 

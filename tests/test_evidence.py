@@ -296,6 +296,10 @@ async def test_open_batches_and_the_empty_receipt(client: SidecarClient):
         (first["batch_id"], "unrecorded"), (second["batch_id"], "unassessed"),
     ]
     assert first["batch_id"] in status["nudge"] and "memory_record_use" in status["nudge"]
+    # The same session seen as a subagent child is never nudged (the main agent is), whatever is open.
+    sub = await client.call("evidence.open_batches", {**params, "origin": "subagent"})
+    assert sub["batches"] == [] and sub["nudge"] is None
+    assert (await client.call("evidence.open_batches", {**params, "origin": "cli"}))["nudge"] == status["nudge"]
     # A batch of an earlier turn is not this turn's business; nor are other sessions'.
     await search(client, "makefile", session="s2")
     await client.call("turn.capture", turn(2))

@@ -51,7 +51,7 @@ describe('evidence.open_batches (real sidecar)', () => {
 })
 
 describe('the turn-stopping listener', () => {
-  it('steers once per turn, only when the sidecar names something open, never for subagents', async () => {
+  it('steers once per turn, only when the sidecar names something open; forwards the session origin', async () => {
     let answer = { nudge: 'close rb_1', batches: [{ batch_id: 'rb_1' }] }
     const asked = []
     const listener = makeTurnStoppingListener({
@@ -64,7 +64,7 @@ describe('the turn-stopping listener', () => {
     await listener({ agent, turn: 1, signal: new AbortController().signal })
     await listener({ agent, turn: 1, signal: new AbortController().signal })
     assert.equal(agent.steered.length, 1)
-    assert.deepEqual(asked, [{ namespace: 'ns', session: 's1' }], 'a nudged turn is not asked again')
+    assert.deepEqual(asked, [{ namespace: 'ns', session: 's1', origin: null }], 'a nudged turn is not asked again')
     const message = agent.steered[0]
     assert.equal(message.role, 'user')
     assert.deepEqual(message.content, [{ type: 'text', text: 'close rb_1' }])
@@ -75,9 +75,11 @@ describe('the turn-stopping listener', () => {
     answer = { nudge: null, batches: [] }
     await listener({ agent, turn: 3, signal: new AbortController().signal })
     assert.equal(agent.steered.length, 2, 'nothing open: no nudge')
+    // Whether a subagent is nudged is the sidecar's call (it answers no nudge for origin 'subagent'): the shim asks.
     const sub = fakeAgent({ id: 'sub', header: { origin: 'subagent' } })
-    answer = { nudge: 'close rb_2' }
+    answer = { nudge: null, batches: [] }
     await listener({ agent: sub, turn: 1 })
+    assert.deepEqual(asked.at(-1), { namespace: 'ns', session: 'sub', origin: 'subagent' })
     assert.equal(sub.steered.length, 0)
     const slow = makeTurnStoppingListener({
       namespaceOf: async () => 'ns',

@@ -151,7 +151,7 @@ describe('recall', () => {
     assert.equal(withMemory({ contexts: [] }, 'plain').variables, undefined)
   })
 
-  it('adds memory after next(), skips subagents, and falls back to nothing on timeout', async () => {
+  it('adds memory after next(), forwards the session origin, and falls back to nothing on timeout', async () => {
     const assembled = { sections: [], contexts: [{ name: 'sandbox', text: 's' }], tools: [], variables: {} }
     const seen = []
     const listener = makeAssembleListener({
@@ -164,11 +164,13 @@ describe('recall', () => {
     const out = await listener({}, { agent: { session } }, async () => assembled)
     assert.deepEqual(out.contexts.map((c) => c.name), ['sandbox', 'stratagate:memory'])
     // The raw step material (the sidecar picks the query): the current turn's events and the user messages before it.
-    assert.deepEqual(Object.keys(seen[0]), ['namespace', 'session', 'events', 'earlier', 'claimed'])
+    assert.deepEqual(Object.keys(seen[0]), ['namespace', 'session', 'events', 'earlier', 'claimed', 'origin'])
+    assert.equal(seen[0].origin, null)
     assert.equal(seen[0].events[0].type, 'turn/start')
     assert.equal(seen[0].events[0].data.turn, 2)
-    const sub = await listener({}, { agent: { session: { id: 'x', header: { origin: 'subagent' } } } }, async () => assembled)
-    assert.equal(sub, assembled)
+    // Whether a subagent gets recall is the sidecar's call (it renders nothing for origin 'subagent').
+    await listener({}, { agent: { session: { id: 'x', header: { origin: 'subagent' } } } }, async () => assembled)
+    assert.equal(seen.at(-1).origin, 'subagent')
     assert.equal(await listener({}, {}, async () => assembled), assembled, 'no agent: untouched')
     const slow = makeAssembleListener({ namespaceOf: async () => 'ns', render: () => new Promise(() => {}), available: () => true, timeoutMs: () => 50 })
     const t0 = Date.now()

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from stratagate.protocol.types import Empty, Name
+from stratagate.protocol.types import Empty, Name, Origin
 
 __all__ = [
     "Empty",
@@ -115,3 +115,4 @@ class OpenBatchesParams(BaseModel):
 
     namespace: Name
     session: Name
+    origin: Origin | None = Field(None, description="The session's origin; a subagent session is never nudged.")

@@ -26,6 +26,13 @@ Name = Annotated[
 ]
 
 
+SUBAGENT = "subagent"
+
+Origin = Annotated[str, StringConstraints(max_length=64)]
+"""DSH's session header ``origin`` as the shim forwards it; ``'subagent'`` marks a subagent child session. Memory
+decides what that means (no recall injected, no turn-end nudge, capture only with ``capture_subagents``)."""
+
+
 class Empty(BaseModel):
     """Params of a method that takes none."""
 

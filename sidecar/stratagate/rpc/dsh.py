@@ -22,6 +22,7 @@ from stratagate.dsh.status import Status, StatusParams, assemble_status
 from stratagate.errors import explain_validation, invalid_params
 from stratagate.protocol import method
 from stratagate.protocol.results import ActivationResult
+from stratagate.protocol.types import SUBAGENT, Origin
 from stratagate.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class RawCaptureParams(BaseModel):
     canonical: dict[str, Any] = Field(
         default_factory=dict, description="tools/result canonical values by tool call id (preferred over the text)."
     )
-    origin: str | None = Field(None, description="The session header's origin ('subagent' for a subagent child).")
+    origin: Origin | None = Field(None, description="The session header's origin ('subagent' for a subagent child).")
     capture_subagents: bool = False
 
 
@@ -66,11 +67,12 @@ class StepParams(BaseModel):
     claimed: list[dict[str, Any]] = Field(
         default_factory=list, max_length=64, description="Messages DSH claimed from the inbox for this step."
     )
+    origin: Origin | None = Field(None, description="The session header's origin; a subagent gets no recall.")
 
 
 @method("turn.capture_raw", params=RawCaptureParams, result=RawCaptureResult)
 async def capture_raw(app: App, p: RawCaptureParams) -> dict[str, Any]:
-    if p.origin == "subagent" and not p.capture_subagents:
+    if p.origin == SUBAGENT and not p.capture_subagents:
         return RawCaptureResult(captured=False, skipped="subagent session (captureSubagents is off)").model_dump()
     folded = fold_turn(p.events, p.session, p.canonical)
     if folded is None:
@@ -88,6 +90,10 @@ async def capture_raw(app: App, p: RawCaptureParams) -> dict[str, Any]:
 
 @method("activation.render_step", params=StepParams, result=ActivationResult)
 async def render_step(app: App, p: StepParams) -> dict[str, Any]:
+    if p.origin == SUBAGENT:
+        # Recall is for the main agent: a subagent works on a task its parent framed (and already recalled for).
+        nothing = ActivationResult(text="", tokens=0, longterm_tokens=0, block_ids=[], event_ids=[], node_ids=[])
+        return nothing.model_dump()
     query = step_query([*p.earlier, *p.events], p.claimed)
 
     async def tokenizer_ready() -> None:

@@ -11,6 +11,7 @@ from stratagate.graph import read as graph_read
 from stratagate.protocol import method
 from stratagate.protocol.params import OpenBatchesParams, WeightsParams
 from stratagate.protocol.results import OpenBatchesResult, WeightsResult
+from stratagate.protocol.types import SUBAGENT
 from stratagate.storage import lookup
 
 if TYPE_CHECKING:
@@ -80,5 +81,6 @@ async def open_batches(app: App, p: OpenBatchesParams) -> dict[str, Any]:
     conn = app.db.reader
     _, sess = await lookup.scope_keys(conn, p.namespace, p.session)
     turn = await weights.current_turn(conn, sess)
-    found = [] if sess is None else await batches.open_batches(conn, sess, turn)
+    # A subagent's retrievals are its parent's business: the nudge steers only the main agent.
+    found = [] if sess is None or p.origin == SUBAGENT else await batches.open_batches(conn, sess, turn)
     return {"namespace": p.namespace, "session": p.session, "turn": turn, "batches": found, "nudge": nudge_text(found)}
