@@ -24,7 +24,7 @@ from stratagate.events.extraction_model import MAX_RELATED, EventDraft, Extracti
 from stratagate.events.models import EventRow
 from stratagate.events.store import Source
 from stratagate.jobs.pipeline import EMBEDDING, EVENT_EXTRACTION, FollowUp, StageDeps
-from stratagate.jobs.queue import JobRow, enqueue, mark_done
+from stratagate.jobs.queue import JobRow, enqueue_missing, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.redact import redact
 from stratagate.safety.inert import inert
@@ -108,15 +108,10 @@ def job_handler(deps: StageDeps) -> EventExtractor:
 async def recover_jobs(db: Database, max_attempts: int) -> int:
     """Extraction jobs of ready blocks with durable facts that never got one (the summary's follow-up was lost to a
     crash between its commit and the runner's follow-up transaction). Idempotent."""
-    async with db.transaction() as conn:
-        rows = await conn.execute_fetchall(
-            "SELECT b.id, b.namespace_id FROM blocks b LEFT JOIN jobs j ON j.kind = ? AND j.subject_id = b.id"
-            " WHERE b.status = 'ready' AND b.has_durable_facts = 1 AND j.id IS NULL",
-            (EVENT_EXTRACTION,),
-        )
-        for row in rows:
-            await enqueue(conn, row["namespace_id"], EVENT_EXTRACTION, row["id"], max_attempts)
-    return len(rows)
+    return await enqueue_missing(
+        db, EVENT_EXTRACTION, "SELECT id, namespace_id FROM blocks WHERE status = 'ready' AND has_durable_facts = 1",
+        max_attempts,
+    )
 
 
 class EventExtractor:

@@ -13,7 +13,7 @@ import json
 import aiosqlite
 
 from stratagate.jobs.pipeline import DEFAULT_MAX_ATTEMPTS, GRAPH_PROJECTION
-from stratagate.jobs.queue import enqueue
+from stratagate.jobs.queue import enqueue, enqueue_missing
 from stratagate.storage.db import Database
 from stratagate.timeutil import now_iso
 
@@ -58,12 +58,4 @@ async def enqueue_projection(
 
 async def recover_jobs(db: Database, max_attempts: int) -> int:
     """Projection jobs of batches that never got one (a follow-up lost to a crash). Idempotent."""
-    async with db.transaction() as conn:
-        rows = await conn.execute_fetchall(
-            "SELECT b.id, b.namespace_id FROM graph_batches b LEFT JOIN jobs j ON j.kind = ? AND j.subject_id = b.id"
-            " WHERE j.id IS NULL",
-            (GRAPH_PROJECTION,),
-        )
-        for row in rows:
-            await enqueue(conn, row["namespace_id"], GRAPH_PROJECTION, row["id"], max_attempts)
-    return len(rows)
+    return await enqueue_missing(db, GRAPH_PROJECTION, "SELECT id, namespace_id FROM graph_batches", max_attempts)

@@ -104,6 +104,22 @@ async def enqueue(
     return job_id
 
 
+async def enqueue_missing(db: Database, kind: str, subjects_sql: str, max_attempts: int) -> int:
+    """Queue a ``kind`` job for every subject ``subjects_sql`` selects (rows ``(id, namespace_id)``) that has none.
+
+    The start-up re-derivation of follow-ups lost to a crash between a handler's commit and the runner's follow-up
+    transaction; idempotent (an existing job row is kept as it is)."""
+    async with db.transaction() as conn:
+        rows = await conn.execute_fetchall(
+            f"SELECT s.id, s.namespace_id FROM ({subjects_sql}) s"
+            " LEFT JOIN jobs j ON j.kind = ? AND j.subject_id = s.id WHERE j.id IS NULL",
+            (kind,),
+        )
+        for row in rows:
+            await enqueue(conn, row["namespace_id"], kind, row["id"], max_attempts)
+    return len(rows)
+
+
 async def requeue_interrupted(db: Database, lease_timeout: float, now: float | None = None) -> int:
     """Jobs left 'running' by an owner that is gone run again, unless that was their last attempt.
 
