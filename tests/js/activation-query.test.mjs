@@ -22,8 +22,10 @@ describe('StepInbox: the messages DSH claimed for a session turn', () => {
     inbox.record({ agent: agentOf(session), message: prompt('two', 'm2'), turn: 2 })
     assert.deepEqual(inbox.claimed(session, 2).map((m) => m.id), ['m2'])
     assert.deepEqual(inbox.claimed(session, 1), [])
-    inbox.record({ agent: agentOf(SUBAGENT), message: prompt('sub'), turn: 1 })
-    assert.deepEqual(inbox.claimed(SUBAGENT, 1), [])
+    // A subagent's claims are recorded like any session's (whether it gets recall is the sidecar's call) and stay its own.
+    inbox.record({ agent: agentOf(SUBAGENT), message: prompt('sub', 'sub-1'), turn: 1 })
+    assert.deepEqual(inbox.claimed(SUBAGENT, 1).map((m) => m.id), ['sub-1'])
+    assert.deepEqual(inbox.claimed(session, 1), [])
     inbox.forget(session)
     assert.deepEqual(inbox.claimed(session, 2), [])
   })
