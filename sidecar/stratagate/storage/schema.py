@@ -5,6 +5,7 @@ Append a new entry to MIGRATIONS to change the schema; never edit a released one
 
 from __future__ import annotations
 
+from stratagate.storage.schema_context import CONTEXT_SQL
 from stratagate.storage.schema_dense import DENSE_SQL
 from stratagate.storage.schema_evidence import EVIDENCE_SQL
 from stratagate.storage.schema_leases import LEASES_SQL
@@ -332,5 +333,7 @@ CREATE TABLE graph_projection(
 ) STRICT;
 """
 
-MIGRATIONS: list[str] = [MIGRATION_1, MIGRATION_2, MIGRATION_3, EVIDENCE_SQL, DENSE_SQL, PRIVACY_SQL, LEASES_SQL]
+MIGRATIONS: list[str] = [
+    MIGRATION_1, MIGRATION_2, MIGRATION_3, EVIDENCE_SQL, DENSE_SQL, PRIVACY_SQL, LEASES_SQL, CONTEXT_SQL
+]
 SCHEMA_VERSION = len(MIGRATIONS)
