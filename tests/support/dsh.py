@@ -229,9 +229,11 @@ class DshHome:
 
     # -- configuration
 
-    def write_settings(self, extra: str = "") -> None:
+    def write_settings(self, extra: str | None = None) -> None:
         """settings.yaml: the scripted provider (window ``context_window``, replies ≤ ``max_tokens``) as the default
-        model; ``extra`` is appended verbatim (more top-level sections, e.g. ``agent-presets:``)."""
+        model; ``extra`` (kept in ``settings_extra``) is appended verbatim, e.g. an ``agent-presets:`` section."""
+        if extra is not None:
+            self.settings_extra = extra
         (self.path / "settings.yaml").write_text(
             "# Written by tests/support/dsh.py: DSH's model is the test's ScriptedModelServer.\n"
             "llm-pi-ai:\n"
@@ -250,7 +252,7 @@ class DshHome:
             f"          maxTokens: {self.max_tokens}\n"
             "agent-default-model:\n"
             f"  provider: {PROVIDER}\n"
-            f"  model: {MODEL}\n" + extra
+            f"  model: {MODEL}\n" + self.settings_extra
         )
 
     def set_window(self, context_window: int, max_tokens: int | None = None) -> None:
