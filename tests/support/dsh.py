@@ -215,6 +215,7 @@ class DshHome:
         self.path = path
         self.context_window = context_window
         self.max_tokens = max_tokens
+        self.settings_extra = ""  # more top-level settings.yaml sections (write_settings keeps them)
         self.install = install
         self.base_url = base_url
         self.logs = logs or path.parent / "logs"
