@@ -17,6 +17,11 @@ import { BasicCompactionEngine } from '@deepseek-ai/dsh-compaction-basic'
 import { compactionResultOf, currentContextEngine } from './context.js'
 
 export class StrataGateCompactionEngine extends BasicCompactionEngine {
+  constructor(ctx, config) {
+    super(ctx, config)
+    ctx?.logger?.info?.('StrataGate compaction engine active: the context engine plans first, stock compaction is the last resort')
+  }
+
   async compactIfNeeded(agent, trigger, signal) {
     const engine = currentContextEngine()
     if (engine && agent?.session && !signal?.aborted) {
