@@ -1,8 +1,10 @@
 // StrataGate-Py for DeepSeek Harness: the Cordis plugin. Wiring only — every piece lives in its own module and
 // all memory logic lives in the Python sidecar (docs/protocol.md).
 //
-// No import of any @deepseek-ai/* package (a `link:` install could not resolve them): tools use raw JSON Schema,
-// model requests are hand-built, and the config is validated by config.js instead of a schemastery schema.
+// No static import of any @deepseek-ai/* package (a `link:` install could not resolve them): tools use raw JSON
+// Schema, model requests are hand-built, and the config is validated by config.js instead of a schemastery schema.
+// Only the context engine's checkpoint source is imported, lazily, from @deepseek-ai/dsh-compaction (context.js),
+// and the separate compaction row (compaction.js) subclasses DSH's engine, falling back to the stock one.
 
 import { readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
