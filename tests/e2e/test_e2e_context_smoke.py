@@ -1,0 +1,92 @@
+"""Smoke test of the shim's context engine inside the real DeepSeek Harness (headless, two turns in one session via
+``followup-plugin.mjs``): StrataGate's compaction row replaces ``compaction-basic``, the sidecar's ``context.plan`` is
+asked at turn end, and the tool cards it returns land in DSH's session so the next turn's model request shows the
+card instead of the raw tool output (the full real-host scenarios are in the host engineer's tests).
+
+The scripted model reads ``READS`` large files with DSH's ``read`` tool in turn 1 (one tool round each), then answers;
+turn 2 (the follow-up) is answered at once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from support.dsh import REPO, DshHome, Run
+from support.dsh_model import DshModel, content_text, is_agent_request, messages, offered_tools
+from support.model_server import ScriptedModelServer, text, tool_call
+
+E2E_DIR = Path(__file__).resolve().parent
+FOLLOWUP_PLUGIN = E2E_DIR / "followup-plugin.mjs"
+READS = 6
+FIRST_PROMPT = "Read the build logs one by one and tell me what failed."
+SECOND_PROMPT = "Thanks. Anything else worth knowing?"
+CARD_TAG = "[stratagate:card"
+
+
+class Reader:
+    """Agent steps: in the turn of ``FIRST_PROMPT``, one ``read`` per step until ``READS`` results are in, then a
+    final answer; any other turn gets a plain answer. Everything else (titles, summaries) goes to ``DshModel``."""
+
+    def __init__(self, files: list[Path]) -> None:
+        self.files = files
+        self.fallback = DshModel()
+
+    def __call__(self, body: dict[str, Any]) -> Any:
+        if not is_agent_request(body):
+            return self.fallback(body)
+        msgs = messages(body)
+        humans = [i for i, m in enumerate(msgs) if m.get("role") == "user" and content_text(m.get("content")) in (FIRST_PROMPT, SECOND_PROMPT)]
+        if not humans or content_text(msgs[humans[-1]].get("content")) != FIRST_PROMPT:
+            return text("DONE: nothing else.")
+        done = sum(1 for m in msgs[humans[-1] :] if m.get("role") == "tool")
+        if done >= READS or "read" not in offered_tools(body):
+            return text("DONE: the linker failed in log 3.")
+        return tool_call("read", {"file_path": str(self.files[done])})
+
+
+def big_log(i: int) -> str:
+    return "".join(f"[{i}:{n:04d}] step {n} of build {i}: compiling module_{n % 37} ... ok\n" for n in range(400))
+
+
+def agent_steps(server: ScriptedModelServer, run: Run) -> list[dict[str, Any]]:
+    first, last = run.request_range
+    return [b for b in server.requests[first:last] if is_agent_request(b)]
+
+
+def test_turn_end_cards_land_in_the_real_host(stratagate: DshHome, model_server: ScriptedModelServer, tmp_path: Path) -> None:
+    work = tmp_path / "project"
+    work.mkdir()
+    files = []
+    for i in range(READS):
+        path = work / f"build-{i}.log"
+        path.write_text(big_log(i))
+        files.append(path)
+    model_server.default = Reader(files)
+    # The sidecar must run this tree's code, not the venv's editable install (which points at the main checkout).
+    stratagate.extra_env["PYTHONPATH"] = str(REPO / "sidecar")
+    patch = stratagate.logs / "followup.patch.yml"
+    patch.write_text(
+        "- insert:\n"
+        "    - id: e2e-followup\n"
+        f"      name: {json.dumps(str(FOLLOWUP_PLUGIN))}\n"
+        f"      config: {json.dumps({'followups': [SECOND_PROMPT]})}\n"
+    )
+
+    run = stratagate.headless(FIRST_PROMPT, work, patches=[patch], requests=lambda: len(model_server.requests), timeout=120)
+
+    assert run.returncode == 0, run.describe()
+    assert "StrataGate compaction engine active" in run.stderr, f"our compaction row did not load\n{run.describe()}"
+    assert "stock compaction runs instead" not in run.stderr, run.describe()
+    steps = agent_steps(model_server, run)
+    second = [b for b in steps if any(content_text(m.get("content")) == SECOND_PROMPT for m in messages(b))]
+    assert second, f"no request of the follow-up turn\n{run.describe()}"
+    tool_texts = [content_text(m.get("content")) for m in messages(second[0]) if m.get("role") == "tool"]
+    assert len(tool_texts) == READS, tool_texts
+    cards = [t for t in tool_texts if t.startswith(CARD_TAG)]
+    assert cards, f"no tool card landed before turn 2; tool results were: {[t[:80] for t in tool_texts]}\n{run.describe()}"
+    # The protected tail (the last 3 rounds) stays raw; the oldest rounds became cards.
+    assert not tool_texts[-1].startswith(CARD_TAG), tool_texts[-1][:200]
+    assert tool_texts[0].startswith(CARD_TAG), tool_texts[0][:200]
+    # DSH's stock summary was not needed.
+    assert not any("<compacted-summary>" in content_text(m.get("content")) for b in steps for m in messages(b))
