@@ -25,6 +25,8 @@ from support.dsh_model import DshModel, content_text, is_agent_request, messages
 from support.model_server import Behaviour, text, tool_call
 
 CARD_RE = re.compile(r"\[stratagate:card id=(c\d+)")
+# compaction-basic's summarization call replays the conversation (same system prompt and tools) and ends with this.
+STOCK_COMPACTION_HEAD = "You are now acting as a compaction engine"
 
 StepFn = Callable[[dict[str, Any]], tuple[str, dict[str, Any]]]
 PlanStep = tuple[str, dict[str, Any]] | StepFn
@@ -46,6 +48,7 @@ class ScriptedSession:
     turns: list[ScriptedTurn]
     fallback: DshModel = field(default_factory=DshModel)
     calls: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)  # (turn index, tool, arguments)
+    stock_summaries: int = 0  # compaction-basic summarization calls answered
     answers: list[tuple[int, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -65,6 +68,11 @@ class ScriptedSession:
     def __call__(self, body: dict[str, Any]) -> Behaviour:
         if not is_agent_request(body):
             return self.fallback(body)
+        msgs = messages(body)
+        if msgs and content_text(msgs[-1].get("content")).startswith(STOCK_COMPACTION_HEAD):
+            with self._lock:
+                self.stock_summaries += 1
+            return text(self.stock_summary(body))
         found = self.turn_of(body)
         if found is None:
             return text("DONE: no scripted turn.")
@@ -85,6 +93,27 @@ class ScriptedSession:
         with self._lock:
             self.answers.append((index, answer))
         return text(answer)
+
+    def stock_summary(self, body: dict[str, Any]) -> str:
+        """What a model writes for compaction-basic: the structure it asks for, with the user's requests and the
+        commands run (a real summary of 100 tool outputs keeps their gist, not every detail in them)."""
+        msgs = messages(body)[:-1]
+        asks = [content_text(m.get("content")) for m in msgs if content_text(m.get("content")) in self._by_prompt]
+        commands = []
+        for m in msgs:
+            for call in m.get("tool_calls") or []:
+                try:
+                    args = json.loads((call.get("function") or {}).get("arguments") or "{}")
+                except ValueError:
+                    args = {}
+                commands.append(str(args.get("command") or args.get("id") or args.get("query") or ""))
+        bullets = lambda items: "\n".join(f"- {i}" for i in items) or "- (none)"  # noqa: E731
+        return (
+            "## Primary Request and Intent\n" + bullets(asks) + "\n\n## Key Technical Concepts\n"
+            "- pytest logs and Python modules of the project\n\n## Files and Code\n" + bullets(commands[-30:]) + "\n\n"
+            "## Errors and Fixes\n- several test runs had failures\n\n## Pending Jobs\n- (none)\n\n"
+            "## Current Work\n- reviewing test runs\n"
+        )
 
 
 # ----------------------------------------------------------------------------------------- reading the request

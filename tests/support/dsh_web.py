@@ -157,27 +157,34 @@ class WebSession:
     preset: str | None
     turns: list[Turn] = field(default_factory=list)
 
-    def history(self) -> list[dict[str, Any]]:
-        """Every raw event of the session log, oldest first (pages back with ``beforeSeq`` until the start)."""
-        pages: list[list[dict[str, Any]]] = []
+    def _page(self, before: int | None, max_messages: int) -> tuple[list[dict[str, Any]], bool]:
+        payload: dict[str, Any] = {"sessionId": self.id, "maxMessages": max_messages}
+        if before is not None:
+            payload["beforeSeq"] = before
+        value = self.web.call("session.history", payload)
+        return [entry["event"] for entry in value["events"]], bool(value.get("hasMore"))
+
+    def events_since(self, seq: int, *, max_messages: int = 500) -> list[dict[str, Any]]:
+        """The raw events with a seq above ``seq`` (``-1``: the whole log), oldest first; pages back with
+        ``beforeSeq`` only as far as needed."""
+        seen: dict[int, dict[str, Any]] = {}
         before: int | None = None
         while True:
-            payload: dict[str, Any] = {"sessionId": self.id, "maxMessages": 500}
-            if before is not None:
-                payload["beforeSeq"] = before
-            value = self.web.call("session.history", payload)
-            events = [entry["event"] for entry in value["events"]]
-            if not events:
-                break
-            pages.append(events)
-            if not value.get("hasMore"):
+            events, more = self._page(before, max_messages)
+            for event in events:
+                seen.setdefault(int(event["seq"]), event)
+            if not events or not more or min(int(e["seq"]) for e in events) <= seq + 1:
                 break
             before = min(int(e["seq"]) for e in events)
-        seen: dict[int, dict[str, Any]] = {}
-        for page in reversed(pages):
-            for event in page:
-                seen.setdefault(int(event["seq"]), event)
-        return [seen[k] for k in sorted(seen)]
+        return [seen[k] for k in sorted(seen) if k > seq]
+
+    def history(self) -> list[dict[str, Any]]:
+        """Every raw event of the session log, oldest first."""
+        return self.events_since(-1)
+
+    def last_seq(self) -> int:
+        events, _ = self._page(None, 1)
+        return max((int(e["seq"]) for e in events), default=-1)
 
     def running(self) -> bool:
         for item in self.web.sessions():
@@ -196,27 +203,25 @@ class WebSession:
 
         ``requests`` (e.g. ``lambda: len(server.requests)``) lets the Turn record which model requests it made.
         """
-        before = self.history()
-        ends_before = sum(1 for e in before if e.get("type") == "turn/end")
-        last_seq = max((int(e["seq"]) for e in before), default=-1)
+        last_seq = self.last_seq()
         first = requests() if requests else 0
         started = time.monotonic()
         content = [{"type": "text", "text": text}]
         self.web.call("session.prompt", {"sessionId": self.id, "mode": "queue", "content": content})
         deadline = started + timeout
-        events: list[dict[str, Any]] = []
         while True:
             if self.web.proc.popen.poll() is not None:
                 raise AssertionError(f"dsh web exited with {self.web.proc.popen.returncode} during the turn {text!r}")
-            events = self.history()
-            ends = sum(1 for e in events if e.get("type") == "turn/end")
-            if ends > ends_before and not self.running():
+            # The turn's turn/end is the newest event once it has ended, so the tail page is enough to see it.
+            tail, _ = self._page(None, 4)
+            ended = any(e.get("type") == "turn/end" and int(e["seq"]) > last_seq for e in tail)
+            if ended and not self.running():
                 break
             if time.monotonic() > deadline:
-                tail = [e.get("type") for e in events[-15:]]
-                raise AssertionError(f"turn {text!r} did not end within {timeout}s (last events: {tail})")
+                types = [e.get("type") for e in tail]
+                raise AssertionError(f"turn {text!r} did not end within {timeout}s (newest events: {types})")
             time.sleep(POLL_SECONDS)  # polling the session log until the turn has ended
-        new = [e for e in events if int(e["seq"]) > last_seq]
+        new = self.events_since(last_seq)
         numbers = [int((e.get("data") or {}).get("turn", 0)) for e in new if e.get("type") == "turn/end"]
         turn = Turn(
             number=numbers[-1] if numbers else len(self.turns) + 1,
