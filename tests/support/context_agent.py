@@ -41,6 +41,7 @@ class ScriptedTurn:
     prompt: str
     steps: list[PlanStep]
     answer: Callable[[dict[str, Any]], str] | str = "DONE."
+    done_when: Callable[[dict[str, Any]], bool] | None = None  # answer early once this holds (after one step)
 
 
 @dataclass
@@ -79,7 +80,8 @@ class ScriptedSession:
         index, at = found
         turn = self.turns[index]
         done = sum(1 for m in messages(body)[at:] if m.get("role") == "tool")
-        if done < len(turn.steps):
+        finished = done > 0 and turn.done_when is not None and turn.done_when(body)
+        if done < len(turn.steps) and not finished:
             step = turn.steps[done]
             name, args = step(body) if callable(step) else step
             if name not in offered_tools(body):
