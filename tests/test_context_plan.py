@@ -392,3 +392,66 @@ def test_pending_folds_leave_when_their_range_left_the_surface():
     s.layers.append(gone)
     waiting, dropped = pending_folds(s, protected_region(s, 100_000, COST))
     assert waiting == [] and dropped == [gone]
+
+
+async def test_reminders_raise_re_arm_and_a_compress_answers_them(db: Database):
+    from stratagate.context.reminders import step_reminder
+
+    window = 1_000_000  # nothing forced
+    small = build_surface(turns=2, rounds_per_turn=3, output_tokens=2000)
+    assert (await _plan(db, plan_params(small, window=window))).reminder is None, "below 50K foldable"
+    assert await step_reminder(db.reader, "proj", "s1") == (True, None)
+    big = build_surface(turns=6, rounds_per_turn=5, output_tokens=2000)
+    first = await _plan(db, plan_params(big, window=window))
+    assert first.reminder and "foldable" in first.reminder and "compress(" in first.reminder
+    assert await step_reminder(db.reader, "proj", "s1") == (True, first.reminder)
+    # Unanswered and no growth: the same reminder stays, no new one is counted.
+    state = await queries.state_by_name(db.reader, "proj", "s1")
+    assert state is not None and state["reminders"]["unanswered"] == 1
+    again = await _plan(db, plan_params(big, window=window))
+    assert again.reminder == first.reminder
+    state = await queries.state_by_name(db.reader, "proj", "s1")
+    assert state is not None and state["reminders"]["unanswered"] == 1
+
+    ns = await lookup.namespace_key(db.reader, "proj")
+    sess = await lookup.session_key(db.reader, ns, "s1")
+    assert ns is not None and sess is not None
+    seqs = [e["seq"] for e in big.events[:5]]
+    async with db.transaction() as conn:  # compress records a model fold
+        await queries.insert_layer(conn, ns, sess, prefix="f", kind="fold", start_seq=seqs[0], end_seq=seqs[-1],
+                                   covers=seqs, text="[stratagate:fold:t1 id={ref}]", tokens=5, shadowed_tokens=50,
+                                   tier=1)
+    assert await step_reminder(db.reader, "proj", "s1") == (True, None), "answered at once"
+    answered = await _plan(db, plan_params(big, window=window))
+    assert answered.reminder is None
+    state = await queries.state_by_name(db.reader, "proj", "s1")
+    assert state is not None and state["reminders"]["unanswered"] == 0
+
+
+def test_digest_lines_cost_and_quality():
+    from stratagate.context.plan import wants_digest
+
+    quality = effective({"mode": "quality"}, {})
+    unanswered = {"reminders": {"unanswered": 2}}
+    w = 100_000
+    assert not wants_digest({}, "turn-end", 55_000, w, 40_000, COST), "0.5·W needs two unanswered reminders"
+    assert wants_digest(unanswered, "turn-end", 55_000, w, 40_000, COST)
+    assert wants_digest({}, "turn-end", 61_000, w, 40_000, COST), "above 0.6·W whatever the reminders"
+    assert wants_digest({}, "turn-end", 36_000, w, 20_000, quality)
+    assert not wants_digest({}, "turn-end", 30_000, w, 20_000, quality)
+    no_reminders = effective({}, {"reminders": False})
+    assert wants_digest({}, "turn-end", 55_000, w, 40_000, no_reminders), "reminders off: the first line needs none"
+    assert not wants_digest(unanswered, "pre-step", 70_000, w, 40_000, COST)
+    assert not wants_digest(unanswered, "turn-end", 70_000, w, 40_000, effective({}, {"auto_fold": False}))
+    cooling = {**unanswered, "last_digest_foldable": 30_000}
+    assert not wants_digest(cooling, "turn-end", 70_000, w, 40_000, COST), "cool-down: +50K foldable growth"
+    assert wants_digest(cooling, "turn-end", 76_000, w, 40_000, COST), "or above 0.75·W"
+    assert wants_digest(cooling, "turn-end", 70_000, w, 80_001, COST)
+    assert wants_digest({}, "manual", 1, w, 1, COST)
+
+
+async def test_manual_compact_lands_spans_but_no_cards(db: Database):
+    built = build_surface(turns=4, rounds_per_turn=4, output_tokens=1500, open_last=False)
+    result = await _plan(db, plan_params(built, window=200_000, phase="manual", turn=None))
+    assert result.ops and all(op.kind != "card" for op in result.ops)
+    assert result.decision.startswith("manual: lands everything that helps")

@@ -444,8 +444,11 @@ async def _choose(
     if wants_digest(state, p.phase, used, window, foldable, s):
         target = s.digest_target * max(0, window - overhead)
         remaining = foldable - sum(c.saved() for c in batch)
+        if p.phase == "manual":  # /compact asks for relief below the pressure lines too: fold the older half at least
+            target = min(target, remaining / 2)
         batch += digest_candidates(surface, protected, claimed, target, s, count, remaining)
-    batch += card_candidates(surface, protected, claimed, s, count)
+    if p.phase != "manual":  # /compact runs between turns: DSH refuses a tool/result replacement outside a turn
+        batch += card_candidates(surface, protected, claimed, s, count)
     batch.sort(key=lambda c: c.start)
     saved = sum(c.saved() for c in batch)
     if not batch:
