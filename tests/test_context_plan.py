@@ -4,6 +4,7 @@ protected region. In-process planner runs use a real SQLite file (storage/db.py)
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -455,3 +456,59 @@ async def test_manual_compact_lands_spans_but_no_cards(db: Database):
     result = await _plan(db, plan_params(built, window=200_000, phase="manual", turn=None))
     assert result.ops and all(op.kind != "card" for op in result.ops)
     assert result.decision.startswith("manual: lands everything that helps")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(surfaces(), st.lists(st.sampled_from(["turn-end", "pre-step", "overflow", "manual"]), min_size=1, max_size=4),
+       st.sampled_from(["cost", "quality"]))
+def test_plan_apply_land_cycles_keep_every_invariant(case: tuple[Any, int], phases: list[str], mode: str):
+    """Plan → apply (as the shim) → context.landed, several times: every batch avoids the protected region, never
+    overlaps, never splits a round; each replacement maps back to its layer; the archive keeps every original."""
+    import asyncio
+    import tempfile
+
+    from stratagate.context.landing import landed
+    from stratagate.context.models import LandedParams
+
+    built, window = case
+    cfg = effective({"mode": mode}, {})
+
+    async def run() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            database = Database(Path(tmp) / "m.db")
+            await database.open()
+            try:
+                events, last, through = built.events, built.last_seq, -1
+                originals = {e["seq"]: e for e in built.events}
+                for phase in phases:
+                    sent = [e if e["seq"] > through else {k: v for k, v in e.items() if k != "data"} for e in events]
+                    turn = None if phase == "manual" else built.open_turn
+                    result = await plan(database, PlanParams.model_validate(
+                        plan_params(sent, window=window, phase=phase, turn=turn)), cfg, count, 0.30)
+                    through = result.archived_through
+                    s = classify(events, built.open_turn)
+                    p = protected_region(s, window, cfg)
+                    pos = {n.seq: n.pos for n in s.nodes}
+                    spans = sorted((pos[o.start], pos[o.end], o.kind) for o in result.ops)
+                    for (_a0, a1, _), (b0, _b1, _) in itertools.pairwise(spans):
+                        assert a1 < b0, "ops never overlap"
+                    for a, b, kind in spans:
+                        assert p.reason(a, b) is None, "never the protected region"
+                        if kind != "card":
+                            assert s.atom_of(a)[0] == a and s.atom_of(b)[1] == b, "never split a round"
+                        else:
+                            assert phase != "manual"
+                    events, landed_ops = apply_ops(events, [o.model_dump() for o in result.ops], last)
+                    last += 3 * len(result.ops)
+                    await landed(database, LandedParams(namespace="proj", session="s1", ops=landed_ops))
+                ns = await lookup.namespace_key(database.reader, "proj")
+                sess = await lookup.session_key(database.reader, ns, "s1")
+                assert sess is not None
+                archived = {n.seq for n in await queries.session_nodes(database.reader, sess)}
+                assert set(originals) <= archived, "every original stays in the archive"
+                for la in await queries.session_layers(database.reader, sess, ["landed"]):
+                    assert la.replacement_seq is not None
+            finally:
+                await database.close()
+
+    asyncio.run(run())
