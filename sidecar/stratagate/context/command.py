@@ -100,13 +100,13 @@ async def run_command(db: Database, keys: tuple[int, int] | None, params: Comman
 
 
 async def _purge(db: Database, keys: tuple[int, int] | None, confirmed: bool, lang: Lang) -> str:
-    if keys is None:
+    size = await archive_size(db, keys[1]) if keys is not None else None
+    if keys is None or size is None or not (size.nodes or size.layers):
         return (
             "本会话没有上下文存档，无需清除。"
             if lang == "zh"
             else "This session has no context archive: nothing to purge."
         )
-    size = await archive_size(db, keys[1])
     if not confirmed:
         if lang == "zh":
             return (

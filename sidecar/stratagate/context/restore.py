@@ -102,7 +102,10 @@ class Archive:
         live = [la for la in self.layers if la.state != "dropped"]
         self.by_ref = {la.ref: la for la in live}
         self.landed = landed_by_replacement(self.layers)
-        self.by_call = {n.call_id: n for n in self.by_seq.values() if n.kind == "tool" and n.call_id}
+        self.by_call: dict[str, Node] = {}
+        for n in self.by_seq.values():  # a card's replacement repeats its call id: the original comes first
+            if n.kind == "tool" and n.call_id and n.seq not in self.landed:
+                self.by_call.setdefault(n.call_id, n)
 
 
 async def load_archive(db: Database, session_id: int) -> Archive:

@@ -107,9 +107,16 @@ def parents(archive: Archive) -> dict[str, Layer]:
         if best is None or (parent.tier, parent.id) < (best.tier, best.id):
             up[child] = parent
 
-    for la in archive.by_ref.values():
-        if la.state == "dropped":
-            continue
+    # Only what is (or is inside) the context now: landed layers, and the folded children they hold. A pending
+    # layer has not replaced anything yet.
+    placed = {la.ref for la in archive.by_ref.values() if la.state == "landed"}
+    grew = True
+    while grew:
+        inner = {c for ref in placed for c in archive.by_ref[ref].children if c in archive.by_ref}
+        grew = not inner <= placed
+        placed |= inner
+    for ref in placed:
+        la = archive.by_ref[ref]
         for child in la.children:
             if child in archive.by_ref:
                 offer(child, la)
@@ -119,7 +126,6 @@ def parents(archive: Archive) -> dict[str, Layer]:
                 offer(inner.ref, la)
             elif seq in archive.by_seq:
                 offer(session_ref(seq), la)
-    # A raw node under a folded child fold belongs to that child, not to the fold above it.
     return up
 
 

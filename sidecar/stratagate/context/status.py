@@ -179,8 +179,8 @@ async def context_status(
         by_layer[it.what] += it.tokens
         if it.what == "fold":
             tiers[f"T{max(1, min(3, it.tier))}"] += it.tokens
-    local = sum(by_layer.values()) + (_int(state.get("overhead_tokens")) or 0)
-    used = prompt if prompt is not None else _int(state.get("used_tokens")) or local
+    local = sum(by_layer.values()) + (_int(state.get("overhead")) or 0)
+    used = prompt if prompt is not None else _int(state.get("used")) or local
     pending_layers = [la for la in all_layers if la.state == "pending"]
     ranges = foldable_ranges(items, window, pending_layers)
     landed = [la for la in all_layers if la.state == "landed"]
