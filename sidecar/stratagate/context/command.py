@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stratagate.context.queries_views import archive_size, purge_session
 from stratagate.context.search import SearchArgs, search_context
+from stratagate.context.settings import ContextSettings
 from stratagate.context.status import Lang, context_status
 from stratagate.protocol.types import Name, Result
 from stratagate.storage.db import Database
@@ -69,7 +70,9 @@ HELP = {
 }
 
 
-async def run_command(db: Database, keys: tuple[int, int] | None, params: CommandParams) -> CommandResult:
+async def run_command(
+    db: Database, keys: tuple[int, int] | None, params: CommandParams, settings: ContextSettings
+) -> CommandResult:
     lang = params.lang
     head, _, rest = params.args.strip().partition(" ")
     sub = _ALIASES.get(head.lower())
@@ -84,7 +87,7 @@ async def run_command(db: Database, keys: tuple[int, int] | None, params: Comman
     if sub == "help":
         return CommandResult(text=HELP[lang])
     if sub in ("status", "detail"):
-        status = await context_status(db, params.session, keys, detail=sub == "detail", lang=lang)
+        status = await context_status(db, params.session, keys, settings, detail=sub == "detail", lang=lang)
         return CommandResult(text=status.text)
     if sub == "search":
         if not rest:

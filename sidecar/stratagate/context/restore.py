@@ -14,8 +14,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from stratagate.blocks.views import get_block
-from stratagate.context.current import landed_by_replacement, session_ref
-from stratagate.context.queries_views import Layer, Node, layers, nodes
+from stratagate.context.queries_views import layers, nodes
+from stratagate.context.records import Layer, Node, session_ref
 from stratagate.errors import NOT_FOUND, DomainError
 from stratagate.events.forgotten import load, shown_view
 from stratagate.protocol.types import Result
@@ -89,6 +89,11 @@ class Piece:
     seq: int | None = None
     call_id: str | None = None
     tool: str | None = None
+
+
+def landed_by_replacement(all_layers: list[Layer]) -> dict[int, Layer]:
+    """Landed layers by the seq of their replacement node (how a surface node maps back to its layer)."""
+    return {la.replacement_seq: la for la in all_layers if la.state == "landed" and la.replacement_seq is not None}
 
 
 @dataclass

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stratagate.context.current import session_ref
-from stratagate.context.queries_views import Layer, Node
+from stratagate.context.records import Layer, Node, session_ref
 from stratagate.context.restore import Archive, load_archive
 from stratagate.protocol.types import Result
 from stratagate.safety.inert import inert
