@@ -30,6 +30,7 @@ from stratagate.errors import DomainError
 from stratagate.storage.db import Database
 from support.context_fill import Fill
 from support.sidecar import RpcFailure, SidecarClient
+from support.surfaces import SurfaceBuilder, apply_ops, output_text, plan_params
 
 LOG = "\n".join(f"PASS tests/test_{i}.py::test_case_{i} ok" for i in range(300))
 SETTINGS = effective({}, {})
@@ -494,5 +495,73 @@ async def test_the_tools_through_a_real_sidecar(tmp_path: Path):
             assert conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] > 0
         listed = {t["name"] for t in await sidecar.call("tools.list")}
         assert {"memory_context_status", "compress", "decompress", "search_context"} <= listed
+    finally:
+        await sidecar.close()
+
+
+async def test_planned_cards_and_a_model_fold_decompress_to_the_originals(tmp_path: Path):
+    """The whole flow through a real sidecar: context.plan lands cards (applied as the shim does, then
+    context.landed), the model folds a range with compress, the next plan lands it, and decompress walks every layer
+    back to the original tool outputs byte for byte; search_context shows the path."""
+    b = SurfaceBuilder()
+    for t in range(1, 5):
+        b.user(f"Turn {t}: run the checks.")
+        b.runtime(t)
+        for r in range(4):
+            call_id = f"call_{t}_{r}"
+            b.assistant(t, r + 1, f"Step {r + 1}.", [(call_id, "bash", {"command": f"make check-{t}-{r}"})])
+            b.result(
+                t, r + 1, call_id, output_text(900, t * 10 + r) + f"\n结果 {t}-{r} <b>&amp;</b> 🙂\r\nmarker{t}x{r}"
+            )
+        if t < 4:
+            b.assistant(t, 5, f"Turn {t} done.")
+    events, originals = b.events, b.results
+    sidecar = await SidecarClient.start(tmp_path / "memory.db")
+    try:
+
+        async def plan(surface: list[dict], through: int, window: int = 24_000) -> dict:
+            sent = [e if e["seq"] > through else {k: v for k, v in e.items() if k != "data"} for e in surface]
+            return await sidecar.call("context.plan", plan_params(sent, window=window, turn=4))
+
+        first = await plan(events, -1)
+        cards = [op for op in first["ops"] if op["kind"] == "card"]
+        assert cards, first["decision"]
+        surface, landed = apply_ops(events, first["ops"], b.seq)
+        await sidecar.call("context.landed", {"namespace": "proj", "session": "s1", "ops": landed})
+        by_seq = {e["seq"]: e for e in events}
+        for op in cards:
+            call_id = by_seq[op["start"]]["data"]["message"]["source"]["callId"]
+            restored = await _tool(sidecar, "decompress", id=op["ref"])
+            assert restored["text"] == originals[call_id], op["ref"]
+
+        # The model folds everything foldable now; the next turn-end plan lands it (above the force line).
+        status = await _tool(sidecar, "memory_context_status", detail=True)
+        span = max(status["foldable"], key=lambda r: r["tokens"])
+        folded = await _tool(sidecar, "compress", content=f"{span['start']}–{span['end']} early checks\nAll green.")
+        assert folded["accepted"], folded["text"]
+        # A window the context still fills to 80 %: above the force line, so the fold lands whatever it saves.
+        second = await plan(surface, first["archived_through"], int(sum(status["layers"].values()) / 0.8))
+        assert folded["ref"] in {op["ref"] for op in second["ops"]}, second["decision"]
+        surface, landed = apply_ops(surface, second["ops"], b.seq + 100)
+        await sidecar.call("context.landed", {"namespace": "proj", "session": "s1", "ops": landed})
+
+        full = await _tool(sidecar, "decompress", id=folded["ref"], full=True, to_file=True)
+        text = Path(full["file"]).read_bytes().decode("utf-8")
+        assert full["file"].endswith(f"{folded['ref']}.full.txt") and len(text) == full["chars"] > INLINE_CAP
+        raw_results = [p for p in full["parts"] if p["call_id"]]
+        assert raw_results and all(p["kind"] == "raw" for p in full["parts"])
+        for p in raw_results:
+            assert text[p["offset"] : p["offset"] + p["length"]] == originals[p["call_id"]]
+        down = await _tool(sidecar, "decompress", id=folded["ref"])
+        assert {p["ref"] for p in down["parts"]} & {op["ref"] for op in cards}, "one tier down shows the cards"
+
+        carded = raw_results[-1]
+        marker = originals[carded["call_id"]].rsplit("\n", 1)[-1]
+        hits = await _tool(sidecar, "search_context", query=marker)
+        top = hits["hits"][0]
+        assert top["call_id"] == carded["call_id"]
+        assert top["path"].startswith(f"{folded['ref']}(T{folded['tier']}) → ") and top["path"].endswith(
+            f"(raw call {carded['call_id']})"
+        )
     finally:
         await sidecar.close()

@@ -9,7 +9,7 @@ from typing import Any
 
 from stratagate.context import queries
 from stratagate.context.records import Layer, Node
-from stratagate.context.surface import Surface, load_surface
+from stratagate.context.surface import Surface, classify_surface
 from stratagate.storage import lookup
 from stratagate.storage.db import Database, audit
 
@@ -37,8 +37,51 @@ async def session_state(db: Database, session_id: int) -> dict[str, Any]:
 
 
 async def surface(db: Database, session_id: int) -> Surface | None:
-    """The surface as the shim last reported it (None before the first context.plan)."""
-    return await load_surface(db.reader, session_id)
+    """The surface as the shim last reported it (None before the first context.plan), with the layers landed since
+    in place: between a landing and the next plan the state still lists the replaced nodes, and the replacement
+    nodes are archived only by that plan, so each one stands in as its layer's text."""
+    state = await queries.session_state(db.reader, session_id)
+    if state is None:
+        return None
+    order = [int(s) for s in state.get("surface", [])]
+    all_layers = await queries.session_layers(db.reader, session_id)
+    landed = sorted(
+        (la for la in all_layers if la.state == "landed" and la.replacement_seq is not None),
+        key=lambda la: (la.landed_at or "", la.id),
+    )
+    wanted = order + [la.replacement_seq for la in landed if la.replacement_seq is not None]
+    nodes = await queries.nodes_by_seqs(db.reader, session_id, wanted)
+    for la in landed:
+        rep = la.replacement_seq
+        covered = set(la.covers)
+        at = next((i for i, seq in enumerate(order) if seq in covered), None)
+        if rep is None or rep in order or at is None:
+            continue
+        first = nodes.get(order[at])
+        order = [seq for seq in order if seq not in covered]
+        order.insert(at, rep)
+        if rep not in nodes:
+            nodes[rep] = _stand_in(la, first)
+    return classify_surface(order, nodes, all_layers)
+
+
+def _stand_in(layer: Layer, first: Node | None) -> Node:
+    """A landed layer's replacement node before it is archived: a card keeps its tool result's call."""
+    card = layer.kind == "card" and first is not None
+    return Node(
+        seq=layer.replacement_seq or 0,
+        type="tool/result" if card else "user/message",
+        kind="tool" if card else "checkpoint",
+        turn=first.turn if first is not None else None,
+        step=first.step if first is not None else None,
+        call_id=first.call_id if card and first is not None else None,
+        tool_name=first.tool_name if card and first is not None else None,
+        calls=(),
+        is_error=bool(first.is_error) if card and first is not None else False,
+        text=layer.text,
+        tokens=layer.tokens,
+        replaces=tuple(layer.covers),
+    )
 
 
 @dataclass(frozen=True)

@@ -92,8 +92,13 @@ class Piece:
 
 
 def landed_by_replacement(all_layers: list[Layer]) -> dict[int, Layer]:
-    """Landed layers by the seq of their replacement node (how a surface node maps back to its layer)."""
-    return {la.replacement_seq: la for la in all_layers if la.state == "landed" and la.replacement_seq is not None}
+    """Layers that landed by the seq of their replacement node (how a node maps back to its layer), including those
+    a later fold took in since (``superseded`` after landing: they are still its parts)."""
+    return {
+        la.replacement_seq: la
+        for la in all_layers
+        if la.replacement_seq is not None and la.state in ("landed", "superseded")
+    }
 
 
 @dataclass
