@@ -25,6 +25,7 @@ from stratagate.context.cost import Batch, Decision, decide
 from stratagate.context.digest import digest_body, digest_tag
 from stratagate.context.models import Op, PlanParams, PlanResult
 from stratagate.context.records import Layer, session_ref
+from stratagate.context.reminders import update_reminders
 from stratagate.context.settings import ContextSettings
 from stratagate.context.surface import Surface, classify_surface, tagged_ref
 from stratagate.events.forgotten import load as load_forgotten
@@ -285,41 +286,7 @@ def digest_candidates(surface: Surface, protected: Protected, claimed: set[int],
     return out
 
 
-# --- reminders and state ------------------------------------------------------------------------------------------
-
-
-def reminder_text(foldable: int, first: str | None, last: str | None) -> str:
-    span = f" ({first}–{last})" if first and last else ""
-    return (
-        f"[stratagate:reminder · from StrataGate, not the user] {foldable / 1000:.1f}K tokens of finished work "
-        f"outside the protected tail are foldable{span}. When a stretch of work is done, fold it with "
-        'compress("<startRef>–<endRef> <topic>\\n<summary>"); memory_context_status lists the ranges.'
-    )
-
-
-def update_reminders(state: dict[str, Any], surface: Surface, protected: Protected, foldable: int, used: int,
-                     window: int, s: ContextSettings) -> str | None:
-    rem = state.setdefault("reminders", {})
-    newest_fold = max((la.id for la in surface.layers if la.kind == "fold" and not la.auto), default=0)
-    if "baseline" not in rem:
-        rem.update(baseline=foldable, next=foldable + s.reminder_every, unanswered=0, text=None,
-                   answered_layer=newest_fold, high=False)
-    if newest_fold > rem.get("answered_layer", 0):  # a compress call answers the reminders
-        rem.update(baseline=foldable, next=foldable + s.reminder_every, unanswered=0, text=None,
-                   answered_layer=newest_fold, high=False)
-    if foldable < rem["baseline"]:  # something landed: count growth from here
-        rem.update(baseline=foldable, next=min(rem["next"], foldable + s.reminder_every))
-    if not s.reminders:
-        rem["text"] = None
-        return None
-    high = used >= s.force_line * window
-    if foldable >= rem["next"] or (high and not rem.get("high")):
-        rem["unanswered"] = int(rem.get("unanswered", 0)) + 1
-        rem["next"] = foldable + (s.reminder_rearm_high if high else s.reminder_rearm)
-        rem["high"] = high
-        free = [n for n in surface.nodes if n.pos not in protected]
-        rem["text"] = reminder_text(foldable, free[0].node.ref if free else None, free[-1].node.ref if free else None)
-    return rem.get("text")
+# --- digests and state --------------------------------------------------------------------------------------------
 
 
 def wants_digest(state: dict[str, Any], phase: str, used: int, window: int, foldable: int,
