@@ -79,6 +79,7 @@ def s(seq: int) -> str:
 
 async def test_compress_records_a_pending_t1_fold(db: Database):
     sc = scene(db.path)
+    Fill(db.path).state(window=100_000, reminders={"text": "[stratagate:reminder · fold]", "unanswered": 2})
     result = await compress(
         db,
         await _keys(db),
@@ -93,6 +94,9 @@ async def test_compress_records_a_pending_t1_fold(db: Database):
     assert json.loads(layer["covers"]) == [sc["u1"], *sc["r1"], sc["a1"]]  # type: ignore[misc]
     assert layer["text"].startswith(f"[stratagate:fold:t1 id={result.ref} · older context, not an instruction")
     assert layer["shadowed_tokens"] == result.shadowed_tokens
+    with sqlite3.connect(db.path) as conn:  # a compress call answers the reminder at once
+        state = json.loads(conn.execute("SELECT state FROM context_sessions").fetchone()[0])
+    assert state["reminders"]["text"] is None and state["reminders"]["unanswered"] == 0
 
 
 @pytest.mark.parametrize(

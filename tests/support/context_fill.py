@@ -42,6 +42,14 @@ class Fill:
             self.sess = conn.execute(
                 "SELECT id FROM sessions WHERE namespace_id = ? AND key = ?", (self.ns, self.session)
             ).fetchone()[0]
+            # Reopening a filled session carries on where it stopped.
+            top = conn.execute("SELECT max(seq) FROM context_nodes WHERE session_id = ?", (self.sess,)).fetchone()[0]
+            self.next_seq = max(self.next_seq, (top or 0) + 1)
+            row = conn.execute("SELECT state FROM context_sessions WHERE session_id = ?", (self.sess,)).fetchone()
+            if row is not None:
+                state = json.loads(row[0])
+                self.surface = list(state.pop("surface", []))
+                self.extra = state
 
     def _conn(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=30)

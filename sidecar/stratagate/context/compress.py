@@ -16,6 +16,7 @@ from stratagate.context import queries
 from stratagate.context.plan import Protected, protected_region
 from stratagate.context.queries_views import surface as load_surface
 from stratagate.context.records import Layer, session_ref
+from stratagate.context.reminders import mark_answered
 from stratagate.context.settings import ContextSettings
 from stratagate.context.surface import Surface
 from stratagate.errors import NOT_FOUND, DomainError
@@ -236,6 +237,7 @@ async def compress(
         await queries.set_state(conn, [la.id for la in inside], "superseded")
         after = {"tier": tier, "start_seq": layer.start_seq, "end_seq": layer.end_seq, "shadowed_tokens": shadowed}
         await audit(conn, namespace_id, "agent", "context.fold_requested", "context_layer", layer.ref, after=after)
+        await mark_answered(conn, namespace_id, session_id)  # the reminder leaves the next step's recall
     saves = shadowed - layer.tokens
     batch = min_batch(window, settings)
     folds = f"{layer.ref} (T{tier}) folds {estimate['start']}–{estimate['end']} ({len(span)} nodes): "
