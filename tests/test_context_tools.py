@@ -25,7 +25,8 @@ from stratagate.context.restore import INLINE_CAP, DecompressArgs, decompress
 from stratagate.context.search import SearchArgs, search_context
 from stratagate.context.settings import effective
 from stratagate.context.status import context_status
-from stratagate.dsh.events import own_tool
+from stratagate.dsh.events import RawEvent, own_tool
+from stratagate.dsh.fold import fold_turn
 from stratagate.errors import DomainError
 from stratagate.storage.db import Database
 from support.context_fill import Fill
@@ -422,10 +423,26 @@ async def test_purge_explains_then_deletes_only_this_sessions_context_archive(db
     assert await _memory(db, "purge confirm", "zh") == "本会话没有上下文存档，无需清除。"
 
 
+def _result(call_id: str, text: str) -> dict:
+    block = {"type": "tool-result", "toolCallId": call_id, "content": [{"type": "text", "text": text}]}
+    return {"message": {"source": {"kind": "tool", "callId": call_id}, "content": [block]}}
+
+
 def test_the_context_tools_are_own_tools():
     for name in ("compress", "decompress", "search_context", "memory_context_status"):
         assert own_tool(name)
     assert not own_tool("compression")
+    events = [
+        RawEvent(type="turn/start", data={"turn": 1}),
+        RawEvent(type="user/message", data={"content": [{"type": "text", "text": "go"}], "source": {"kind": "user"}}),
+        RawEvent(type="tool/call", data={"callId": "a", "name": "decompress", "arguments": {"id": "c7"}}),
+        RawEvent(type="tool/result", data=_result("a", "the restored output")),
+        RawEvent(type="tool/call", data={"callId": "b", "name": "bash", "arguments": {"command": "ls"}}),
+        RawEvent(type="tool/result", data=_result("b", "README.md")),
+        RawEvent(type="turn/end", data={"turn": 1}),
+    ]
+    folded = fold_turn(events, "s1", now_ms=0)
+    assert folded is not None and [t["name"] for t in folded["tools"]] == ["bash"]  # restoring is not new evidence
 
 
 # -- through a real sidecar ------------------------------------------------------------------------------------------
@@ -497,6 +514,19 @@ async def test_the_tools_through_a_real_sidecar(tmp_path: Path):
         with sqlite3.connect(db_path) as conn:
             assert conn.execute("SELECT COUNT(*) FROM context_nodes").fetchone()[0] == 0
             assert conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] > 0
+        # A block layer restores its next level down (a view), then the originals below L5.
+        sealed = [await sidecar.call("turn.capture", turn(i, session="s3")) for i in range(1, 7)]
+        block = sealed[-1]["sealed_block_ids"][0]
+        b3 = Fill(db_path, session="s3")
+        first = b3.user("User message number 1 about topic1.", turn=1)
+        last = b3.node("assistant", "Assistant reply 6.", turn=6)
+        b3.layer("block", [first, last], ref=block, block_id=int(block.split("_")[1]), level=2, text="L2 view")
+        view = await _tool(sidecar, "decompress", session="s3", id=block)
+        assert view["parts"][0]["kind"] == "view" and view["parts"][0]["level"] == 3
+        assert "topic1" in view["text"]
+        originals = await _tool(sidecar, "decompress", session="s3", id=block, full=True)
+        assert [p["seq"] for p in originals["parts"]] == [first, last]
+
         listed = {t["name"] for t in await sidecar.call("tools.list")}
         assert {"memory_context_status", "compress", "decompress", "search_context"} <= listed
     finally:
