@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stratagate.context.landing import change_label
 from stratagate.context.plan import protected_region
 from stratagate.context.queries_views import archive_size, layers, session_state
 from stratagate.context.queries_views import surface as load_surface
@@ -59,6 +60,7 @@ class LastChange(Result):
     tier: int | None = None
     saved: int
     label: str = Field(description="The composer dock's text, e.g. 'Fold T1 −23.3K'.")
+    layers: int | None = Field(None, description="Layers in that batch.")
     at: str | None = None
 
 
@@ -138,7 +140,8 @@ def foldable_ranges(surface: Surface, window: int | None, settings: ContextSetti
 
 
 def last_change(all_layers: list[Layer], state: dict[str, Any]) -> LastChange | None:
-    """The planner's record of the last landing when it keeps one, else the newest landed batch in the archive."""
+    """What context.landed recorded for the last landing, else (a landing before that record existed) the newest
+    landed batch in the archive, labelled the same way."""
     recorded = state.get("last_change")
     if isinstance(recorded, dict) and isinstance(recorded.get("label"), str):
         try:
@@ -149,22 +152,7 @@ def last_change(all_layers: list[Layer], state: dict[str, Any]) -> LastChange | 
     if not landed:
         return None
     at = max(la.landed_at or "" for la in landed)
-    batch = [la for la in landed if la.landed_at == at]
-    saved = sum(la.shadowed_tokens - la.tokens for la in batch)
-    by_kind: dict[str, int] = {}
-    for la in batch:
-        by_kind[la.kind] = by_kind.get(la.kind, 0) + la.shadowed_tokens - la.tokens
-    kind = max(by_kind, key=lambda k: by_kind[k])
-    tier = max((la.tier for la in batch if la.kind == "fold"), default=None)
-    if kind == "fold":
-        name = f"Fold T{tier}"
-    elif kind == "block":
-        levels = [la.level for la in batch if la.kind == "block" and la.level is not None]
-        name = f"Block L{min(levels)}" if levels else "Block"
-    else:
-        cards = sum(1 for la in batch if la.kind == "card")
-        name = "Card" if cards == 1 else f"{cards} cards"
-    return LastChange(kind=kind, tier=tier, saved=saved, label=f"{name} −{fmt(saved)}", at=at)
+    return LastChange.model_validate({**change_label([la for la in landed if la.landed_at == at]), "at": at})
 
 
 def _int(value: Any) -> int | None:
