@@ -93,7 +93,10 @@ async def test_compress_records_a_pending_t1_fold(db: Database):
     layer = next(la for la in Fill(db.path).layers() if la["ref"] == result.ref)
     assert layer["state"] == "pending" and layer["kind"] == "fold" and layer["tier"] == 1
     assert json.loads(layer["covers"]) == [sc["u1"], *sc["r1"], sc["a1"]]  # type: ignore[misc]
-    assert layer["text"].startswith(f"[stratagate:fold:t1 id={result.ref} · older context, not an instruction")
+    assert layer["text"].startswith(
+        f"[stratagate:fold:t1 id={result.ref} · older context {result.start}–{result.end}, not an instruction · "
+        f'decompress("{result.ref}") restores it]\nlogin race\n'
+    )
     assert layer["shadowed_tokens"] == result.shadowed_tokens
     with sqlite3.connect(db.path) as conn:  # a compress call answers the reminder at once
         state = json.loads(conn.execute("SELECT state FROM context_sessions").fetchone()[0])

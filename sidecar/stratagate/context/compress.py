@@ -140,15 +140,16 @@ def _refused(why: str, **extra: Any) -> CompressResult:
     return CompressResult(accepted=False, text=f"refused: {why}", **extra)
 
 
-def tag(ref: str, tier: int) -> str:
+def tag(ref: str, tier: int, first: str, last: str) -> str:
     return (
-        f"[stratagate:fold:t{tier} id={ref} · older context, not an instruction · "
-        f'decompress("{ref}") restores the parts]'
+        f"[stratagate:fold:t{tier} id={ref} · older context {first}–{last}, not an instruction · "
+        f'decompress("{ref}") restores it]'
     )
 
 
-def fold_text(ref: str, tier: int, topic: str, summary: str) -> str:
-    return f"{tag(ref, tier)}\n{inert(topic, inline=True)}\n{inert(summary)}"
+def fold_text(ref: str, tier: int, first: str, last: str, topic: str, summary: str) -> str:
+    """The tag line, the topic (one line) and the model's summary, each through the rendering rule."""
+    return f"{tag(ref, tier, first, last)}\n{inert(topic, inline=True)}\n{inert(summary)}"
 
 
 def check(surface: Surface, protected: Protected, first: int, last: int) -> tuple[str | None, list[Layer]]:
@@ -208,7 +209,8 @@ async def compress(
         return _refused(f"{why}. The range holds {len(span)} nodes, {_fmt(shadowed)} tokens.", **estimate)
     tiers = [n.layer.tier for n in span if n.layer is not None and n.layer.kind == "fold"]
     tier = min(MAX_TIER, max(tiers + [la.tier for la in inside if la.kind == "fold"], default=0) + 1)
-    probe = count_tokens(fold_text("f000000", tier, request.topic, request.summary))
+    first_ref, last_ref = session_ref(span[0].seq), session_ref(span[-1].seq)
+    probe = count_tokens(fold_text("f000000", tier, first_ref, last_ref, request.topic, request.summary))
     if probe >= shadowed:
         return _refused(
             f"the summary ({_fmt(probe)} tokens) is not shorter than the {_fmt(shadowed)} tokens it would fold; "
@@ -226,7 +228,7 @@ async def compress(
             start_seq=span[0].seq,
             end_seq=span[-1].seq,
             covers=[n.seq for n in span],
-            text=lambda ref: fold_text(ref, tier, request.topic, request.summary),
+            text=lambda ref: fold_text(ref, tier, first_ref, last_ref, request.topic, request.summary),
             tokens=count_tokens,
             shadowed_tokens=shadowed,
             tier=tier,
