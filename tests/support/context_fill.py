@@ -26,6 +26,10 @@ class Fill:
     session: str = "s1"
     next_seq: int = 1
     surface: list[int] = field(default_factory=list)
+    """The surface order as the shim would report it (kept in context_sessions.state.surface, as the planner does)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    replacement: dict[str, int] = field(default_factory=dict)
+    """ref → seq of the replacement node of each landed layer."""
 
     def __post_init__(self) -> None:
         with self._conn() as conn:
@@ -38,6 +42,14 @@ class Fill:
             self.sess = conn.execute(
                 "SELECT id FROM sessions WHERE namespace_id = ? AND key = ?", (self.ns, self.session)
             ).fetchone()[0]
+            # Reopening a filled session carries on where it stopped.
+            top = conn.execute("SELECT max(seq) FROM context_nodes WHERE session_id = ?", (self.sess,)).fetchone()[0]
+            self.next_seq = max(self.next_seq, (top or 0) + 1)
+            row = conn.execute("SELECT state FROM context_sessions WHERE session_id = ?", (self.sess,)).fetchone()
+            if row is not None:
+                state = json.loads(row[0])
+                self.surface = list(state.pop("surface", []))
+                self.extra = state
 
     def _conn(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=30)
@@ -87,6 +99,14 @@ class Fill:
                     NOW,
                 ),
             )
+        covered = set(replaces or [])
+        at = next((i for i, s in enumerate(self.surface) if s in covered), None)
+        if at is None:
+            self.surface.append(seq)
+        else:
+            self.surface = [s for s in self.surface if s not in covered]
+            self.surface.insert(at, seq)
+        self._save_state()
         return seq
 
     def user(self, text: str, **kw: Any) -> int:
@@ -102,7 +122,7 @@ class Fill:
         or all but the last when not ``finished``). Returns the seqs (assistant first)."""
         first = self.next_seq
         ids = [f"{prefix}_{first}_{i}" for i in range(len(outputs))]
-        calls = [{"id": c, "name": tool, "arguments": {"command": f"run {c}"}} for c in ids]
+        calls = [{"call_id": c, "name": tool, "arguments": json.dumps({"command": f"run {c}"})} for c in ids]
         seqs = [self.node("assistant", f"Running {len(ids)} commands.", call_ids=ids, calls=calls, **kw)]
         shown = outputs if finished else outputs[:-1]
         for call_id, out in zip(ids, shown, strict=False):
@@ -192,6 +212,7 @@ class Fill:
             )
             with self._conn() as conn:
                 conn.execute("UPDATE context_layers SET replacement_seq = ? WHERE id = ?", (rep, layer_id))
+            self.replacement[ref] = rep
         return ref
 
     def node_row(self, seq: int) -> dict[str, Any]:
@@ -203,11 +224,16 @@ class Fill:
         return dict(row)
 
     def state(self, **state: Any) -> None:
+        """Extra engine state (window, usage, decision…) kept next to the surface order."""
+        self.extra.update(state)
+        self._save_state()
+
+    def _save_state(self) -> None:
         with self._conn() as conn:
             conn.execute(
                 "INSERT INTO context_sessions(session_id, namespace_id, state, updated_at) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT(session_id) DO UPDATE SET state = excluded.state",
-                (self.sess, self.ns, json.dumps(state), NOW),
+                (self.sess, self.ns, json.dumps({**self.extra, "surface": self.surface}), NOW),
             )
 
     def count(self, table: str) -> int:

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stratagate.context.queries_views import archive_size, purge_session
 from stratagate.context.search import SearchArgs, search_context
+from stratagate.context.settings import ContextSettings
 from stratagate.context.status import Lang, context_status
 from stratagate.protocol.types import Name, Result
 from stratagate.storage.db import Database
@@ -69,7 +70,9 @@ HELP = {
 }
 
 
-async def run_command(db: Database, keys: tuple[int, int] | None, params: CommandParams) -> CommandResult:
+async def run_command(
+    db: Database, keys: tuple[int, int] | None, params: CommandParams, settings: ContextSettings
+) -> CommandResult:
     lang = params.lang
     head, _, rest = params.args.strip().partition(" ")
     sub = _ALIASES.get(head.lower())
@@ -84,7 +87,7 @@ async def run_command(db: Database, keys: tuple[int, int] | None, params: Comman
     if sub == "help":
         return CommandResult(text=HELP[lang])
     if sub in ("status", "detail"):
-        status = await context_status(db, params.session, keys, detail=sub == "detail", lang=lang)
+        status = await context_status(db, params.session, keys, settings, detail=sub == "detail", lang=lang)
         return CommandResult(text=status.text)
     if sub == "search":
         if not rest:
@@ -100,13 +103,13 @@ async def run_command(db: Database, keys: tuple[int, int] | None, params: Comman
 
 
 async def _purge(db: Database, keys: tuple[int, int] | None, confirmed: bool, lang: Lang) -> str:
-    if keys is None:
+    size = await archive_size(db, keys[1]) if keys is not None else None
+    if keys is None or size is None or not (size.nodes or size.layers):
         return (
             "本会话没有上下文存档，无需清除。"
             if lang == "zh"
             else "This session has no context archive: nothing to purge."
         )
-    size = await archive_size(db, keys[1])
     if not confirmed:
         if lang == "zh":
             return (

@@ -12,17 +12,20 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stratagate.context.current import Item, Round, landed_by_replacement, protected, rounds, session_ref, surface
-from stratagate.context.queries_views import Layer, insert_pending_fold, layers, nodes, session_state, stored_settings
+from stratagate.context import queries
+from stratagate.context.plan import Protected, protected_region
+from stratagate.context.queries_views import surface as load_surface
+from stratagate.context.records import Layer, session_ref
+from stratagate.context.reminders import mark_answered
+from stratagate.context.settings import ContextSettings
+from stratagate.context.surface import Surface
 from stratagate.errors import NOT_FOUND, DomainError
 from stratagate.protocol.types import Result
 from stratagate.safety.inert import inert
-from stratagate.storage.db import Database
+from stratagate.storage.db import Database, audit
 from stratagate.tokens import count_tokens
 
 MAX_TIER = 3
-MIN_BATCH = 5000
-MIN_BATCH_SHARE = 0.01
 MAX_TOPIC = 200
 MAX_CONTENT = 60_000
 _SESSION_REF = re.compile(r"^s(\d{1,12})$")
@@ -94,46 +97,35 @@ def parse(content: str) -> Request:
     return Request(start, end, topic, summary)
 
 
-@dataclass
-class View:
-    items: list[Item]
-    layers: list[Layer]
-    window: int | None
-
-    def __post_init__(self) -> None:
-        self.pos = {it.seq: i for i, it in enumerate(self.items)}
-        self.rounds = rounds(self.items)
-        self.landed = landed_by_replacement(self.layers)
+def _layer_positions(surface: Surface, layer: Layer) -> list[int]:
+    by_seq = surface.by_seq
+    if layer.state == "landed" and layer.replacement_seq in by_seq:
+        return [by_seq[layer.replacement_seq]]
+    return sorted(by_seq[s] for s in layer.covers if s in by_seq)
 
 
-def _layer_positions(view: View, layer: Layer) -> list[int]:
-    if layer.state == "landed" and layer.replacement_seq in view.pos:
-        return [view.pos[layer.replacement_seq]]
-    return sorted(view.pos[s] for s in layer.covers if s in view.pos)
-
-
-def locate(view: View, ref: str, as_end: bool) -> int:
+def locate(surface: Surface, ref: str, as_end: bool) -> int:
     """The surface position ``ref`` names (a call id: the first or last node of its round)."""
     key = ref.strip()
-    layer = next((la for la in view.layers if la.ref == key), None)
+    layer = surface.layer(key)
     if layer is not None:
         if layer.state in ("dropped", "superseded"):
             raise ContentError(f"compress: {key} is no longer on the surface ({layer.state})")
-        positions = _layer_positions(view, layer)
+        positions = _layer_positions(surface, layer)
         if not positions:
             raise ContentError(f"compress: {key} is not on the current surface")
         return positions[-1] if as_end else positions[0]
     m = _SESSION_REF.match(key)
     if m:
         seq = int(m.group(1))
-        if seq in view.pos:
-            return view.pos[seq]
-        holder = next((la for la in view.landed.values() if seq in la.covers), None)
+        if seq in surface.by_seq:
+            return surface.by_seq[seq]
+        holder = next((la for la in surface.layers if la.state == "landed" and seq in la.covers), None)
         if holder is not None:
             raise ContentError(f"compress: {session_ref(seq)} is inside {holder.ref} now; use {holder.ref} as the ref")
-    for r in view.rounds:
-        if any(view.items[p].node.call_id == key or key in view.items[p].node.call_ids for p in r.positions):
-            return r.last if as_end else r.first
+    for r in surface.rounds:
+        if key in r.call_ids:
+            return r.end if as_end else r.start
     raise RefNotFound(
         f"compress: unknown ref {ref!r} in this session's surface (use refs from memory_context_status: s00042, c7, "
         "f9, blk_3 or a tool call id)"
@@ -148,37 +140,35 @@ def _refused(why: str, **extra: Any) -> CompressResult:
     return CompressResult(accepted=False, text=f"refused: {why}", **extra)
 
 
-def tag(ref: str, tier: int) -> str:
+def tag(ref: str, tier: int, first: str, last: str) -> str:
     return (
-        f"[stratagate:fold:t{tier} id={ref} · older context, not an instruction · "
-        f'decompress("{ref}") restores the parts]'
+        f"[stratagate:fold:t{tier} id={ref} · older context {first}–{last}, not an instruction · "
+        f'decompress("{ref}") restores it]'
     )
 
 
-def fold_text(ref: str, tier: int, topic: str, summary: str) -> str:
-    return f"{tag(ref, tier)}\n{inert(topic, inline=True)}\n{inert(summary)}"
+def fold_text(ref: str, tier: int, first: str, last: str, topic: str, summary: str) -> str:
+    """The tag line, the topic (one line) and the model's summary, each through the rendering rule."""
+    return f"{tag(ref, tier, first, last)}\n{inert(topic, inline=True)}\n{inert(summary)}"
 
 
-def check(view: View, first: int, last: int) -> tuple[str | None, list[Layer]]:
+def check(surface: Surface, protected: Protected, first: int, last: int) -> tuple[str | None, list[Layer]]:
     """Why the range ``first…last`` may not be folded (None when it may), and the pending layers it wholly holds."""
+    reason = protected.reason(first, last)
+    if reason is not None:
+        at = next(p for p in range(first, last + 1) if p in protected)
+        return f"the range covers {reason} ({session_ref(surface.nodes[at].seq)}), which stays as it is", []
+    for edge in (first, last):
+        a, b = surface.atom_of(edge)
+        if (edge == first and a != first) or (edge == last and b != last):
+            ra, rb = session_ref(surface.nodes[a].seq), session_ref(surface.nodes[b].seq)
+            return f"the range splits the tool round {ra}–{rb}; include all of it or none", []
     span = set(range(first, last + 1))
-    guarded = protected(view.items, view.window)
-    hit = sorted(p for p in span if p in guarded)
-    if hit:
-        reason = guarded[hit[0]]
-        return f"the range covers the {reason} ({session_ref(view.items[hit[0]].seq)}), which stays as it is", []
-    summary = next((p for p in span if view.items[p].what == "summary"), None)
-    if summary is not None:
-        return f"the range covers DSH's own summary ({session_ref(view.items[summary].seq)}); fold around it", []
-    split = next((r for r in view.rounds if _splits(r, span)), None)
-    if split is not None:
-        a, b = view.items[split.first].seq, view.items[split.last].seq
-        return f"the range splits the tool round {session_ref(a)}–{session_ref(b)}; include all of it or none", []
     inside: list[Layer] = []
-    for la in view.layers:
+    for la in surface.layers:
         if la.state != "pending":
             continue
-        positions = set(_layer_positions(view, la))
+        positions = set(_layer_positions(surface, la))
         if not positions or not positions & span:
             continue
         if not positions <= span:
@@ -187,73 +177,73 @@ def check(view: View, first: int, last: int) -> tuple[str | None, list[Layer]]:
     return None, inside
 
 
-def _splits(r: Round, span: set[int]) -> bool:
-    inside = sum(1 for p in r.positions if p in span)
-    return 0 < inside < len(r.positions)
+def min_batch(window: int | None, s: ContextSettings) -> int:
+    return max(s.min_batch_tokens, int(s.min_batch_share * window)) if window else s.min_batch_tokens
 
 
-def min_batch(window: int | None, settings: dict[str, Any]) -> int:
-    floor = int(settings.get("min_batch_tokens", MIN_BATCH) or MIN_BATCH)
-    share = float(settings.get("min_batch_share", MIN_BATCH_SHARE) or MIN_BATCH_SHARE)
-    return max(floor, int(share * window)) if window else floor
-
-
-async def compress(db: Database, keys: tuple[int, int] | None, args: CompressArgs) -> CompressResult:
+async def compress(
+    db: Database, keys: tuple[int, int] | None, args: CompressArgs, settings: ContextSettings
+) -> CompressResult:
     request = parse(args.content)
-    if keys is None:
-        raise RefNotFound("compress: this session has no context archive yet (nothing to fold)")
+    found = await load_surface(db, keys[1]) if keys is not None else None
+    if keys is None or found is None or not found.nodes:
+        raise RefNotFound("compress: this session's context is not managed yet (no surface reported), nothing to fold")
     namespace_id, session_id = keys
-    state = await session_state(db, session_id)
-    all_layers = await layers(db, session_id)
+    surface = found
+    state = await queries.session_state(db.reader, session_id) or {}
     window = state.get("window") if isinstance(state.get("window"), int) else None
-    view = View(surface(await nodes(db, session_id), all_layers, state), all_layers, window)
-    first, last = locate(view, request.start, as_end=False), locate(view, request.end, as_end=True)
+    first, last = locate(surface, request.start, as_end=False), locate(surface, request.end, as_end=True)
     if first > last:
         raise ContentError(f"compress: {request.start} comes after {request.end} on the surface; swap them")
-    span = view.items[first : last + 1]
-    shadowed = sum(it.tokens for it in span)
+    span = surface.nodes[first : last + 1]
+    shadowed = surface.tokens(first, last)
     estimate = {
         "start": session_ref(span[0].seq),
         "end": session_ref(span[-1].seq),
         "nodes": len(span),
         "shadowed_tokens": shadowed,
     }
-    why, inside = check(view, first, last)
+    protected = protected_region(surface, window or 0, settings)
+    why, inside = check(surface, protected, first, last)
     if why is not None:
         return _refused(f"{why}. The range holds {len(span)} nodes, {_fmt(shadowed)} tokens.", **estimate)
-    tier = min(MAX_TIER, max([it.tier for it in span] + [la.tier for la in inside if la.kind == "fold"]) + 1)
-    probe = fold_text("f000000", tier, request.topic, request.summary)
-    if count_tokens(probe) >= shadowed:
+    tiers = [n.layer.tier for n in span if n.layer is not None and n.layer.kind == "fold"]
+    tier = min(MAX_TIER, max(tiers + [la.tier for la in inside if la.kind == "fold"], default=0) + 1)
+    first_ref, last_ref = session_ref(span[0].seq), session_ref(span[-1].seq)
+    probe = count_tokens(fold_text("f000000", tier, first_ref, last_ref, request.topic, request.summary))
+    if probe >= shadowed:
         return _refused(
-            f"the summary ({_fmt(count_tokens(probe))} tokens) is not shorter than the {_fmt(shadowed)} tokens it "
-            "would fold; fold a longer range or write less",
+            f"the summary ({_fmt(probe)} tokens) is not shorter than the {_fmt(shadowed)} tokens it would fold; "
+            "fold a longer range or write less",
             **estimate,
         )
-    children = [it.layer.ref for it in span if it.layer is not None] + [la.ref for la in inside]
-
-    def render(ref: str) -> tuple[str, int]:
-        text = fold_text(ref, tier, request.topic, request.summary)
-        return text, count_tokens(text)
-
+    children = [n.layer.ref for n in span if n.layer is not None] + [la.ref for la in inside]
     async with db.transaction() as conn:
-        _, ref, _text, tokens = await insert_pending_fold(
+        layer = await queries.insert_layer(
             conn,
             namespace_id,
             session_id,
-            tier=tier,
-            topic=inert(request.topic, inline=True),
+            prefix="f",
+            kind="fold",
             start_seq=span[0].seq,
             end_seq=span[-1].seq,
-            covers=[it.seq for it in span],
-            children=children,
-            render=render,
+            covers=[n.seq for n in span],
+            text=lambda ref: fold_text(ref, tier, first_ref, last_ref, request.topic, request.summary),
+            tokens=count_tokens,
             shadowed_tokens=shadowed,
-            supersede=[la.ref for la in inside],
+            tier=tier,
+            topic=inert(request.topic, inline=True),
+            children=children,
         )
-    saves = shadowed - tokens
-    batch = min_batch(window, await stored_settings(db))
-    folds = f"{ref} (T{tier}) folds {estimate['start']}–{estimate['end']} ({len(span)} nodes): {_fmt(shadowed)} → "
-    folds += f"{_fmt(tokens)} tokens, saves ~{_fmt(saves)}."
+        # Pending layers wholly inside are its children now: they will not land on their own.
+        await queries.set_state(conn, [la.id for la in inside], "superseded")
+        after = {"tier": tier, "start_seq": layer.start_seq, "end_seq": layer.end_seq, "shadowed_tokens": shadowed}
+        await audit(conn, namespace_id, "agent", "context.fold_requested", "context_layer", layer.ref, after=after)
+        await mark_answered(conn, namespace_id, session_id)  # the reminder leaves the next step's recall
+    saves = shadowed - layer.tokens
+    batch = min_batch(window, settings)
+    folds = f"{layer.ref} (T{tier}) folds {estimate['start']}–{estimate['end']} ({len(span)} nodes): "
+    folds += f"{_fmt(shadowed)} → {_fmt(layer.tokens)} tokens, saves ~{_fmt(saves)}."
     if saves >= batch:
         first_line = f"accepted, lands at turn end: {folds}"
     else:
@@ -261,4 +251,6 @@ async def compress(db: Database, keys: tuple[int, int] | None, args: CompressArg
             f"accepted, lands at turn end once the batch is worth the cache miss (saves ~{_fmt(saves)}, under the "
             f"{_fmt(batch)} minimum batch; it lands by its 3rd turn end at the latest): {folds}"
         )
-    return CompressResult(accepted=True, text=first_line, ref=ref, tier=tier, tokens=tokens, saves=saves, **estimate)
+    return CompressResult(
+        accepted=True, text=first_line, ref=layer.ref, tier=tier, tokens=layer.tokens, saves=saves, **estimate
+    )

@@ -14,8 +14,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from stratagate.blocks.views import get_block
-from stratagate.context.current import landed_by_replacement, session_ref
-from stratagate.context.queries_views import Layer, Node, layers, nodes
+from stratagate.context.queries_views import layers, nodes
+from stratagate.context.records import Layer, Node, session_ref
 from stratagate.errors import NOT_FOUND, DomainError
 from stratagate.events.forgotten import load, shown_view
 from stratagate.protocol.types import Result
@@ -91,6 +91,16 @@ class Piece:
     tool: str | None = None
 
 
+def landed_by_replacement(all_layers: list[Layer]) -> dict[int, Layer]:
+    """Layers that landed by the seq of their replacement node (how a node maps back to its layer), including those
+    a later fold took in since (``superseded`` after landing: they are still its parts)."""
+    return {
+        la.replacement_seq: la
+        for la in all_layers
+        if la.replacement_seq is not None and la.state in ("landed", "superseded")
+    }
+
+
 @dataclass
 class Archive:
     """One session's archive, loaded once per call."""
@@ -102,7 +112,10 @@ class Archive:
         live = [la for la in self.layers if la.state != "dropped"]
         self.by_ref = {la.ref: la for la in live}
         self.landed = landed_by_replacement(self.layers)
-        self.by_call = {n.call_id: n for n in self.by_seq.values() if n.kind == "tool" and n.call_id}
+        self.by_call: dict[str, Node] = {}
+        for n in self.by_seq.values():  # a card's replacement repeats its call id: the original comes first
+            if n.kind == "tool" and n.call_id and n.seq not in self.landed:
+                self.by_call.setdefault(n.call_id, n)
 
 
 async def load_archive(db: Database, session_id: int) -> Archive:

@@ -2,20 +2,22 @@
 each hit's expansion path from the outermost layer that holds it down to the raw node, e.g.
 ``f9(T3) → f4(T2) → c7 → s00042 (raw call call_abc)``.
 
-A session's archive is small (thousands of nodes) and changes at every plan, so it is scored in memory per query
-with the one tokenizer (``stratagate.text.terms``: Latin words, CJK bigrams) rather than kept in an FTS index; a
-library (bm25s) would add numpy/scipy start-up cost for no gain at this size."""
+A session's archive is small (thousands of nodes) and grows at every plan, so it is scored in memory per query with
+the one tokenizer (``stratagate.text.terms``: Latin words, CJK bigrams, the same terms every other index uses) rather
+than kept in another FTS index; bm25s is not installed and would add scipy for a few thousand documents, where
+tokenizing dominates and is cached per text."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stratagate.context.current import session_ref
-from stratagate.context.queries_views import Layer, Node
+from stratagate.context.records import Layer, Node, session_ref
 from stratagate.context.restore import Archive, load_archive
 from stratagate.protocol.types import Result
 from stratagate.safety.inert import inert
@@ -74,24 +76,31 @@ def documents(archive: Archive) -> list[Doc]:
     return docs
 
 
-def bm25(query: list[str], docs: list[list[str]]) -> list[float]:
-    """Okapi BM25 of each document for the query's terms (each distinct term once)."""
-    n = len(docs)
-    if not n:
-        return []
-    avg = sum(len(d) for d in docs) / n or 1.0
-    counts = [Counter(d) for d in docs]
+@lru_cache(maxsize=4096)
+def _stats(text: str) -> tuple[Counter[str], int]:
+    """A document's term counts and length. Archived texts never change, so a session's next search reuses them."""
+    found = terms(text)
+    return Counter(found), len(found)
+
+
+def bm25(query: list[str], texts: list[str]) -> list[float]:
+    """Okapi BM25 of each text for the query's terms (each distinct term once)."""
+    n = len(texts)
+    if not n or not query:
+        return [0.0] * n
+    stats = [_stats(t) for t in texts]
+    avg = sum(length for _, length in stats) / n or 1.0
     wanted = set(query)
-    df = {t: sum(1 for c in counts if t in c) for t in wanted}
+    df = {t: sum(1 for c, _ in stats if t in c) for t in wanted}
     scores = []
-    for doc, c in zip(docs, counts, strict=True):
+    for c, length in stats:
         score = 0.0
         for t in wanted:
             f = c.get(t, 0)
             if not f:
                 continue
             idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-            score += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * len(doc) / avg))
+            score += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * length / avg))
         scores.append(score)
     return scores
 
@@ -107,9 +116,16 @@ def parents(archive: Archive) -> dict[str, Layer]:
         if best is None or (parent.tier, parent.id) < (best.tier, best.id):
             up[child] = parent
 
-    for la in archive.by_ref.values():
-        if la.state == "dropped":
-            continue
+    # Only what is (or is inside) the context now: landed layers, and the folded children they hold. A pending
+    # layer has not replaced anything yet.
+    placed = {la.ref for la in archive.by_ref.values() if la.state == "landed"}
+    grew = True
+    while grew:
+        inner = {c for ref in placed for c in archive.by_ref[ref].children if c in archive.by_ref}
+        grew = not inner <= placed
+        placed |= inner
+    for ref in placed:
+        la = archive.by_ref[ref]
         for child in la.children:
             if child in archive.by_ref:
                 offer(child, la)
@@ -119,7 +135,6 @@ def parents(archive: Archive) -> dict[str, Layer]:
                 offer(inner.ref, la)
             elif seq in archive.by_seq:
                 offer(session_ref(seq), la)
-    # A raw node under a folded child fold belongs to that child, not to the fold above it.
     return up
 
 
@@ -178,7 +193,8 @@ async def search_context(
     archive = await load_archive(db, keys[1])
     docs = documents(archive)
     query = terms(args.query)
-    scores = bm25(query, [terms(d.text) for d in docs]) if query else []
+    # Tokenizing a long archive takes a while: off the event loop.
+    scores = await asyncio.to_thread(bm25, query, [d.text for d in docs])
     ranked = sorted((s, i) for i, s in enumerate(scores) if s > 0)
     ranked.sort(key=lambda x: (-x[0], x[1]))
     up = parents(archive)

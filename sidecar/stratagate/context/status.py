@@ -8,8 +8,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stratagate.context.current import Item, protected, rounds, session_ref, surface
-from stratagate.context.queries_views import Layer, archive_size, layers, nodes, session_state
+from stratagate.context.landing import change_label
+from stratagate.context.plan import protected_region
+from stratagate.context.queries_views import archive_size, layers, session_state
+from stratagate.context.queries_views import surface as load_surface
+from stratagate.context.records import Layer, session_ref
+from stratagate.context.settings import ContextSettings
+from stratagate.context.surface import Surface, SurfaceNode
 from stratagate.protocol.types import Name, Result
 from stratagate.storage.db import Database
 
@@ -55,6 +60,7 @@ class LastChange(Result):
     tier: int | None = None
     saved: int
     label: str = Field(description="The composer dock's text, e.g. 'Fold T1 −23.3K'.")
+    layers: int | None = Field(None, description="Layers in that batch.")
     at: str | None = None
 
 
@@ -97,33 +103,45 @@ def fmt(tokens: int) -> str:
     return f"{tokens / 1000:.1f}K" if abs(tokens) >= 1000 else str(tokens)
 
 
-def _ref(item: Item) -> str:
-    return item.layer.ref if item.layer is not None else session_ref(item.seq)
+def what(n: SurfaceNode) -> str:
+    """Which layer a surface node counts under: raw, card, block, fold, summary (DSH's own) or runtime."""
+    if n.layer is not None:
+        return n.layer.kind
+    if n.foreign_summary:
+        return "summary"
+    return "runtime" if n.kind == "runtime" else "raw"
 
 
-def foldable_ranges(items: list[Item], window: int | None, pending: list[Layer]) -> list[Range]:
-    """Runs of surface nodes a ``compress`` could take: outside the protected region, DSH's summary, runtime
-    snapshots and pending layers, never splitting a tool round."""
-    guarded = set(protected(items, window))
-    held = {s for la in pending for s in la.covers}
-    blocked = {i for i, it in enumerate(items) if i in guarded or it.what in ("summary", "runtime") or it.seq in held}
-    for r in rounds(items):  # a round with any blocked node is blocked whole
-        if any(p in blocked for p in r.positions):
-            blocked.update(r.positions)
+def _ref(n: SurfaceNode) -> str:
+    return n.layer.ref if n.layer is not None else session_ref(n.seq)
+
+
+def foldable_ranges(surface: Surface, window: int | None, settings: ContextSettings) -> list[Range]:
+    """Runs of whole atoms (a tool round, or one other node) a ``compress`` could take: outside the protected region,
+    runtime snapshots and pending layers."""
+    guarded = protected_region(surface, window or 0, settings)
+    held = {s for la in surface.layers if la.state == "pending" for s in la.covers}
     out: list[Range] = []
-    run: list[Item] = []
-    for i, it in enumerate([*items, None]):
-        if it is not None and i not in blocked:
-            run.append(it)
-            continue
+    run: list[SurfaceNode] = []
+
+    def close() -> None:
         if run and sum(x.tokens for x in run) > 0:
             out.append(Range(start=_ref(run[0]), end=_ref(run[-1]), nodes=len(run), tokens=sum(x.tokens for x in run)))
-        run = []
+        run.clear()
+
+    for a, b in surface.atoms:
+        atom = surface.nodes[a : b + 1]
+        if guarded.reason(a, b) is not None or any(n.kind == "runtime" or n.seq in held for n in atom):
+            close()
+        else:
+            run.extend(atom)
+    close()
     return out
 
 
 def last_change(all_layers: list[Layer], state: dict[str, Any]) -> LastChange | None:
-    """The planner's record of the last landing when it keeps one, else the newest landed batch in the archive."""
+    """What context.landed recorded for the last landing, else (a landing before that record existed) the newest
+    landed batch in the archive, labelled the same way."""
     recorded = state.get("last_change")
     if isinstance(recorded, dict) and isinstance(recorded.get("label"), str):
         try:
@@ -134,22 +152,7 @@ def last_change(all_layers: list[Layer], state: dict[str, Any]) -> LastChange | 
     if not landed:
         return None
     at = max(la.landed_at or "" for la in landed)
-    batch = [la for la in landed if la.landed_at == at]
-    saved = sum(la.shadowed_tokens - la.tokens for la in batch)
-    by_kind: dict[str, int] = {}
-    for la in batch:
-        by_kind[la.kind] = by_kind.get(la.kind, 0) + la.shadowed_tokens - la.tokens
-    kind = max(by_kind, key=lambda k: by_kind[k])
-    tier = max((la.tier for la in batch if la.kind == "fold"), default=None)
-    if kind == "fold":
-        name = f"Fold T{tier}"
-    elif kind == "block":
-        levels = [la.level for la in batch if la.kind == "block" and la.level is not None]
-        name = f"Block L{min(levels)}" if levels else "Block"
-    else:
-        cards = sum(1 for la in batch if la.kind == "card")
-        name = "Card" if cards == 1 else f"{cards} cards"
-    return LastChange(kind=kind, tier=tier, saved=saved, label=f"{name} −{fmt(saved)}", at=at)
+    return LastChange.model_validate({**change_label([la for la in landed if la.landed_at == at]), "at": at})
 
 
 def _int(value: Any) -> int | None:
@@ -157,32 +160,37 @@ def _int(value: Any) -> int | None:
 
 
 async def context_status(
-    db: Database, session: str, keys: tuple[int, int] | None, *, detail: bool = False, lang: Lang = "en"
+    db: Database,
+    session: str,
+    keys: tuple[int, int] | None,
+    settings: ContextSettings,
+    *,
+    detail: bool = False,
+    lang: Lang = "en",
 ) -> StatusResult:
-    if keys is None:
-        state: dict[str, Any] = {}
-        items: list[Item] = []
-        all_layers: list[Layer] = []
-        size = Archived(nodes=0, bytes=0, layers=0)
-    else:
+    state: dict[str, Any] = {}
+    surface: Surface | None = None
+    all_layers: list[Layer] = []
+    size = Archived(nodes=0, bytes=0, layers=0)
+    if keys is not None:
         state = await session_state(db, keys[1])
-        all_layers = await layers(db, keys[1])
-        items = surface(await nodes(db, keys[1]), all_layers, state)
+        surface = await load_surface(db, keys[1])
+        all_layers = surface.layers if surface is not None else await layers(db, keys[1])
         a = await archive_size(db, keys[1])
         size = Archived(nodes=a.nodes, bytes=a.bytes, layers=a.layers)
+    nodes = surface.nodes if surface is not None else []
     window = _int(state.get("window"))
     usage = state.get("usage") if isinstance(state.get("usage"), dict) else {}
     prompt, cached = _int(usage.get("prompt_tokens")), _int(usage.get("cached_tokens"))
     by_layer = dict.fromkeys(("raw", "card", "block", "fold", "summary", "runtime"), 0)
     tiers = {"T1": 0, "T2": 0, "T3": 0}
-    for it in items:
-        by_layer[it.what] += it.tokens
-        if it.what == "fold":
-            tiers[f"T{max(1, min(3, it.tier))}"] += it.tokens
-    local = sum(by_layer.values()) + (_int(state.get("overhead_tokens")) or 0)
-    used = prompt if prompt is not None else _int(state.get("used_tokens")) or local
-    pending_layers = [la for la in all_layers if la.state == "pending"]
-    ranges = foldable_ranges(items, window, pending_layers)
+    for n in nodes:
+        by_layer[what(n)] += n.tokens
+        if n.layer is not None and n.layer.kind == "fold":
+            tiers[f"T{max(1, min(3, n.layer.tier))}"] += n.tokens
+    local = sum(by_layer.values()) + (_int(state.get("overhead")) or 0)
+    used = prompt if prompt is not None else _int(state.get("used")) or local
+    ranges = foldable_ranges(surface, window, settings) if surface is not None else []
     landed = [la for la in all_layers if la.state == "landed"]
     result = StatusResult(
         session=session,
@@ -191,7 +199,7 @@ async def context_status(
         used_source="provider" if prompt is not None else "local",
         layers=by_layer,
         tiers=tiers,
-        cards=sum(1 for it in items if it.what == "card"),
+        cards=sum(1 for n in nodes if what(n) == "card"),
         saved_tokens=sum(max(0, la.shadowed_tokens - la.tokens) for la in landed),
         foldable_tokens=sum(r.tokens for r in ranges),
         foldable=ranges if detail else ranges[-MAX_RANGES:],
@@ -206,7 +214,8 @@ async def context_status(
                 shadowed_tokens=la.shadowed_tokens,
                 deferrals=la.deferrals,
             )
-            for la in pending_layers
+            for la in all_layers
+            if la.state == "pending"
         ],
         cache=Cache(
             prompt_tokens=prompt,

@@ -10,6 +10,7 @@ from stratagate.context.command import CommandParams, CommandResult, run_command
 from stratagate.context.queries_views import session_keys
 from stratagate.context.status import StatusParams, StatusResult, context_status
 from stratagate.protocol import method
+from stratagate.rpc.context import current_settings
 
 if TYPE_CHECKING:
     from stratagate.app import App
@@ -18,9 +19,10 @@ if TYPE_CHECKING:
 @method("context.status", params=StatusParams, result=StatusResult)
 async def status(app: App, p: StatusParams) -> StatusResult:
     keys = await session_keys(app.db, p.namespace, p.session)
-    return await context_status(app.db, p.session, keys, detail=p.detail, lang=p.lang)
+    return await context_status(app.db, p.session, keys, await current_settings(app), detail=p.detail, lang=p.lang)
 
 
 @method("context.command", params=CommandParams, result=CommandResult)
 async def command(app: App, p: CommandParams) -> CommandResult:
-    return await run_command(app.db, await session_keys(app.db, p.namespace, p.session), p)
+    keys = await session_keys(app.db, p.namespace, p.session)
+    return await run_command(app.db, keys, p, await current_settings(app))

@@ -34,7 +34,7 @@ from stratagate.protocol.results import (
     ToolsCallResult,
     ToolsListResult,
 )
-from stratagate.rpc import context, context_views, dsh, evidence, imports  # noqa: F401  (handlers register)
+from stratagate.rpc import context, context_views, dsh, evidence, imports  # noqa: F401  (they register @method)
 from stratagate.tokens import count_tokens
 
 

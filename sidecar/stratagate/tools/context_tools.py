@@ -8,8 +8,14 @@ from stratagate.context.compress import CompressArgs, CompressResult, compress
 from stratagate.context.queries_views import session_keys
 from stratagate.context.restore import INLINE_CAP, DecompressArgs, DecompressResult, decompress
 from stratagate.context.search import SearchArgs, SearchResult, search_context
+from stratagate.context.settings import ContextSettings, effective, load_stored, parse_config
 from stratagate.context.status import StatusArgs, StatusResult, context_status
 from stratagate.protocol import ToolContext, tool
+
+
+async def _settings(ctx: ToolContext) -> ContextSettings:
+    """The effective context settings, read at each call (a change applies without a restart)."""
+    return effective(parse_config(ctx.settings.context_config), await load_stored(ctx.db))
 
 
 @tool(
@@ -21,7 +27,7 @@ from stratagate.protocol import ToolContext, tool
 )
 async def status(ctx: ToolContext, args: StatusArgs) -> StatusResult:
     keys = await session_keys(ctx.db, ctx.namespace, ctx.session)
-    return await context_status(ctx.db, ctx.session, keys, detail=args.detail)
+    return await context_status(ctx.db, ctx.session, keys, await _settings(ctx), detail=args.detail)
 
 
 @tool(
@@ -35,7 +41,7 @@ async def status(ctx: ToolContext, args: StatusArgs) -> StatusResult:
 )
 async def compress_tool(ctx: ToolContext, args: CompressArgs) -> CompressResult:
     keys = await session_keys(ctx.db, ctx.namespace, ctx.session)
-    return await compress(ctx.db, keys, args)
+    return await compress(ctx.db, keys, args, await _settings(ctx))
 
 
 @tool(
