@@ -17,10 +17,11 @@
 // turns with `turn: null`).
 //
 // Nothing here imports DSH at load time: the checkpoint source comes from @deepseek-ai/dsh-compaction through a
-// dynamic import (resolvable in a tarball/npm install, not from a `link:` checkout, CONTRACT Gotcha 1). Without it
-// cards still land and block/fold ops are reported failed with the reason.
+// dynamic import (dsh-import.js: the profile's packages, else DSH's own installation). Without it cards still land
+// and block/fold ops are reported failed with the reason.
 
 import { randomUUID } from 'node:crypto'
+import { importDsh } from './dsh-import.js'
 import { fitLine, lineBudget } from './line.js'
 import { sessionIdOf, sessionOrigin } from './turns.js'
 
@@ -113,7 +114,7 @@ export function compactionOpen(session) {
  */
 let seamPromise = null
 export function loadCompactionSeam() {
-  seamPromise ??= import('@deepseek-ai/dsh-compaction').then(
+  seamPromise ??= importDsh('@deepseek-ai/dsh-compaction').then(
     (m) => ({ ok: true, compactCheckpointSource: m.compactCheckpointSource, CompactionId: m.CompactionId, balancedBefore: m.toolPairingBalancedBefore, balancedAfter: m.toolPairingBalancedAfter }),
     (error) => ({ ok: false, error: `the DSH compaction seam (@deepseek-ai/dsh-compaction) cannot be imported: ${error?.message ?? error}` }),
   )

@@ -4,7 +4,11 @@
 // The sidecar side of context.plan is tested in Python; here the sidecar is a recording stub.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { loadEngine } from '../../shim-js/compaction-loader.js'
+import { importDsh } from '../../shim-js/dsh-import.js'
 import { sidecarEnv, normalizeConfig } from '../../shim-js/config.js'
 import {
   applyOps,
@@ -20,7 +24,7 @@ import {
   setContextEngine,
 } from '../../shim-js/context.js'
 import { memoryCommand, uiLanguage } from '../../shim-js/memory-command.js'
-import { quietLog } from './helpers.mjs'
+import { quietLog, tempDir } from './helpers.mjs'
 
 const SURFACE_TYPES = new Set(['user/message', 'assistant/message', 'tool/result'])
 const clone = (value) => {
@@ -417,6 +421,26 @@ describe('the compaction row loader', () => {
     const instance = new Engine({ logger: { warn: (m) => warned.push(m) } }, { auto: true })
     assert.deepEqual(instance.config, { auto: true })
     assert.match(warned[0], /could not be loaded \(Cannot find package.*stock compaction runs/)
+  })
+})
+
+describe('importing DSH packages', () => {
+  it('falls back to DSH\'s own installation when the package does not resolve from here (a link: install)', async () => {
+    const root = tempDir()
+    for (const name of ['dsh-compaction-basic', 'dsh-compaction']) {
+      const dir = join(root, 'node_modules', '@deepseek-ai', name)
+      mkdirSync(dir, { recursive: true })
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `@deepseek-ai/${name}`, type: 'module', exports: { '.': { default: './index.js' } } }))
+      writeFileSync(join(dir, 'index.js'), `export const which = ${JSON.stringify(name)}\n`)
+    }
+    const entry = join(root, 'bin.js')
+    writeFileSync(entry, '')
+    const tried = []
+    const load = (specifier) => (tried.push(specifier), specifier.startsWith('file:') ? import(specifier) : Promise.reject(new Error(`Cannot find package '${specifier}'`)))
+    assert.equal((await importDsh('@deepseek-ai/dsh-compaction', { entry, load })).which, 'dsh-compaction')
+    assert.equal(tried[1], pathToFileURL(join(root, 'node_modules', '@deepseek-ai', 'dsh-compaction', 'index.js')).href)
+    assert.equal((await importDsh('@deepseek-ai/dsh-compaction-basic', { entry, load })).which, 'dsh-compaction-basic')
+    await assert.rejects(importDsh('@deepseek-ai/dsh-nothing', { entry, load }), /Cannot find package '@deepseek-ai\/dsh-nothing'/, 'the original error')
   })
 })
 
