@@ -357,6 +357,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stratagate: {exc}", file=sys.stderr)
         return 2
     if args.command == "serve":
+        from stratagate.context.settings import parse_config
+
+        try:
+            parse_config(settings.context_config)
+        except ValueError as exc:
+            print(f"stratagate: invalid configuration: {exc}", file=sys.stderr)
+            return 2
+    if args.command == "serve":
         from stratagate.rpc.server import serve
 
         try:

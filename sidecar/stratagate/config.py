@@ -42,6 +42,10 @@ class Settings(BaseModel):
     activation_session_tokens: int = Field(1200, ge=0, le=100_000)
     activation_longterm_tokens: int = Field(900, ge=0, le=900)  # events + graph nodes; 900 is the ceiling
 
+    # The plugin config's `context` object (JSON), as the shim passes it: the context engine's settings under the ones
+    # stored by context.settings.set (stratagate/context/settings.py checks it at start-up).
+    context_config: str | None = None
+
     # Optional dense retrieval channel (search/dense.py); used only when its packages are installed.
     dense: bool = True
 

@@ -32,7 +32,7 @@ from stratagate.protocol.results import (
     ToolsCallResult,
     ToolsListResult,
 )
-from stratagate.rpc import dsh, evidence, imports  # noqa: F401  (their handlers register with @method)
+from stratagate.rpc import context, dsh, evidence, imports  # noqa: F401  (their handlers register with @method)
 from stratagate.tokens import count_tokens
 
 
