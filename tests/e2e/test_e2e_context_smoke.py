@@ -36,7 +36,11 @@ class Reader:
         if not is_agent_request(body):
             return self.fallback(body)
         msgs = messages(body)
-        humans = [i for i, m in enumerate(msgs) if m.get("role") == "user" and content_text(m.get("content")) in (FIRST_PROMPT, SECOND_PROMPT)]
+        humans = [
+            i
+            for i, m in enumerate(msgs)
+            if m.get("role") == "user" and content_text(m.get("content")) in (FIRST_PROMPT, SECOND_PROMPT)
+        ]
         if not humans or content_text(msgs[humans[-1]].get("content")) != FIRST_PROMPT:
             return text("DONE: nothing else.")
         done = sum(1 for m in msgs[humans[-1] :] if m.get("role") == "tool")
@@ -54,7 +58,9 @@ def agent_steps(server: ScriptedModelServer, run: Run) -> list[dict[str, Any]]:
     return [b for b in server.requests[first:last] if is_agent_request(b)]
 
 
-def test_turn_end_cards_land_in_the_real_host(stratagate: DshHome, model_server: ScriptedModelServer, tmp_path: Path) -> None:
+def test_turn_end_cards_land_in_the_real_host(
+    stratagate: DshHome, model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
     work = tmp_path / "project"
     work.mkdir()
     files = []
@@ -73,7 +79,9 @@ def test_turn_end_cards_land_in_the_real_host(stratagate: DshHome, model_server:
         f"      config: {json.dumps({'followups': [SECOND_PROMPT]})}\n"
     )
 
-    run = stratagate.headless(FIRST_PROMPT, work, patches=[patch], requests=lambda: len(model_server.requests), timeout=120)
+    run = stratagate.headless(
+        FIRST_PROMPT, work, patches=[patch], requests=lambda: len(model_server.requests), timeout=120
+    )
 
     assert run.returncode == 0, run.describe()
     assert "StrataGate compaction engine active" in run.stderr, f"our compaction row did not load\n{run.describe()}"
@@ -84,8 +92,11 @@ def test_turn_end_cards_land_in_the_real_host(stratagate: DshHome, model_server:
     tool_texts = [content_text(m.get("content")) for m in messages(second[0]) if m.get("role") == "tool"]
     assert len(tool_texts) == READS, tool_texts
     cards = [t for t in tool_texts if t.startswith(CARD_TAG)]
-    assert cards, f"no tool card landed before turn 2; tool results were: {[t[:80] for t in tool_texts]}\n{run.describe()}"
-    # The protected tail (the last 3 rounds) stays raw; the oldest rounds became cards.
+    assert cards, (
+        f"no tool card landed before turn 2; tool results were: {[t[:80] for t in tool_texts]}\n{run.describe()}"
+    )
+    # The protected tail stays raw (the newest round always whole; here each round is > 10 % of the window, so the
+    # cap leaves only that one); the older rounds became cards.
     assert not tool_texts[-1].startswith(CARD_TAG), tool_texts[-1][:200]
     assert tool_texts[0].startswith(CARD_TAG), tool_texts[0][:200]
     # DSH's stock summary was not needed.
