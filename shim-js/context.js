@@ -129,7 +129,9 @@ export function backToFront(ops, seqs) {
   return [...ops].sort((a, b) => (position.get(b.start) ?? Infinity) - (position.get(a.start) ?? Infinity))
 }
 
-function applyCard(session, op) {
+function applyCard(session, op, turn) {
+  // DSH's session invariant: a tool/result replacement must be appended inside an open turn (so never by /compact).
+  if (turn === null || turn === undefined) throw new Error(`card ${op.ref}: a tool result can only be replaced within an open turn`)
   if (op.start !== op.end) throw new Error(`card ${op.ref}: start ${op.start} and end ${op.end} differ (a card replaces one tool result)`)
   if (!surfaceSeqs(session).includes(op.start)) throw new Error(`card ${op.ref}: seq ${op.start} is not on the current surface`)
   const event = eventsOf(session)[op.start]
@@ -213,7 +215,7 @@ export async function applyOps(session, ops, { turn = openTurnOf(session), sourc
   for (const op of backToFront(ops, surfaceSeqs(session))) {
     try {
       if (op.kind === 'card') {
-        landed.push({ ref: op.ref, replacement_seq: applyCard(session, op) })
+        landed.push({ ref: op.ref, replacement_seq: applyCard(session, op, turn) })
         shadowed.push(op.start)
       } else if (op.kind === 'block' || op.kind === 'fold') {
         const span = applySpan(session, op, spanSeam, { turn, sourceCommandId })

@@ -4,20 +4,26 @@ asked at turn end, and the tool cards it returns land in DSH's session so the ne
 card instead of the raw tool output (the full real-host scenarios are in the host engineer's tests).
 
 The scripted model reads ``READS`` large files with DSH's ``read`` tool in turn 1 (one tool round each), then answers;
-turn 2 (the follow-up) is answered at once."""
+turn 2 (the follow-up) is answered at once.
+
+``context-session-check.mjs`` lands cards, a fold and a block with the shim's code on DSH's real ``Session``, with
+DSH's real compaction seam and DSH's own session/compaction invariant checkers watching every append (folds and
+blocks need a sidecar plan that asks for them; this checks the brackets themselves against DSH's rules)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
-from support.dsh import REPO, DshHome, Run
+from support.dsh import REPO, DshHome, DshInstall, Run
 from support.dsh_model import DshModel, content_text, is_agent_request, messages, offered_tools
 from support.model_server import ScriptedModelServer, text, tool_call
 
 E2E_DIR = Path(__file__).resolve().parent
 FOLLOWUP_PLUGIN = E2E_DIR / "followup-plugin.mjs"
+SESSION_CHECK = E2E_DIR / "context-session-check.mjs"
 READS = 6
 FIRST_PROMPT = "Read the build logs one by one and tell me what failed."
 SECOND_PROMPT = "Thanks. Anything else worth knowing?"
@@ -101,3 +107,22 @@ def test_turn_end_cards_land_in_the_real_host(
     assert tool_texts[0].startswith(CARD_TAG), tool_texts[0][:200]
     # DSH's stock summary was not needed.
     assert not any("<compacted-summary>" in content_text(m.get("content")) for b in steps for m in messages(b))
+
+
+def test_cards_folds_and_blocks_pass_dshs_own_session_and_compaction_invariants(dsh_install: DshInstall) -> None:
+    dsh_package = dsh_install.dest / "dsh" / "node_modules" / "@deepseek-ai" / "dsh" / "package.json"
+    proc = subprocess.run(
+        [str(dsh_install.node), str(SESSION_CHECK), str(dsh_package)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+    report = json.loads(proc.stdout)
+    assert report["failures"] == []
+    assert report["open"] is False, "no compaction bracket left open"
+    landed = {entry["ref"]: entry for entry in report["landed"]}
+    assert all("replacement_seq" in landed[ref] for ref in ("c1", "f2", "blk_3")), report["landed"]
+    assert "split a tool call" in landed["f9"]["error"], "a span that would split a tool round is refused"
+    derived = report["derived"]
+    assert derived[0].startswith("user: [stratagate:fold:t1 id=f2"), derived
+    assert derived[1].startswith("user: [stratagate:block id=blk_3"), derived
+    assert any(line.startswith("user: [stratagate:card id=c1") for line in derived), derived
+    assert derived[-1] == "user: now the tests", "the latest user message is untouched"

@@ -275,8 +275,10 @@ describe('applying a plan', () => {
 
   it('brackets a manual (/compact) landing between turns with turn null and the command id', async () => {
     const { session, seqs } = buildSession({ openTurn: 0 })
-    await applyOps(session, [fold('f1', seqs.user, seqs.rounds[0].result)], { seam, turn: null, sourceCommandId: 'cmd-1' })
+    const out = await applyOps(session, [fold('f1', seqs.user, seqs.rounds[0].result), card('c3', seqs.rounds[2].result)], { seam, turn: null, sourceCommandId: 'cmd-1' })
+    assert.match(out.landed.find((e) => e.ref === 'c3').error, /only be replaced within an open turn/, 'DSH refuses tool/result replacements between turns')
     const [start, summary, checkpoint, end] = session.appended
+    assert.equal(session.appended.length, 4)
     assert.deepEqual(start.data, { compactionId: start.data.compactionId, sourceCommandId: 'cmd-1', turn: null })
     assert.equal(summary.data.sourceCommandId, 'cmd-1')
     assert.equal(checkpoint.data.source.sourceCommandId, 'cmd-1')
