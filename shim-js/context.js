@@ -300,6 +300,7 @@ export class ContextEngine {
     this.planned = new Map() // session id → `${phase}@${session.seq}` of the last plan
     this.inFlight = new Map() // session id → promise
     this.last = new Map() // session id → {decision, landed, failed, at}
+    this.reports = new Map() // session id → the context.landed call still on its way
   }
 
   /**
@@ -331,6 +332,9 @@ export class ContextEngine {
     const deadline = this.timeoutMs()
     const started = Date.now()
     const remaining = () => Math.max(1, deadline - (Date.now() - started))
+    // The sidecar handles requests concurrently: let the previous landing's report arrive first, so this plan sees
+    // those layers as landed (bounded by this plan's own deadline).
+    if (this.reports.has(id)) await within(this.reports.get(id), remaining())
     const namespace = await within(this.namespaceOf(session, signal), remaining())
     if (!namespace) return this.skip(id, phase, 'namespace unknown in time')
     const model = await within(Promise.resolve(this.modelOf(session, agent, signal)).catch(() => null), remaining())
@@ -368,13 +372,13 @@ export class ContextEngine {
     for (const entry of failed) this.log.warn?.(`context op ${entry.ref} did not land in ${id}: ${entry.error}`)
     this.log.info?.(`context (${phase}) ${id}: ${applied.landed.length - failed.length} landed, ${failed.length} failed — ${result.decision ?? ''}`)
     this.note(id, { phase, decision: result.decision ?? '', landed: applied.landed.length - failed.length, failed: failed.length })
-    // Report after applying, bounded separately: the ops already landed in DSH, the sidecar must learn it.
-    await within(
-      Promise.resolve(this.call('context.landed', { namespace, session: id, ops: applied.landed }, { timeoutMs: 15_000 })).catch((error) =>
-        this.log.warn?.(`context.landed for ${id} failed: ${error?.message ?? error}`),
-      ),
-      15_000,
-    )
+    // Report after applying: the ops already landed in DSH, the sidecar must learn it. The turn waits at most one
+    // more deadline; a slower report keeps going and the next plan of this session waits for it first.
+    const report = Promise.resolve(this.call('context.landed', { namespace, session: id, ops: applied.landed }, { timeoutMs: 30_000 }))
+      .catch((error) => this.log.warn?.(`context.landed for ${id} failed: ${error?.message ?? error}`))
+      .finally(() => this.reports.get(id) === report && this.reports.delete(id))
+    this.reports.set(id, report)
+    await within(report, deadline)
     return { phase, ops, ...applied, decision: result.decision ?? '' }
   }
 
@@ -388,6 +392,11 @@ export class ContextEngine {
     this.last.delete(id)
     this.last.set(id, { ...entry, at: Date.now() })
     if (this.last.size > 256) this.last.delete(this.last.keys().next().value)
+  }
+
+  /** Send the whole surface again at the next plan (e.g. after `/memory purge confirm` emptied the archive). */
+  resend(session) {
+    this.archived.delete(sessionIdOf(session))
   }
 
   forget(session) {

@@ -172,7 +172,10 @@ export function apply(ctx, rawConfig) {
     inject: ['commands'],
     apply: (commands) => {
       commands.effect(
-        () => commands.commands.register(memoryCommand({ namespaceOf: (session, signal) => runtime.namespaceOf(session, signal), call: contextCall, lang })),
+        () =>
+          commands.commands.register(
+            memoryCommand({ namespaceOf: (session, signal) => runtime.namespaceOf(session, signal), call: contextCall, lang, afterward: (session) => contextEngine.resend(session) }),
+          ),
         'stratagate /memory',
       )
     },

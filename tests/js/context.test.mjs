@@ -380,6 +380,30 @@ describe('the context engine', () => {
     assert.equal(sidecar.calls.length, 1, 'no context.landed for an empty batch')
   })
 
+  it('lets a slow landing report arrive before the next plan of the session', async () => {
+    const { session, seqs } = buildSession()
+    let release
+    const slowReport = new Promise((resolve) => (release = resolve))
+    const order = []
+    const engine = engineWith(
+      (method) => {
+        order.push(method)
+        if (method === 'context.landed') return slowReport.then(() => (order.push('landed answered'), { landed: 1, failed: 0 }))
+        return Promise.resolve({ ops: order.length === 1 ? [card('c3', seqs.rounds[2].result)] : [], archived_through: -1, decision: 'x', used_tokens: 1, window: 64_000 })
+      },
+      { timeoutMs: () => 20 },
+    )
+    // The turn waits for its report at most one deadline (the report never answers in time here)…
+    const first = await engine.run({ session }, 'turn-end')
+    assert.equal(first.landed[0].ref, 'c3')
+    assert.deepEqual(order, ['context.plan', 'context.landed'])
+    // …and the next plan of the session waits for it: it is released right after that plan started.
+    const second = engine.run({ session }, 'pre-step')
+    release()
+    await second
+    assert.deepEqual(order, ['context.plan', 'context.landed', 'landed answered', 'context.plan'])
+  })
+
   it('reports failed ops to context.landed with their error', async () => {
     const { session, seqs } = buildSession()
     session.failOn = (type) => type === 'user/message'
@@ -454,6 +478,10 @@ describe('/memory and settings', () => {
     const result = await command.handler({ agent: { session: new FakeSession() }, rawInput: ' search  make ', signal: new AbortController().signal })
     assert.deepEqual(result, { kind: 'success', text: '上下文 41% · Fold T1 −23.3K' })
     assert.deepEqual(sidecar.calls[0].params, { namespace: 'ns-1', session: 'session-1', args: 'search  make', lang: 'zh' })
+    const resent = []
+    const after = memoryCommand({ namespaceOf: async () => 'ns-1', call: sidecar.call, lang: () => 'en', afterward: (session) => resent.push(session.id) })
+    await after.handler({ agent: { session: new FakeSession('s-purged') }, rawInput: 'purge confirm', signal: new AbortController().signal })
+    assert.deepEqual(resent, ['s-purged'], 'after a command the next plan sends the whole surface again')
     const failing = memoryCommand({ namespaceOf: async () => 'ns-1', call: () => Promise.reject(new Error('down')), lang: () => 'en' })
     assert.deepEqual(await failing.handler({ agent: { session: new FakeSession() }, rawInput: '', signal: new AbortController().signal }), { kind: 'error', text: 'StrataGate memory: down' })
   })
