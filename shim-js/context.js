@@ -129,7 +129,37 @@ export function backToFront(ops, seqs) {
   return [...ops].sort((a, b) => (position.get(b.start) ?? Infinity) - (position.get(a.start) ?? Infinity))
 }
 
-function applyCard(session, op, turn) {
+/**
+ * DSH's shadow price of surface nodes: the token meter's heuristic for exactly the replaced messages. DSH's
+ * context projections fold `compaction/prune|summary.shadowedTokenCount` against the same estimator (dsh-token-meter
+ * `foldSurfaceProjection`: "producers derive them from the same fixed estimator"), so the sidecar's own token count
+ * must not go there (a larger figure drives DSH's message-token total negative and breaks the session's history).
+ * Without a meter (tests), the op's own figure is used.
+ */
+export function shadowPrice(session, seqs, meter, fallback) {
+  if (meter?.measure) {
+    const priced = new Map(meter.measure(session).nodes.map((node) => [node.seq, node.tokens]))
+    if (seqs.every((seq) => priced.has(seq))) return seqs.reduce((total, seq) => total + priced.get(seq), 0)
+  }
+  if (meter?.estimateMessage) {
+    const events = eventsOf(session)
+    return seqs.reduce((total, seq) => {
+      const message = deriveMessage(events[seq])
+      return total + (message ? meter.estimateMessage(message) : 0)
+    }, 0)
+  }
+  return Math.max(0, Math.floor(fallback ?? 0))
+}
+
+/** dsh-session `deriveEventMessage`: the model message a surface event projects to (null for none). */
+function deriveMessage(event) {
+  if (event?.type === 'user/message') return event.data
+  if (event?.type === 'assistant/message') return event.data?.message?.content?.length ? event.data.message : null
+  if (event?.type === 'tool/result') return event.data?.message ?? null
+  return null
+}
+
+function applyCard(session, op, turn, meter) {
   // DSH's session invariant: a tool/result replacement must be appended inside an open turn (so never by /compact).
   if (turn === null || turn === undefined) throw new Error(`card ${op.ref}: a tool result can only be replaced within an open turn`)
   if (op.start !== op.end) throw new Error(`card ${op.ref}: start ${op.start} and end ${op.end} differ (a card replaces one tool result)`)
@@ -139,17 +169,19 @@ function applyCard(session, op, turn) {
   const message = event.data?.message
   const result = message?.content?.[0]
   if (!result || typeof result !== 'object') throw new Error(`card ${op.ref}: seq ${op.start} has no tool-result block`)
+  // The pruner prices the one replaced message with `tokenMeter.estimateMessage`; the replacement follows at once.
+  const price = meter?.estimateMessage ? meter.estimateMessage(message) : shadowPrice(session, [op.start], meter, op.shadowed_tokens)
   session.append('compaction/prune', {
     shadowedRange: { start: op.start, end: op.start },
     shadowedSeqs: [op.start],
-    shadowedTokenCount: Math.max(0, Math.floor(op.shadowed_tokens ?? 0)),
+    shadowedTokenCount: price,
   })
   const replacement = session.append(
     'tool/result',
     { ...event.data, message: { ...message, content: [{ ...result, content: [{ type: 'text', text: op.text }] }] } },
     { surfaceOp: { op: 'replace', start: op.start, end: op.start }, sourceEventSeqs: [op.start] },
   )
-  return replacement.seq
+  return { seq: replacement.seq, price }
 }
 
 /** Validate a span before the bracket opens, so a bad op costs no failed-attempt record. */
@@ -165,9 +197,10 @@ function checkSpan(session, op, seam) {
   return seqs.slice(startIdx, endIdx + 1)
 }
 
-function applySpan(session, op, seam, { turn, sourceCommandId }) {
+function applySpan(session, op, seam, { turn, sourceCommandId, meter }) {
   if (!seam.ok) throw new Error(seam.error)
   const shadowedSeqs = checkSpan(session, op, seam)
+  const price = shadowPrice(session, shadowedSeqs, meter, op.shadowed_tokens)
   if (compactionOpen(session)) throw new Error(`${op.kind} ${op.ref}: a compaction is already in progress in this session`)
   const compactionId = seam.CompactionId(randomUUID())
   const lifecycle = { compactionId, ...(sourceCommandId === undefined ? {} : { sourceCommandId }), turn }
@@ -179,7 +212,7 @@ function applySpan(session, op, seam, { turn, sourceCommandId }) {
       summary: [{ type: 'text', text: op.text }],
       shadowedRange: { start: op.start, end: op.end },
       shadowedSeqs,
-      shadowedTokenCount: Math.max(0, Math.floor(op.shadowed_tokens ?? 0)),
+      shadowedTokenCount: price,
       provider: 'stratagate-py',
       model: `context-${op.kind}`,
       stratagate: { ref: op.ref, kind: op.kind, tier: op.tier ?? null, auto: Boolean(op.auto) },
@@ -190,7 +223,7 @@ function applySpan(session, op, seam, { turn, sourceCommandId }) {
       { surfaceOp: { op: 'replace', start: op.start, end: op.end }, sourceEventSeqs: [startEvent.seq, summaryEvent.seq, ...shadowedSeqs] },
     )
     session.append('compaction/end', lifecycle)
-    return { seq: checkpoint.seq, summarySeq: summaryEvent.seq, shadowedSeqs }
+    return { seq: checkpoint.seq, summarySeq: summaryEvent.seq, shadowedSeqs, price }
   } catch (error) {
     // The bracket must close (compaction-basic does the same); if even that fails the open start stays as DSH's
     // own "busy" signal, which is what DSH does too.
@@ -206,7 +239,7 @@ function applySpan(session, op, seam, { turn, sourceCommandId }) {
  * `{ref, error}` (the shape `context.landed` takes). `turn` is the bracket owner (the open turn, or null between
  * turns for `/compact`). Returns the landed entries plus, for the caller's CompactionResult, the shadowed seqs.
  */
-export async function applyOps(session, ops, { turn = openTurnOf(session), sourceCommandId, seam } = {}) {
+export async function applyOps(session, ops, { turn = openTurnOf(session), sourceCommandId, seam, meter } = {}) {
   const landed = []
   const shadowed = []
   let shadowedTokens = 0
@@ -215,17 +248,19 @@ export async function applyOps(session, ops, { turn = openTurnOf(session), sourc
   for (const op of backToFront(ops, surfaceSeqs(session))) {
     try {
       if (op.kind === 'card') {
-        landed.push({ ref: op.ref, replacement_seq: applyCard(session, op, turn) })
+        const card = applyCard(session, op, turn, meter)
+        landed.push({ ref: op.ref, replacement_seq: card.seq })
         shadowed.push(op.start)
+        shadowedTokens += card.price
       } else if (op.kind === 'block' || op.kind === 'fold') {
-        const span = applySpan(session, op, spanSeam, { turn, sourceCommandId })
+        const span = applySpan(session, op, spanSeam, { turn, sourceCommandId, meter })
         landed.push({ ref: op.ref, replacement_seq: span.seq })
         shadowed.push(...span.shadowedSeqs)
+        shadowedTokens += span.price
         lastSummarySeq = span.summarySeq
       } else {
         throw new Error(`unknown op kind ${JSON.stringify(op.kind)}`)
       }
-      shadowedTokens += Math.max(0, Math.floor(op.shadowed_tokens ?? 0))
     } catch (error) {
       landed.push({ ref: String(op.ref), error: errorText(error) })
     }
@@ -286,8 +321,10 @@ export class ContextEngine {
    * @param {() => number} [o.timeoutMs] - deadline of one plan call
    * @param {object} [o.log]
    * @param {Record<string,string>} [o.env]
+   * @param {() => object|undefined} [o.meter] - DSH's token meter (the shadow prices)
    */
-  constructor({ call, namespaceOf, modelOf, available = () => true, timeoutMs = () => 5000, log = {}, env = process.env, seam }) {
+  constructor({ call, namespaceOf, modelOf, available = () => true, timeoutMs = () => 5000, log = {}, env = process.env, seam, meter = () => undefined }) {
+    this.meter = meter
     this.call = call
     this.namespaceOf = namespaceOf
     this.modelOf = modelOf
@@ -367,7 +404,7 @@ export class ContextEngine {
       this.note(id, { phase, decision: result.decision ?? '', landed: 0, failed: 0 })
       return { phase, ops: [], landed: [], shadowed: [], shadowedTokens: 0, decision: result.decision ?? '' }
     }
-    const applied = await applyOps(session, ops, { turn: owner, sourceCommandId, seam: this.seam })
+    const applied = await applyOps(session, ops, { turn: owner, sourceCommandId, seam: this.seam, meter: this.meter() })
     const failed = applied.landed.filter((entry) => entry.error)
     for (const entry of failed) this.log.warn?.(`context op ${entry.ref} did not land in ${id}: ${entry.error}`)
     this.log.info?.(`context (${phase}) ${id}: ${applied.landed.length - failed.length} landed, ${failed.length} failed — ${result.decision ?? ''}`)

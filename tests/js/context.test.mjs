@@ -224,6 +224,26 @@ describe('applying a plan', () => {
     assert.deepEqual(summaryOf.shadowedRange, { start: seqs.user, end: r2.result })
   })
 
+  it('prices what it shadows with DSH\'s token meter (the figure DSH\'s context projections subtract)', async () => {
+    const { session, seqs } = buildSession()
+    const [r0, r1, r2] = seqs.rounds
+    const meter = {
+      estimateMessage: (message) => JSON.stringify(message).length,
+      measure: (s) => ({ nodes: s.surface.nodes.map((seq) => ({ seq, tokens: seq * 10 })) }),
+    }
+    const out = await applyOps(session, [fold('f1', seqs.user, r1.result), card('c3', r2.result)], { seam, meter })
+    const prune = session.appended.find((e) => e.type === 'compaction/prune')
+    const summary = session.appended.find((e) => e.type === 'compaction/summary')
+    assert.equal(prune.data.shadowedTokenCount, JSON.stringify(session.events[r2.result].data.message).length, 'as the tool-result pruner')
+    assert.equal(summary.data.shadowedTokenCount, [seqs.user, r0.call, r0.result, r1.call, r1.result].reduce((t, seq) => t + seq * 10, 0), 'as compaction-basic')
+    assert.equal(compactionResultOf(out).shadowedTokenCount, prune.data.shadowedTokenCount + summary.data.shadowedTokenCount)
+    // Each price is the event right before its replacement (DSH's fold arms a claim for the very next event).
+    for (const price of [prune, summary]) {
+      const next = session.appended[session.appended.indexOf(price) + 1]
+      assert.deepEqual(next.surfaceOp, { op: 'replace', start: price.data.shadowedRange.start, end: price.data.shadowedRange.end })
+    }
+  })
+
   it('closes the bracket with an error when an append fails, and still lands the other ops', async () => {
     const { session, seqs } = buildSession()
     session.failOn = (type) => type === 'user/message'
