@@ -7,6 +7,7 @@ import { describe, it } from 'node:test'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { makeEngineClass } from '../../shim-js/compaction-engine-class.js'
 import { loadEngine } from '../../shim-js/compaction-loader.js'
 import { importDsh } from '../../shim-js/dsh-import.js'
 import { sidecarEnv, normalizeConfig } from '../../shim-js/config.js'
@@ -467,6 +468,91 @@ describe('the compaction row loader', () => {
     const instance = new Engine({ logger: { warn: (m) => warned.push(m) } }, { auto: true })
     assert.deepEqual(instance.config, { auto: true })
     assert.match(warned[0], /could not be loaded \(Cannot find package.*stock compaction runs/)
+  })
+})
+
+describe('the compaction engine (over a stand-in for DSH\'s BasicCompactionEngine)', () => {
+  class StockError extends Error {
+    constructor(code, message, options) {
+      super(message, options)
+      this.code = code
+    }
+  }
+  /** Records what the stock engine was asked; answers like it would with nothing to do. */
+  class Stock {
+    constructor(ctx, config) {
+      this.ctx = ctx
+      this.config = config
+      this.calls = []
+    }
+    async compactIfNeeded(agent, trigger) {
+      this.calls.push(['compactIfNeeded', trigger])
+      return 'stock'
+    }
+    compactNow() {
+      this.calls.push(['compactNow'])
+      return Promise.resolve('stock now')
+    }
+  }
+  const landedOutcome = { landed: [{ ref: 'c1', replacement_seq: 40 }], shadowed: [12], shadowedTokens: 900 }
+  const stubEngine = (outcome) => ({ runs: [], run(agent, phase, options) { this.runs.push({ phase, options }); return Promise.resolve(outcome) } })
+  const ctxWith = (total) => ({
+    logger: quietLog,
+    llm: { resolveModelInfo: async () => ({ context: { contextWindow: 1000 } }) },
+    tokenMeter: { measure: () => ({ totalTokens: total }) },
+    sessions: { flushed: 0, flush: async function () { this.flushed++ } },
+  })
+  const agentOf = (session = new FakeSession()) => ({
+    session,
+    maintenance: 0,
+    runMaintenance(fn) {
+      this.maintenance++
+      return fn(new AbortController().signal)
+    },
+  })
+
+  it('before a step: plans phase pre-step, then the stock engine checks its own threshold', async () => {
+    const engine = stubEngine(landedOutcome)
+    const Engine = makeEngineClass(Stock, StockError, () => engine)
+    const e = new Engine(ctxWith(5000), {})
+    assert.equal(await e.compactIfNeeded(agentOf(), 'pressure', new AbortController().signal), 'stock')
+    assert.deepEqual(engine.runs.map((r) => r.phase), ['pre-step'])
+    assert.deepEqual(e.calls, [['compactIfNeeded', 'pressure']])
+  })
+
+  it('on overflow: what landed is the recovery when the estimate fits the window, else stock runs too', async () => {
+    const fits = new (makeEngineClass(Stock, StockError, () => stubEngine(landedOutcome)))(ctxWith(800), {})
+    const result = await fits.compactIfNeeded(agentOf(), 'context-overflow', new AbortController().signal)
+    assert.deepEqual(result.shadowedSeqs, [12])
+    assert.equal(result.shadowedTokenCount, 900)
+    assert.deepEqual(fits.calls, [], 'no stock summary needed')
+    const still = new (makeEngineClass(Stock, StockError, () => stubEngine(landedOutcome)))(ctxWith(1200), {})
+    assert.equal(await still.compactIfNeeded(agentOf(), 'context-overflow', new AbortController().signal), 'stock')
+    const nothing = new (makeEngineClass(Stock, StockError, () => stubEngine(null)))(ctxWith(800), {})
+    assert.equal(await nothing.compactIfNeeded(agentOf(), 'context-overflow', new AbortController().signal), 'stock')
+    const alone = new (makeEngineClass(Stock, StockError, () => undefined))(ctxWith(800), {})
+    assert.equal(await alone.compactIfNeeded(agentOf(), 'context-overflow', new AbortController().signal), 'stock', 'without the main plugin: stock')
+  })
+
+  it('/compact: plans phase manual in maintenance with turn null and the command id, flushes; else stock', async () => {
+    const engine = stubEngine({ ...landedOutcome, summarySeq: 41 })
+    const ctx = ctxWith(0)
+    const e = new (makeEngineClass(Stock, StockError, () => engine))(ctx, {})
+    const agent = agentOf()
+    const result = await e.compactNow(agent, new AbortController().signal, 'cmd-7')
+    assert.equal(result.summarySeq, 41)
+    assert.equal(agent.maintenance, 1)
+    assert.equal(ctx.sessions.flushed, 1)
+    assert.equal(engine.runs[0].phase, 'manual')
+    assert.equal(engine.runs[0].options.turn, null)
+    assert.equal(engine.runs[0].options.sourceCommandId, 'cmd-7')
+    const none = new (makeEngineClass(Stock, StockError, () => stubEngine(null)))(ctxWith(0), {})
+    assert.equal(await none.compactNow(agentOf(), new AbortController().signal, 'cmd-8'), 'stock now')
+    const busy = new (makeEngineClass(Stock, StockError, () => stubEngine(null)))(ctxWith(0), {})
+    assert.throws(
+      () => busy.compactNow({ session: new FakeSession(), runMaintenance: () => { throw new Error('running') } }, new AbortController().signal),
+      (error) => error instanceof StockError && error.code === 'busy',
+    )
   })
 })
 
