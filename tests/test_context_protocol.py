@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import model_env, turn
 from support.sidecar import REPO, RpcFailure, SidecarClient
 from support.surfaces import apply_ops, build_surface, plan_params
 
@@ -113,3 +115,51 @@ def test_bad_plugin_config_is_a_start_up_error(tmp_path: Path):
                           stdin=subprocess.DEVNULL, timeout=60)
     assert proc.returncode == 2
     assert "STRATAGATE_CONTEXT_CONFIG is not valid JSON" in proc.stderr
+
+
+async def ready(client: SidecarClient, block_id: str) -> None:
+    await client.wait_notification("jobs.changed", lambda p: p["subject"] == block_id and p["status"] == "done")
+
+
+async def test_ready_blocks_replace_their_turns_and_recall_stops_repeating_them(tmp_path: Path, model_server):
+    client = await SidecarClient.start(tmp_path / "m.db", env=model_env(model_server), args=["--block-turns", "1"])
+    try:
+        for i in range(1, 9):
+            res = await client.call("turn.capture", turn(i, session="s1", receipt=f"dsh:s1:turn:{i}"))
+            await ready(client, res["sealed_block_ids"][0])
+        before = await client.call("activation.render", {"namespace": "proj", "session": "s1"})
+        assert "Earlier blocks of this session" in before["text"]
+
+        built = build_surface(turns=9, rounds_per_turn=2, output_tokens=900)
+        result = await client.call("context.plan", plan_params(built, window=40_000))
+        blocks = [op for op in result["ops"] if op["kind"] == "block"]
+        assert blocks, result["decision"]
+        first = blocks[0]
+        assert first["ref"] == "blk_1"
+        assert first["text"].startswith("[stratagate:block id=blk_1 level=L")
+        assert "not an instruction" in first["text"].splitlines()[0]
+        # The block covers its DSH turn exactly: turn 1's nodes, whole rounds.
+        turn2 = next(i for i, e in enumerate(built.events) if "Turn 2:" in json.dumps(e["data"]))
+        assert (first["start"], first["end"]) == (built.events[0]["seq"], built.events[turn2 - 1]["seq"])
+        spans = sorted((op["start"], op["end"]) for op in result["ops"])
+        assert all(a[1] < b[0] for a, b in itertools.pairwise(spans)), "ops never overlap"
+
+        # Managed by the engine now: recall no longer repeats this session's blocks (each piece of history once).
+        after = await client.call("activation.render", {"namespace": "proj", "session": "s1"})
+        assert "Earlier blocks of this session" not in after["text"]
+        step = await client.call("activation.render_step", {"namespace": "proj", "session": "s1"})
+        assert "Earlier blocks of this session" not in step["text"]
+    finally:
+        await client.close()
+
+
+async def test_reminder_rides_with_the_step_recall(client: SidecarClient):
+    built = build_surface(turns=6, rounds_per_turn=5, output_tokens=2000)
+    # A window large enough that nothing is forced, small enough that the foldable growth (> 50K) reminds.
+    result = await client.call("context.plan", plan_params(built, window=1_000_000))
+    assert result["reminder"] and result["reminder"].startswith("[stratagate:reminder")
+    step = await client.call("activation.render_step", {"namespace": "proj", "session": "s1"})
+    assert step["text"].endswith(result["reminder"])
+    subagent = await client.call("activation.render_step", {"namespace": "proj", "session": "s1",
+                                                            "origin": "subagent"})
+    assert subagent["text"] == ""

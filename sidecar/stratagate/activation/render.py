@@ -6,7 +6,9 @@ It carries three parts:
 - the most recent blocks of *other* sessions in the namespace (cross-session memory), at the most
   detailed model-written level that fits (L2 → L1 → L0; a pending block shows L3 if it fits);
 - this session's blocks that decay has already shortened to L2 or below (newer blocks are still in the
-  host's native history, so repeating them would only spend tokens).
+  host's native history, so repeating them would only spend tokens) — unless the context engine manages this
+  session's history (``own_blocks=False``): then its ready blocks replace the native history in place
+  (stratagate/context/), and each piece of history appears once per request.
 The text depends only on stored state, so it is byte-identical between steps until memory changes.
 """
 
@@ -84,6 +86,8 @@ async def render_activation(
     p: ActivationParams,
     count: Callable[[str], int],
     tokenizer_ready: Callable[[], Awaitable[None]] | None = None,
+    *,
+    own_blocks: bool = True,
 ) -> dict[str, Any]:
     empty: dict[str, Any] = {
         "text": "", "tokens": 0, "longterm_tokens": 0, "block_ids": [], "event_ids": [], "node_ids": []}
@@ -126,7 +130,7 @@ async def render_activation(
     if entries:
         sections.append("Recent blocks from other sessions (newest first):\n" + "\n".join(entries))
 
-    if sess is not None:
+    if sess is not None and own_blocks:
         own = [b for b in await session_blocks(db, ns, sess, lam) if b.ready and b.level <= 2]
         budget = settings.activation_session_tokens
         chosen: list[str] = []

@@ -25,6 +25,7 @@ from stratagate.context.cost import Batch, Decision, decide
 from stratagate.context.digest import digest_body, digest_tag
 from stratagate.context.models import Op, PlanParams, PlanResult
 from stratagate.context.records import Layer, session_ref
+from stratagate.context.reminders import update_reminders
 from stratagate.context.settings import ContextSettings
 from stratagate.context.surface import Surface, classify_surface, tagged_ref
 from stratagate.events.forgotten import load as load_forgotten
@@ -166,6 +167,18 @@ def pending_folds(surface: Surface, protected: Protected) -> tuple[list[Candidat
     return out, gone
 
 
+def reserved_by_folds(surface: Surface) -> set[int]:
+    """Positions inside the ranges of pending model folds (as the surface holds them now)."""
+    by_seq = surface.by_seq
+    out: set[int] = set()
+    for layer in surface.layers:
+        if layer.state == "pending" and layer.kind == "fold" and not layer.auto:
+            start, end = by_seq.get(layer.start_seq), by_seq.get(layer.end_seq)
+            if start is not None and end is not None and start <= end:
+                out.update(range(start, end + 1))
+    return out
+
+
 def card_candidates(surface: Surface, protected: Protected, claimed: set[int], s: ContextSettings,
                     count: Callable[[str], int]) -> list[Candidate]:
     out: list[Candidate] = []
@@ -285,41 +298,7 @@ def digest_candidates(surface: Surface, protected: Protected, claimed: set[int],
     return out
 
 
-# --- reminders and state ------------------------------------------------------------------------------------------
-
-
-def reminder_text(foldable: int, first: str | None, last: str | None) -> str:
-    span = f" ({first}–{last})" if first and last else ""
-    return (
-        f"[stratagate:reminder · from StrataGate, not the user] {foldable / 1000:.1f}K tokens of finished work "
-        f"outside the protected tail are foldable{span}. When a stretch of work is done, fold it with "
-        'compress("<startRef>–<endRef> <topic>\\n<summary>"); memory_context_status lists the ranges.'
-    )
-
-
-def update_reminders(state: dict[str, Any], surface: Surface, protected: Protected, foldable: int, used: int,
-                     window: int, s: ContextSettings) -> str | None:
-    rem = state.setdefault("reminders", {})
-    newest_fold = max((la.id for la in surface.layers if la.kind == "fold" and not la.auto), default=0)
-    if "baseline" not in rem:
-        rem.update(baseline=foldable, next=foldable + s.reminder_every, unanswered=0, text=None,
-                   answered_layer=newest_fold, high=False)
-    if newest_fold > rem.get("answered_layer", 0):  # a compress call answers the reminders
-        rem.update(baseline=foldable, next=foldable + s.reminder_every, unanswered=0, text=None,
-                   answered_layer=newest_fold, high=False)
-    if foldable < rem["baseline"]:  # something landed: count growth from here
-        rem.update(baseline=foldable, next=min(rem["next"], foldable + s.reminder_every))
-    if not s.reminders:
-        rem["text"] = None
-        return None
-    high = used >= s.force_line * window
-    if foldable >= rem["next"] or (high and not rem.get("high")):
-        rem["unanswered"] = int(rem.get("unanswered", 0)) + 1
-        rem["next"] = foldable + (s.reminder_rearm_high if high else s.reminder_rearm)
-        rem["high"] = high
-        free = [n for n in surface.nodes if n.pos not in protected]
-        rem["text"] = reminder_text(foldable, free[0].node.ref if free else None, free[-1].node.ref if free else None)
-    return rem.get("text")
+# --- digests and state --------------------------------------------------------------------------------------------
 
 
 def wants_digest(state: dict[str, Any], phase: str, used: int, window: int, foldable: int,
@@ -390,9 +369,12 @@ async def plan(
                      foldable=foldable, turn=p.turn, phase=p.phase, requests=requests)
         if p.usage is not None:
             state["usage"] = p.usage.model_dump()
-        _drop_gone = [la.id for la in pending_folds(surface, protected)[1]]
-        if _drop_gone:
-            await queries.set_state(conn, _drop_gone, "dropped", "its range left the surface")
+        by_seq = surface.by_seq
+        gone = [la.id for la in surface.layers if la.state == "pending"
+                and (la.start_seq not in by_seq or la.end_seq not in by_seq)]
+        if gone:  # its range was replaced by something else (DSH's summary, another engine): it can never land
+            await queries.set_state(conn, gone, "dropped", "its range left the surface")
+            surface = await _surface(conn, session_id, order)
 
         candidates, decision = await _choose(db, conn, ns_id, session_id, p, surface, protected, settings, count,
                                              state, used, window, overhead, foldable, requests, lam)
@@ -428,6 +410,9 @@ async def _persist(conn: aiosqlite.Connection, ns_id: int, session_id: int, surf
     existing = await queries.find_pending(conn, session_id, c.kind, start, end, c.auto)
     if c.ref is not None and existing is None:
         existing = await queries.layer_by_ref(conn, session_id, c.ref)
+    if existing is not None and existing.state == "dropped":  # its range is back in one piece: plan it again
+        await queries.set_state(conn, [existing.id], "pending")
+        existing.state = "pending"
     if existing is not None and existing.state == "pending":
         text = c.text(existing.ref) if callable(c.text) else c.text
         await queries.refresh_pending(conn, existing.id, text, count(text), c.shadowed, covers, children, c.level)
@@ -454,7 +439,8 @@ async def _choose(
     """The batch for this phase and whether it lands now."""
     if not s.enabled:
         return [], Decision(False, "the context engine is off (settings)")
-    claimed: set[int] = set()
+    # Ranges of model folds waiting to land are theirs: nothing else replaces a node inside them meanwhile.
+    claimed: set[int] = reserved_by_folds(surface)
     batch: list[Candidate] = []
     if p.phase == "pre-step":
         if not (s.mid_turn_cards or used >= s.pressure_line * window):
@@ -466,10 +452,11 @@ async def _choose(
         return batch, Decision(True, f"mid-turn cards: saves {saved / 1000:.1f}K")
 
     folds, _ = pending_folds(surface, protected)
-    for c in folds:
-        if _free(claimed, c.start, c.end):
+    taken: set[int] = set()
+    for c in folds:  # oldest first; a fold overlapping an earlier one waits for it
+        if _free(taken, c.start, c.end):
             batch.append(c)
-            claimed.update(range(c.start, c.end + 1))
+            taken.update(range(c.start, c.end + 1))
     block_rows = [b for b in await session_blocks(db, ns_id, session_id, lam) if b.ready]
     if block_rows:
         receipts = await queries.block_turn_receipts(conn, session_id)
@@ -477,8 +464,11 @@ async def _choose(
     if wants_digest(state, p.phase, used, window, foldable, s):
         target = s.digest_target * max(0, window - overhead)
         remaining = foldable - sum(c.saved() for c in batch)
+        if p.phase == "manual":  # /compact asks for relief below the pressure lines too: fold the older half at least
+            target = min(target, remaining / 2)
         batch += digest_candidates(surface, protected, claimed, target, s, count, remaining)
-    batch += card_candidates(surface, protected, claimed, s, count)
+    if p.phase != "manual":  # /compact runs between turns: DSH refuses a tool/result replacement outside a turn
+        batch += card_candidates(surface, protected, claimed, s, count)
     batch.sort(key=lambda c: c.start)
     saved = sum(c.saved() for c in batch)
     if not batch:

@@ -300,16 +300,34 @@ async def put_session_state(conn: aiosqlite.Connection, ns_id: int, session_id: 
     )
 
 
-async def is_managed(conn: aiosqlite.Connection, namespace: str, session: str) -> bool:
-    """Whether the engine manages this session's history (it has planned for it at least once)."""
+async def state_by_name(conn: aiosqlite.Connection, namespace: str, session: str) -> dict[str, Any] | None:
+    """The engine's state of a session by names (None: the engine never planned for it, so it does not manage it)."""
     row = await (
         await conn.execute(
-            "SELECT 1 FROM context_sessions c JOIN sessions s ON s.id = c.session_id"
+            "SELECT c.state FROM context_sessions c JOIN sessions s ON s.id = c.session_id"
             " JOIN namespaces n ON n.id = s.namespace_id WHERE n.name = ? AND s.key = ?",
             (namespace, session),
         )
     ).fetchone()
-    return row is not None
+    return None if row is None else dict(json.loads(row[0]))
+
+
+async def newest_model_fold(conn: aiosqlite.Connection, namespace: str, session: str) -> int:
+    """The id of the session's newest model-written fold (0: none): a ``compress`` answers the reminders."""
+    row = await (
+        await conn.execute(
+            "SELECT max(l.id) FROM context_layers l JOIN sessions s ON s.id = l.session_id"
+            " JOIN namespaces n ON n.id = s.namespace_id WHERE n.name = ? AND s.key = ? AND l.kind = 'fold'"
+            " AND l.auto = 0",
+            (namespace, session),
+        )
+    ).fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])
+
+
+async def is_managed(conn: aiosqlite.Connection, namespace: str, session: str) -> bool:
+    """Whether the engine manages this session's history (it has planned for it at least once)."""
+    return await state_by_name(conn, namespace, session) is not None
 
 
 async def stored_settings(conn: aiosqlite.Connection) -> dict[str, Any]:

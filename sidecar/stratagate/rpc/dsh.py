@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from stratagate.activation.render import ActivationParams, render_activation
 from stratagate.capture.models import CaptureParams, Name
 from stratagate.capture.store import capture_turn
+from stratagate.context.reminders import step_reminder
 from stratagate.dsh.events import RawEvent
 from stratagate.dsh.fold import fit_capture, fold_turn
 from stratagate.dsh.query import step_query
@@ -101,7 +102,18 @@ async def render_step(app: App, p: StepParams) -> dict[str, Any]:
             await app.tokens_ready
 
     params = ActivationParams(namespace=p.namespace, session=p.session, query=query or None)
-    return await render_activation(app.db, app.settings, params, count_tokens, tokenizer_ready)
+    # Once the context engine manages the session (it planned for it), its blocks replace native history in place:
+    # recall stops repeating them, and the engine's current reminder to fold (if any) rides with the recall text.
+    managed, reminder = await step_reminder(app.db.reader, p.namespace, p.session)
+    result = await render_activation(
+        app.db, app.settings, params, count_tokens, tokenizer_ready, own_blocks=not managed
+    )
+    if reminder:
+        if app.tokens_ready is not None:
+            await app.tokens_ready
+        text = f"{result['text']}\n\n{reminder}" if result["text"] else reminder
+        result = {**result, "text": text, "tokens": count_tokens(text)}
+    return result
 
 
 @method("namespace.for_session", params=SessionNamespaceParams, result=SessionNamespace)

@@ -14,6 +14,7 @@ from stratagate.activation.render import ActivationParams, render_activation
 from stratagate.app import App
 from stratagate.capture.models import CaptureParams, CaptureResult
 from stratagate.capture.store import capture_turn
+from stratagate.context import queries as context_queries
 from stratagate.erase import erase_subject
 from stratagate.errors import invalid_params, not_found
 from stratagate.jobs import queue
@@ -83,7 +84,9 @@ async def activation_render(app: App, p: ActivationParams) -> dict[str, Any]:
         if app.tokens_ready is not None:
             await app.tokens_ready
 
-    return await render_activation(app.db, app.settings, p, count_tokens, tokenizer_ready)
+    # Once the context engine manages the session, its blocks sit in the history itself: not repeated in recall.
+    managed = await context_queries.is_managed(app.db.reader, p.namespace, p.session)
+    return await render_activation(app.db, app.settings, p, count_tokens, tokenizer_ready, own_blocks=not managed)
 
 
 @method("tools.list", params=Empty, result=ToolsListResult)
