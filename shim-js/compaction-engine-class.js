@@ -26,7 +26,29 @@ export function makeEngineClass(Base, ManualCompactionError, engineOf = currentC
       ctx?.logger?.info?.('StrataGate compaction engine active: the context engine plans first, stock compaction is the last resort')
     }
 
+    /**
+     * Whether this instance is the agent's compaction. In the web profile a session's agent compacts inside its
+     * preset (its own `compaction` service, possibly ours again); the host row must then stay out, or two engines
+     * (and two stock summaries) would act on one session. The agent-scoped context names the one it uses.
+     */
+    owns(agent) {
+      let own
+      try {
+        own = agent?.ctx?.get?.('compaction')
+      } catch {
+        return true
+      }
+      if (own === undefined || own === this) return true
+      this.outside ??= new WeakSet()
+      if (agent.session && !this.outside.has(agent.session)) {
+        this.outside.add(agent.session)
+        this.ctx?.logger?.info?.(`compaction of session ${agent.session.id} belongs to its agent preset; this row stays out`)
+      }
+      return false
+    }
+
     async compactIfNeeded(agent, trigger, signal) {
+      if (!this.owns(agent)) return null
       const engine = engineOf()
       if (engine && agent?.session && !signal?.aborted) {
         const outcome = await engine.run(agent, trigger === 'context-overflow' ? 'overflow' : 'pre-step', { signal })
@@ -50,6 +72,7 @@ export function makeEngineClass(Base, ManualCompactionError, engineOf = currentC
     }
 
     compactNow(agent, signal, sourceCommandId) {
+      // `/compact` reaches the compaction of the command's own realm, so no ownership check is needed here.
       const engine = engineOf()
       if (!engine) return super.compactNow(agent, signal, sourceCommandId)
       signal.throwIfAborted()

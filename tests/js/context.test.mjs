@@ -520,6 +520,17 @@ describe('the compaction engine (over a stand-in for DSH\'s BasicCompactionEngin
     assert.deepEqual(e.calls, [['compactIfNeeded', 'pressure']])
   })
 
+  it('stays out of a session whose agent compacts with another engine (a web preset\'s own)', async () => {
+    const engine = stubEngine(landedOutcome)
+    const e = new (makeEngineClass(Stock, StockError, () => engine))(ctxWith(0), {})
+    const presetAgent = { ...agentOf(), ctx: { get: (name) => (name === 'compaction' ? { other: true } : undefined) } }
+    assert.equal(await e.compactIfNeeded(presetAgent, 'pressure', new AbortController().signal), null)
+    assert.deepEqual(engine.runs, [])
+    assert.deepEqual(e.calls, [], 'not even the stock part')
+    const ownAgent = { ...agentOf(), ctx: { get: (name) => (name === 'compaction' ? e : undefined) } }
+    assert.equal(await e.compactIfNeeded(ownAgent, 'pressure', new AbortController().signal), 'stock')
+  })
+
   it('on overflow: what landed is the recovery when the estimate fits the window, else stock runs too', async () => {
     const fits = new (makeEngineClass(Stock, StockError, () => stubEngine(landedOutcome)))(ctxWith(800), {})
     const result = await fits.compactIfNeeded(agentOf(), 'context-overflow', new AbortController().signal)
