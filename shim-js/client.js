@@ -136,6 +136,7 @@ window.__ModuleLoader__.load({
     }
 
     const MODES = ['cost', 'quality', 'custom']
+    const FLAG_LABELS = { auto_fold: 'Automatic folds', reminders: 'Reminders', enabled: 'Context engine on', cost_aware: 'Cost-aware landing', mid_turn_cards: 'Cards before each step' }
 
     function ContextForm() {
       const [settings, setSettings] = React.useState(null)
@@ -153,6 +154,7 @@ window.__ModuleLoader__.load({
         )
       if (!settings) return h('tr', null, h('td', { colSpan: 2, style: { opacity: 0.7 } }, message || 'Loading the context settings…'))
       const numbers = Object.keys(settings).filter((k) => typeof settings[k] === 'number')
+      const flags = ['auto_fold', 'reminders', ...Object.keys(settings).filter((k) => typeof settings[k] === 'boolean' && k !== 'auto_fold' && k !== 'reminders')].filter((k) => k in settings)
       return h(
         React.Fragment,
         null,
@@ -161,8 +163,9 @@ window.__ModuleLoader__.load({
           { label: 'Mode' },
           h('select', { value: settings.mode, onChange: (e) => save({ mode: e.target.value }) }, MODES.map((m) => h('option', { key: m, value: m }, m))),
         ),
-        h(Row, { label: 'Automatic folds' }, h('input', { type: 'checkbox', checked: Boolean(settings.auto_fold), onChange: (e) => save({ auto_fold: e.target.checked }) })),
-        h(Row, { label: 'Reminders' }, h('input', { type: 'checkbox', checked: Boolean(settings.reminders), onChange: (e) => save({ reminders: e.target.checked }) })),
+        flags.map((k) =>
+          h(Row, { key: k, label: FLAG_LABELS[k] || k }, h('input', { type: 'checkbox', checked: Boolean(settings[k]), onChange: (e) => save({ [k]: e.target.checked }) })),
+        ),
         numbers.map((k) =>
           h(
             Row,
@@ -174,7 +177,8 @@ window.__ModuleLoader__.load({
               style: { width: 110 },
               onBlur: (e) => {
                 const value = Number(e.target.value)
-                if (e.target.value !== '' && Number.isFinite(value) && value !== settings[k]) save({ mode: 'custom', [k]: value })
+                // The sidecar reads an explicit threshold as mode 'custom' (unless it equals a preset's).
+                if (e.target.value !== '' && Number.isFinite(value) && value !== settings[k]) save({ [k]: value })
               },
             }),
           ),

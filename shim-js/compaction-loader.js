@@ -2,20 +2,10 @@
 // else DSH's stock BasicCompactionEngine (so a broken or unresolvable engine never leaves DSH without compaction).
 // Pure apart from the two importers it is given; tests/js/context.test.mjs drives it with fakes.
 
-import { createRequire } from 'node:module'
-import { pathToFileURL } from 'node:url'
+import { importDsh } from './dsh-import.js'
 
 /** Import DSH's stock engine: from this package's resolution (tarball/npm install), else from DSH's own install. */
-export async function importStock() {
-  try {
-    return await import('@deepseek-ai/dsh-compaction-basic')
-  } catch (error) {
-    // A `link:` install resolves from the checkout, which has no DSH packages; DSH's entry script can.
-    if (!process.argv[1]) throw error
-    const require = createRequire(process.argv[1])
-    return import(pathToFileURL(require.resolve('@deepseek-ai/dsh-compaction-basic')).href)
-  }
-}
+export const importStock = () => importDsh('@deepseek-ai/dsh-compaction-basic')
 
 /**
  * @param {() => Promise<{StrataGateCompactionEngine: Function}>} importEngine

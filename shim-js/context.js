@@ -17,10 +17,11 @@
 // turns with `turn: null`).
 //
 // Nothing here imports DSH at load time: the checkpoint source comes from @deepseek-ai/dsh-compaction through a
-// dynamic import (resolvable in a tarball/npm install, not from a `link:` checkout, CONTRACT Gotcha 1). Without it
-// cards still land and block/fold ops are reported failed with the reason.
+// dynamic import (dsh-import.js: the profile's packages, else DSH's own installation). Without it cards still land
+// and block/fold ops are reported failed with the reason.
 
 import { randomUUID } from 'node:crypto'
+import { importDsh } from './dsh-import.js'
 import { fitLine, lineBudget } from './line.js'
 import { sessionIdOf, sessionOrigin } from './turns.js'
 
@@ -113,7 +114,7 @@ export function compactionOpen(session) {
  */
 let seamPromise = null
 export function loadCompactionSeam() {
-  seamPromise ??= import('@deepseek-ai/dsh-compaction').then(
+  seamPromise ??= importDsh('@deepseek-ai/dsh-compaction').then(
     (m) => ({ ok: true, compactCheckpointSource: m.compactCheckpointSource, CompactionId: m.CompactionId, balancedBefore: m.toolPairingBalancedBefore, balancedAfter: m.toolPairingBalancedAfter }),
     (error) => ({ ok: false, error: `the DSH compaction seam (@deepseek-ai/dsh-compaction) cannot be imported: ${error?.message ?? error}` }),
   )
@@ -128,7 +129,39 @@ export function backToFront(ops, seqs) {
   return [...ops].sort((a, b) => (position.get(b.start) ?? Infinity) - (position.get(a.start) ?? Infinity))
 }
 
-function applyCard(session, op) {
+/**
+ * DSH's shadow price of surface nodes: the token meter's heuristic for exactly the replaced messages. DSH's
+ * context projections fold `compaction/prune|summary.shadowedTokenCount` against the same estimator (dsh-token-meter
+ * `foldSurfaceProjection`: "producers derive them from the same fixed estimator"), so the sidecar's own token count
+ * must not go there (a larger figure drives DSH's message-token total negative and breaks the session's history).
+ * Without a meter (tests), the op's own figure is used.
+ */
+export function shadowPrice(session, seqs, meter, fallback) {
+  if (meter?.measure) {
+    const priced = new Map(meter.measure(session).nodes.map((node) => [node.seq, node.tokens]))
+    if (seqs.every((seq) => priced.has(seq))) return seqs.reduce((total, seq) => total + priced.get(seq), 0)
+  }
+  if (meter?.estimateMessage) {
+    const events = eventsOf(session)
+    return seqs.reduce((total, seq) => {
+      const message = deriveMessage(events[seq])
+      return total + (message ? meter.estimateMessage(message) : 0)
+    }, 0)
+  }
+  return Math.max(0, Math.floor(fallback ?? 0))
+}
+
+/** dsh-session `deriveEventMessage`: the model message a surface event projects to (null for none). */
+function deriveMessage(event) {
+  if (event?.type === 'user/message') return event.data
+  if (event?.type === 'assistant/message') return event.data?.message?.content?.length ? event.data.message : null
+  if (event?.type === 'tool/result') return event.data?.message ?? null
+  return null
+}
+
+function applyCard(session, op, turn, meter) {
+  // DSH's session invariant: a tool/result replacement must be appended inside an open turn (so never by /compact).
+  if (turn === null || turn === undefined) throw new Error(`card ${op.ref}: a tool result can only be replaced within an open turn`)
   if (op.start !== op.end) throw new Error(`card ${op.ref}: start ${op.start} and end ${op.end} differ (a card replaces one tool result)`)
   if (!surfaceSeqs(session).includes(op.start)) throw new Error(`card ${op.ref}: seq ${op.start} is not on the current surface`)
   const event = eventsOf(session)[op.start]
@@ -136,17 +169,19 @@ function applyCard(session, op) {
   const message = event.data?.message
   const result = message?.content?.[0]
   if (!result || typeof result !== 'object') throw new Error(`card ${op.ref}: seq ${op.start} has no tool-result block`)
+  // The pruner prices the one replaced message with `tokenMeter.estimateMessage`; the replacement follows at once.
+  const price = meter?.estimateMessage ? meter.estimateMessage(message) : shadowPrice(session, [op.start], meter, op.shadowed_tokens)
   session.append('compaction/prune', {
     shadowedRange: { start: op.start, end: op.start },
     shadowedSeqs: [op.start],
-    shadowedTokenCount: Math.max(0, Math.floor(op.shadowed_tokens ?? 0)),
+    shadowedTokenCount: price,
   })
   const replacement = session.append(
     'tool/result',
     { ...event.data, message: { ...message, content: [{ ...result, content: [{ type: 'text', text: op.text }] }] } },
     { surfaceOp: { op: 'replace', start: op.start, end: op.start }, sourceEventSeqs: [op.start] },
   )
-  return replacement.seq
+  return { seq: replacement.seq, price }
 }
 
 /** Validate a span before the bracket opens, so a bad op costs no failed-attempt record. */
@@ -162,9 +197,10 @@ function checkSpan(session, op, seam) {
   return seqs.slice(startIdx, endIdx + 1)
 }
 
-function applySpan(session, op, seam, { turn, sourceCommandId }) {
+function applySpan(session, op, seam, { turn, sourceCommandId, meter }) {
   if (!seam.ok) throw new Error(seam.error)
   const shadowedSeqs = checkSpan(session, op, seam)
+  const price = shadowPrice(session, shadowedSeqs, meter, op.shadowed_tokens)
   if (compactionOpen(session)) throw new Error(`${op.kind} ${op.ref}: a compaction is already in progress in this session`)
   const compactionId = seam.CompactionId(randomUUID())
   const lifecycle = { compactionId, ...(sourceCommandId === undefined ? {} : { sourceCommandId }), turn }
@@ -176,7 +212,7 @@ function applySpan(session, op, seam, { turn, sourceCommandId }) {
       summary: [{ type: 'text', text: op.text }],
       shadowedRange: { start: op.start, end: op.end },
       shadowedSeqs,
-      shadowedTokenCount: Math.max(0, Math.floor(op.shadowed_tokens ?? 0)),
+      shadowedTokenCount: price,
       provider: 'stratagate-py',
       model: `context-${op.kind}`,
       stratagate: { ref: op.ref, kind: op.kind, tier: op.tier ?? null, auto: Boolean(op.auto) },
@@ -187,7 +223,7 @@ function applySpan(session, op, seam, { turn, sourceCommandId }) {
       { surfaceOp: { op: 'replace', start: op.start, end: op.end }, sourceEventSeqs: [startEvent.seq, summaryEvent.seq, ...shadowedSeqs] },
     )
     session.append('compaction/end', lifecycle)
-    return { seq: checkpoint.seq, summarySeq: summaryEvent.seq, shadowedSeqs }
+    return { seq: checkpoint.seq, summarySeq: summaryEvent.seq, shadowedSeqs, price }
   } catch (error) {
     // The bracket must close (compaction-basic does the same); if even that fails the open start stays as DSH's
     // own "busy" signal, which is what DSH does too.
@@ -203,7 +239,7 @@ function applySpan(session, op, seam, { turn, sourceCommandId }) {
  * `{ref, error}` (the shape `context.landed` takes). `turn` is the bracket owner (the open turn, or null between
  * turns for `/compact`). Returns the landed entries plus, for the caller's CompactionResult, the shadowed seqs.
  */
-export async function applyOps(session, ops, { turn = openTurnOf(session), sourceCommandId, seam } = {}) {
+export async function applyOps(session, ops, { turn = openTurnOf(session), sourceCommandId, seam, meter } = {}) {
   const landed = []
   const shadowed = []
   let shadowedTokens = 0
@@ -212,17 +248,19 @@ export async function applyOps(session, ops, { turn = openTurnOf(session), sourc
   for (const op of backToFront(ops, surfaceSeqs(session))) {
     try {
       if (op.kind === 'card') {
-        landed.push({ ref: op.ref, replacement_seq: applyCard(session, op) })
+        const card = applyCard(session, op, turn, meter)
+        landed.push({ ref: op.ref, replacement_seq: card.seq })
         shadowed.push(op.start)
+        shadowedTokens += card.price
       } else if (op.kind === 'block' || op.kind === 'fold') {
-        const span = applySpan(session, op, spanSeam, { turn, sourceCommandId })
+        const span = applySpan(session, op, spanSeam, { turn, sourceCommandId, meter })
         landed.push({ ref: op.ref, replacement_seq: span.seq })
         shadowed.push(...span.shadowedSeqs)
+        shadowedTokens += span.price
         lastSummarySeq = span.summarySeq
       } else {
         throw new Error(`unknown op kind ${JSON.stringify(op.kind)}`)
       }
-      shadowedTokens += Math.max(0, Math.floor(op.shadowed_tokens ?? 0))
     } catch (error) {
       landed.push({ ref: String(op.ref), error: errorText(error) })
     }
@@ -283,8 +321,10 @@ export class ContextEngine {
    * @param {() => number} [o.timeoutMs] - deadline of one plan call
    * @param {object} [o.log]
    * @param {Record<string,string>} [o.env]
+   * @param {() => object|undefined} [o.meter] - DSH's token meter (the shadow prices)
    */
-  constructor({ call, namespaceOf, modelOf, available = () => true, timeoutMs = () => 5000, log = {}, env = process.env, seam }) {
+  constructor({ call, namespaceOf, modelOf, available = () => true, timeoutMs = () => 5000, log = {}, env = process.env, seam, meter = () => undefined }) {
+    this.meter = meter
     this.call = call
     this.namespaceOf = namespaceOf
     this.modelOf = modelOf
@@ -297,6 +337,7 @@ export class ContextEngine {
     this.planned = new Map() // session id → `${phase}@${session.seq}` of the last plan
     this.inFlight = new Map() // session id → promise
     this.last = new Map() // session id → {decision, landed, failed, at}
+    this.reports = new Map() // session id → the context.landed call still on its way
   }
 
   /**
@@ -328,6 +369,9 @@ export class ContextEngine {
     const deadline = this.timeoutMs()
     const started = Date.now()
     const remaining = () => Math.max(1, deadline - (Date.now() - started))
+    // The sidecar handles requests concurrently: let the previous landing's report arrive first, so this plan sees
+    // those layers as landed (bounded by this plan's own deadline).
+    if (this.reports.has(id)) await within(this.reports.get(id), remaining())
     const namespace = await within(this.namespaceOf(session, signal), remaining())
     if (!namespace) return this.skip(id, phase, 'namespace unknown in time')
     const model = await within(Promise.resolve(this.modelOf(session, agent, signal)).catch(() => null), remaining())
@@ -360,18 +404,18 @@ export class ContextEngine {
       this.note(id, { phase, decision: result.decision ?? '', landed: 0, failed: 0 })
       return { phase, ops: [], landed: [], shadowed: [], shadowedTokens: 0, decision: result.decision ?? '' }
     }
-    const applied = await applyOps(session, ops, { turn: owner, sourceCommandId, seam: this.seam })
+    const applied = await applyOps(session, ops, { turn: owner, sourceCommandId, seam: this.seam, meter: this.meter() })
     const failed = applied.landed.filter((entry) => entry.error)
     for (const entry of failed) this.log.warn?.(`context op ${entry.ref} did not land in ${id}: ${entry.error}`)
     this.log.info?.(`context (${phase}) ${id}: ${applied.landed.length - failed.length} landed, ${failed.length} failed — ${result.decision ?? ''}`)
     this.note(id, { phase, decision: result.decision ?? '', landed: applied.landed.length - failed.length, failed: failed.length })
-    // Report after applying, bounded separately: the ops already landed in DSH, the sidecar must learn it.
-    await within(
-      Promise.resolve(this.call('context.landed', { namespace, session: id, ops: applied.landed }, { timeoutMs: 15_000 })).catch((error) =>
-        this.log.warn?.(`context.landed for ${id} failed: ${error?.message ?? error}`),
-      ),
-      15_000,
-    )
+    // Report after applying: the ops already landed in DSH, the sidecar must learn it. The turn waits at most one
+    // more deadline; a slower report keeps going and the next plan of this session waits for it first.
+    const report = Promise.resolve(this.call('context.landed', { namespace, session: id, ops: applied.landed }, { timeoutMs: 30_000 }))
+      .catch((error) => this.log.warn?.(`context.landed for ${id} failed: ${error?.message ?? error}`))
+      .finally(() => this.reports.get(id) === report && this.reports.delete(id))
+    this.reports.set(id, report)
+    await within(report, deadline)
     return { phase, ops, ...applied, decision: result.decision ?? '' }
   }
 
@@ -385,6 +429,11 @@ export class ContextEngine {
     this.last.delete(id)
     this.last.set(id, { ...entry, at: Date.now() })
     if (this.last.size > 256) this.last.delete(this.last.keys().next().value)
+  }
+
+  /** Send the whole surface again at the next plan (e.g. after `/memory purge confirm` emptied the archive). */
+  resend(session) {
+    this.archived.delete(sessionIdOf(session))
   }
 
   forget(session) {

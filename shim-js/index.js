@@ -15,6 +15,7 @@ import { ContextEngine, makeModelOf, setContextEngine } from './context.js'
 import { makeLogger } from './logger.js'
 import { memoryCommand, uiLanguage } from './memory-command.js'
 import { makeTurnStoppingListener } from './nudge.js'
+import { PRESET_ID, writeStrataGatePreset } from './preset.js'
 import { Runtime } from './runtime.js'
 import { FALLBACK_TOOLS, ToolSet } from './tools.js'
 import { TurnBuffer } from './turns.js'
@@ -82,6 +83,7 @@ export function apply(ctx, rawConfig) {
     modelOf: makeModelOf({ llm: () => ctx.get('llm'), defaultModel: () => ctx.get('agentDefaultModel'), tokenMeter: () => ctx.get('tokenMeter') }),
     available: () => runtime.recallAvailable(),
     timeoutMs: () => config.contextTimeoutMs,
+    meter: () => ctx.get('tokenMeter'),
     log,
   })
   ctx.effect(() => setContextEngine(contextEngine), 'stratagate context engine')
@@ -146,6 +148,11 @@ export function apply(ctx, rawConfig) {
     name: 'stratagate-py-web',
     inject: ['webServer'],
     apply: (web) => {
+      // Web sessions run their agent from a preset: write the StrataGate preset (the bundle patch makes it the
+      // default) so they get our compaction engine (preset.js).
+      const preset = writeStrataGatePreset()
+      if (preset.ok) log.info(`agent preset '${PRESET_ID}' ${preset.changed ? 'written' : 'up to date'} (${preset.path})`)
+      else log.error(`could not write the agent preset '${PRESET_ID}': ${preset.error}; web sessions need another default preset (settings.yaml agent-presets.default)`)
       registerStatusRoute(web, () => runtime.status(), log)
       registerContextRoutes(
         web,
@@ -172,7 +179,10 @@ export function apply(ctx, rawConfig) {
     inject: ['commands'],
     apply: (commands) => {
       commands.effect(
-        () => commands.commands.register(memoryCommand({ namespaceOf: (session, signal) => runtime.namespaceOf(session, signal), call: contextCall, lang })),
+        () =>
+          commands.commands.register(
+            memoryCommand({ namespaceOf: (session, signal) => runtime.namespaceOf(session, signal), call: contextCall, lang, afterward: (session) => contextEngine.resend(session) }),
+          ),
         'stratagate /memory',
       )
     },

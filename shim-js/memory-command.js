@@ -26,8 +26,9 @@ export function uiLanguage(settings, env = process.env) {
  * @param {(method: string, params: object, options: object) => Promise<any>} o.call
  * @param {() => string} o.lang
  * @param {number} [o.timeoutMs]
+ * @param {(session: object) => void} [o.afterward] - called after every answered command
  */
-export function memoryCommand({ namespaceOf, call, lang, timeoutMs = 30_000 }) {
+export function memoryCommand({ namespaceOf, call, lang, timeoutMs = 30_000, afterward = () => {} }) {
   return {
     name: MEMORY_COMMAND,
     description: 'StrataGate memory: context status, detail, search, purge',
@@ -42,6 +43,7 @@ export function memoryCommand({ namespaceOf, call, lang, timeoutMs = 30_000 }) {
           { namespace, session: sessionIdOf(session), args: String(invocation.rawInput ?? '').trim(), lang: lang() },
           { timeoutMs, signal: invocation.signal },
         )
+        afterward(session) // a purge may have emptied the archive: the next plan sends the whole surface again
         const text = typeof result?.text === 'string' ? result.text : ''
         return text.trim() ? { kind: 'success', text } : { kind: 'success' }
       } catch (error) {

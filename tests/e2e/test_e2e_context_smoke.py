@@ -4,20 +4,26 @@ asked at turn end, and the tool cards it returns land in DSH's session so the ne
 card instead of the raw tool output (the full real-host scenarios are in the host engineer's tests).
 
 The scripted model reads ``READS`` large files with DSH's ``read`` tool in turn 1 (one tool round each), then answers;
-turn 2 (the follow-up) is answered at once."""
+turn 2 (the follow-up) is answered at once.
+
+``context-session-check.mjs`` lands cards, a fold and a block with the shim's code on DSH's real ``Session``, with
+DSH's real compaction seam and DSH's own session/compaction invariant checkers watching every append (folds and
+blocks need a sidecar plan that asks for them; this checks the brackets themselves against DSH's rules)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
-from support.dsh import REPO, DshHome, Run
+from support.dsh import REPO, DshHome, DshInstall, Run
 from support.dsh_model import DshModel, content_text, is_agent_request, messages, offered_tools
 from support.model_server import ScriptedModelServer, text, tool_call
 
 E2E_DIR = Path(__file__).resolve().parent
 FOLLOWUP_PLUGIN = E2E_DIR / "followup-plugin.mjs"
+SESSION_CHECK = E2E_DIR / "context-session-check.mjs"
 READS = 6
 FIRST_PROMPT = "Read the build logs one by one and tell me what failed."
 SECOND_PROMPT = "Thanks. Anything else worth knowing?"
@@ -36,7 +42,11 @@ class Reader:
         if not is_agent_request(body):
             return self.fallback(body)
         msgs = messages(body)
-        humans = [i for i, m in enumerate(msgs) if m.get("role") == "user" and content_text(m.get("content")) in (FIRST_PROMPT, SECOND_PROMPT)]
+        humans = [
+            i
+            for i, m in enumerate(msgs)
+            if m.get("role") == "user" and content_text(m.get("content")) in (FIRST_PROMPT, SECOND_PROMPT)
+        ]
         if not humans or content_text(msgs[humans[-1]].get("content")) != FIRST_PROMPT:
             return text("DONE: nothing else.")
         done = sum(1 for m in msgs[humans[-1] :] if m.get("role") == "tool")
@@ -54,7 +64,9 @@ def agent_steps(server: ScriptedModelServer, run: Run) -> list[dict[str, Any]]:
     return [b for b in server.requests[first:last] if is_agent_request(b)]
 
 
-def test_turn_end_cards_land_in_the_real_host(stratagate: DshHome, model_server: ScriptedModelServer, tmp_path: Path) -> None:
+def test_turn_end_cards_land_in_the_real_host(
+    stratagate: DshHome, model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
     work = tmp_path / "project"
     work.mkdir()
     files = []
@@ -73,7 +85,9 @@ def test_turn_end_cards_land_in_the_real_host(stratagate: DshHome, model_server:
         f"      config: {json.dumps({'followups': [SECOND_PROMPT]})}\n"
     )
 
-    run = stratagate.headless(FIRST_PROMPT, work, patches=[patch], requests=lambda: len(model_server.requests), timeout=120)
+    run = stratagate.headless(
+        FIRST_PROMPT, work, patches=[patch], requests=lambda: len(model_server.requests), timeout=120
+    )
 
     assert run.returncode == 0, run.describe()
     assert "StrataGate compaction engine active" in run.stderr, f"our compaction row did not load\n{run.describe()}"
@@ -84,9 +98,31 @@ def test_turn_end_cards_land_in_the_real_host(stratagate: DshHome, model_server:
     tool_texts = [content_text(m.get("content")) for m in messages(second[0]) if m.get("role") == "tool"]
     assert len(tool_texts) == READS, tool_texts
     cards = [t for t in tool_texts if t.startswith(CARD_TAG)]
-    assert cards, f"no tool card landed before turn 2; tool results were: {[t[:80] for t in tool_texts]}\n{run.describe()}"
-    # The protected tail (the last 3 rounds) stays raw; the oldest rounds became cards.
+    assert cards, (
+        f"no tool card landed before turn 2; tool results were: {[t[:80] for t in tool_texts]}\n{run.describe()}"
+    )
+    # The protected tail stays raw (the newest round always whole; here each round is > 10 % of the window, so the
+    # cap leaves only that one); the older rounds became cards.
     assert not tool_texts[-1].startswith(CARD_TAG), tool_texts[-1][:200]
     assert tool_texts[0].startswith(CARD_TAG), tool_texts[0][:200]
     # DSH's stock summary was not needed.
     assert not any("<compacted-summary>" in content_text(m.get("content")) for b in steps for m in messages(b))
+
+
+def test_cards_folds_and_blocks_pass_dshs_own_session_and_compaction_invariants(dsh_install: DshInstall) -> None:
+    dsh_package = dsh_install.dest / "dsh" / "node_modules" / "@deepseek-ai" / "dsh" / "package.json"
+    proc = subprocess.run(
+        [str(dsh_install.node), str(SESSION_CHECK), str(dsh_package)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+    report = json.loads(proc.stdout)
+    assert report["failures"] == []
+    assert report["open"] is False, "no compaction bracket left open"
+    landed = {entry["ref"]: entry for entry in report["landed"]}
+    assert all("replacement_seq" in landed[ref] for ref in ("c1", "f2", "blk_3")), report["landed"]
+    assert "split a tool call" in landed["f9"]["error"], "a span that would split a tool round is refused"
+    derived = report["derived"]
+    assert derived[0].startswith("user: [stratagate:fold:t1 id=f2"), derived
+    assert derived[1].startswith("user: [stratagate:block id=blk_3"), derived
+    assert any(line.startswith("user: [stratagate:card id=c1") for line in derived), derived
+    assert derived[-1] == "user: now the tests", "the latest user message is untouched"

@@ -94,6 +94,31 @@ describe('client bundle', () => {
     assert.match(page, /Loading the context settings/)
   })
 
+  it('renders the Context form from the effective settings: mode, every switch, every threshold', () => {
+    const { factory } = loadClient()
+    const settings = { mode: 'cost', enabled: true, auto_fold: true, reminders: false, mid_turn_cards: false, pressure_line: 0.6, min_batch_tokens: 5000 }
+    // Each mount gets fresh hook states (status, error, then the form's settings, message).
+    const mount = () => {
+      const mod = factory(() => fakeReact([{ state: 'ready', version: { shim: '0.1.0', sidecar: '0.1.0' }, queue: {}, restarts: 0 }, null, settings, null]))
+      let page
+      mod.apply({ get: () => ({ inject: (_n, fn) => fn(), register: (o, c) => o.name === 'settings.section' && (page = c) }) })
+      return page()
+    }
+    const text = render(mount())
+    for (const label of ['Mode', 'Automatic folds', 'Reminders', 'Context engine on', 'Cards before each step', 'pressure_line', 'min_batch_tokens']) assert.match(text, new RegExp(label))
+    const inputs = []
+    const walk = (node) => {
+      if (!node || typeof node !== 'object') return
+      if (Array.isArray(node)) return node.forEach(walk)
+      if (typeof node.type === 'function') return walk(node.type(node.props))
+      if (node.type === 'input' || node.type === 'select') inputs.push(node.props)
+      ;(node.children || []).forEach(walk)
+    }
+    walk(mount())
+    assert.equal(inputs.find((i) => i.type === 'checkbox' && i.checked === false && i.onChange) !== undefined, true)
+    assert.deepEqual(inputs.filter((i) => i.type === 'number').map((i) => i.defaultValue), [0.6, 5000])
+  })
+
   it('shows the session\'s context use and the sidecar\'s last-change label in the composer dock', () => {
     const { factory } = loadClient()
     const status = { session: 's1', window: 100_000, used_tokens: 41_000, last_change: { kind: 'fold', tier: 1, saved: 23_300, label: 'Fold T1 −23.3K' }, text: '…' }

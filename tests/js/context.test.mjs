@@ -4,7 +4,12 @@
 // The sidecar side of context.plan is tested in Python; here the sidecar is a recording stub.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { makeEngineClass } from '../../shim-js/compaction-engine-class.js'
 import { loadEngine } from '../../shim-js/compaction-loader.js'
+import { importDsh } from '../../shim-js/dsh-import.js'
 import { sidecarEnv, normalizeConfig } from '../../shim-js/config.js'
 import {
   applyOps,
@@ -20,7 +25,7 @@ import {
   setContextEngine,
 } from '../../shim-js/context.js'
 import { memoryCommand, uiLanguage } from '../../shim-js/memory-command.js'
-import { quietLog } from './helpers.mjs'
+import { quietLog, tempDir } from './helpers.mjs'
 
 const SURFACE_TYPES = new Set(['user/message', 'assistant/message', 'tool/result'])
 const clone = (value) => {
@@ -220,6 +225,26 @@ describe('applying a plan', () => {
     assert.deepEqual(summaryOf.shadowedRange, { start: seqs.user, end: r2.result })
   })
 
+  it('prices what it shadows with DSH\'s token meter (the figure DSH\'s context projections subtract)', async () => {
+    const { session, seqs } = buildSession()
+    const [r0, r1, r2] = seqs.rounds
+    const meter = {
+      estimateMessage: (message) => JSON.stringify(message).length,
+      measure: (s) => ({ nodes: s.surface.nodes.map((seq) => ({ seq, tokens: seq * 10 })) }),
+    }
+    const out = await applyOps(session, [fold('f1', seqs.user, r1.result), card('c3', r2.result)], { seam, meter })
+    const prune = session.appended.find((e) => e.type === 'compaction/prune')
+    const summary = session.appended.find((e) => e.type === 'compaction/summary')
+    assert.equal(prune.data.shadowedTokenCount, JSON.stringify(session.events[r2.result].data.message).length, 'as the tool-result pruner')
+    assert.equal(summary.data.shadowedTokenCount, [seqs.user, r0.call, r0.result, r1.call, r1.result].reduce((t, seq) => t + seq * 10, 0), 'as compaction-basic')
+    assert.equal(compactionResultOf(out).shadowedTokenCount, prune.data.shadowedTokenCount + summary.data.shadowedTokenCount)
+    // Each price is the event right before its replacement (DSH's fold arms a claim for the very next event).
+    for (const price of [prune, summary]) {
+      const next = session.appended[session.appended.indexOf(price) + 1]
+      assert.deepEqual(next.surfaceOp, { op: 'replace', start: price.data.shadowedRange.start, end: price.data.shadowedRange.end })
+    }
+  })
+
   it('closes the bracket with an error when an append fails, and still lands the other ops', async () => {
     const { session, seqs } = buildSession()
     session.failOn = (type) => type === 'user/message'
@@ -271,8 +296,10 @@ describe('applying a plan', () => {
 
   it('brackets a manual (/compact) landing between turns with turn null and the command id', async () => {
     const { session, seqs } = buildSession({ openTurn: 0 })
-    await applyOps(session, [fold('f1', seqs.user, seqs.rounds[0].result)], { seam, turn: null, sourceCommandId: 'cmd-1' })
+    const out = await applyOps(session, [fold('f1', seqs.user, seqs.rounds[0].result), card('c3', seqs.rounds[2].result)], { seam, turn: null, sourceCommandId: 'cmd-1' })
+    assert.match(out.landed.find((e) => e.ref === 'c3').error, /only be replaced within an open turn/, 'DSH refuses tool/result replacements between turns')
     const [start, summary, checkpoint, end] = session.appended
+    assert.equal(session.appended.length, 4)
     assert.deepEqual(start.data, { compactionId: start.data.compactionId, sourceCommandId: 'cmd-1', turn: null })
     assert.equal(summary.data.sourceCommandId, 'cmd-1')
     assert.equal(checkpoint.data.source.sourceCommandId, 'cmd-1')
@@ -374,6 +401,30 @@ describe('the context engine', () => {
     assert.equal(sidecar.calls.length, 1, 'no context.landed for an empty batch')
   })
 
+  it('lets a slow landing report arrive before the next plan of the session', async () => {
+    const { session, seqs } = buildSession()
+    let release
+    const slowReport = new Promise((resolve) => (release = resolve))
+    const order = []
+    const engine = engineWith(
+      (method) => {
+        order.push(method)
+        if (method === 'context.landed') return slowReport.then(() => (order.push('landed answered'), { landed: 1, failed: 0 }))
+        return Promise.resolve({ ops: order.length === 1 ? [card('c3', seqs.rounds[2].result)] : [], archived_through: -1, decision: 'x', used_tokens: 1, window: 64_000 })
+      },
+      { timeoutMs: () => 20 },
+    )
+    // The turn waits for its report at most one deadline (the report never answers in time here)…
+    const first = await engine.run({ session }, 'turn-end')
+    assert.equal(first.landed[0].ref, 'c3')
+    assert.deepEqual(order, ['context.plan', 'context.landed'])
+    // …and the next plan of the session waits for it: it is released right after that plan started.
+    const second = engine.run({ session }, 'pre-step')
+    release()
+    await second
+    assert.deepEqual(order, ['context.plan', 'context.landed', 'landed answered', 'context.plan'])
+  })
+
   it('reports failed ops to context.landed with their error', async () => {
     const { session, seqs } = buildSession()
     session.failOn = (type) => type === 'user/message'
@@ -420,6 +471,122 @@ describe('the compaction row loader', () => {
   })
 })
 
+describe('the compaction engine (over a stand-in for DSH\'s BasicCompactionEngine)', () => {
+  class StockError extends Error {
+    constructor(code, message, options) {
+      super(message, options)
+      this.code = code
+    }
+  }
+  /** Records what the stock engine was asked; answers like it would with nothing to do. */
+  class Stock {
+    constructor(ctx, config) {
+      this.ctx = ctx
+      this.config = config
+      this.calls = []
+    }
+    async compactIfNeeded(agent, trigger) {
+      this.calls.push(['compactIfNeeded', trigger])
+      return 'stock'
+    }
+    compactNow() {
+      this.calls.push(['compactNow'])
+      return Promise.resolve('stock now')
+    }
+  }
+  const landedOutcome = { landed: [{ ref: 'c1', replacement_seq: 40 }], shadowed: [12], shadowedTokens: 900 }
+  const stubEngine = (outcome) => ({ runs: [], run(agent, phase, options) { this.runs.push({ phase, options }); return Promise.resolve(outcome) } })
+  const ctxWith = (total) => ({
+    logger: quietLog,
+    llm: { resolveModelInfo: async () => ({ context: { contextWindow: 1000 } }) },
+    tokenMeter: { measure: () => ({ totalTokens: total }) },
+    sessions: { flushed: 0, flush: async function () { this.flushed++ } },
+  })
+  const agentOf = (session = new FakeSession()) => ({
+    session,
+    maintenance: 0,
+    runMaintenance(fn) {
+      this.maintenance++
+      return fn(new AbortController().signal)
+    },
+  })
+
+  it('before a step: plans phase pre-step, then the stock engine checks its own threshold', async () => {
+    const engine = stubEngine(landedOutcome)
+    const Engine = makeEngineClass(Stock, StockError, () => engine)
+    const e = new Engine(ctxWith(5000), {})
+    assert.equal(await e.compactIfNeeded(agentOf(), 'pressure', new AbortController().signal), 'stock')
+    assert.deepEqual(engine.runs.map((r) => r.phase), ['pre-step'])
+    assert.deepEqual(e.calls, [['compactIfNeeded', 'pressure']])
+  })
+
+  it('stays out of a session whose agent compacts with another engine (a web preset\'s own)', async () => {
+    const engine = stubEngine(landedOutcome)
+    const e = new (makeEngineClass(Stock, StockError, () => engine))(ctxWith(0), {})
+    const presetAgent = { ...agentOf(), ctx: { get: (name) => (name === 'compaction' ? { other: true } : undefined) } }
+    assert.equal(await e.compactIfNeeded(presetAgent, 'pressure', new AbortController().signal), null)
+    assert.deepEqual(engine.runs, [])
+    assert.deepEqual(e.calls, [], 'not even the stock part')
+    const ownAgent = { ...agentOf(), ctx: { get: (name) => (name === 'compaction' ? e : undefined) } }
+    assert.equal(await e.compactIfNeeded(ownAgent, 'pressure', new AbortController().signal), 'stock')
+  })
+
+  it('on overflow: what landed is the recovery when the estimate fits the window, else stock runs too', async () => {
+    const fits = new (makeEngineClass(Stock, StockError, () => stubEngine(landedOutcome)))(ctxWith(800), {})
+    const result = await fits.compactIfNeeded(agentOf(), 'context-overflow', new AbortController().signal)
+    assert.deepEqual(result.shadowedSeqs, [12])
+    assert.equal(result.shadowedTokenCount, 900)
+    assert.deepEqual(fits.calls, [], 'no stock summary needed')
+    const still = new (makeEngineClass(Stock, StockError, () => stubEngine(landedOutcome)))(ctxWith(1200), {})
+    assert.equal(await still.compactIfNeeded(agentOf(), 'context-overflow', new AbortController().signal), 'stock')
+    const nothing = new (makeEngineClass(Stock, StockError, () => stubEngine(null)))(ctxWith(800), {})
+    assert.equal(await nothing.compactIfNeeded(agentOf(), 'context-overflow', new AbortController().signal), 'stock')
+    const alone = new (makeEngineClass(Stock, StockError, () => undefined))(ctxWith(800), {})
+    assert.equal(await alone.compactIfNeeded(agentOf(), 'context-overflow', new AbortController().signal), 'stock', 'without the main plugin: stock')
+  })
+
+  it('/compact: plans phase manual in maintenance with turn null and the command id, flushes; else stock', async () => {
+    const engine = stubEngine({ ...landedOutcome, summarySeq: 41 })
+    const ctx = ctxWith(0)
+    const e = new (makeEngineClass(Stock, StockError, () => engine))(ctx, {})
+    const agent = agentOf()
+    const result = await e.compactNow(agent, new AbortController().signal, 'cmd-7')
+    assert.equal(result.summarySeq, 41)
+    assert.equal(agent.maintenance, 1)
+    assert.equal(ctx.sessions.flushed, 1)
+    assert.equal(engine.runs[0].phase, 'manual')
+    assert.equal(engine.runs[0].options.turn, null)
+    assert.equal(engine.runs[0].options.sourceCommandId, 'cmd-7')
+    const none = new (makeEngineClass(Stock, StockError, () => stubEngine(null)))(ctxWith(0), {})
+    assert.equal(await none.compactNow(agentOf(), new AbortController().signal, 'cmd-8'), 'stock now')
+    const busy = new (makeEngineClass(Stock, StockError, () => stubEngine(null)))(ctxWith(0), {})
+    assert.throws(
+      () => busy.compactNow({ session: new FakeSession(), runMaintenance: () => { throw new Error('running') } }, new AbortController().signal),
+      (error) => error instanceof StockError && error.code === 'busy',
+    )
+  })
+})
+
+describe('importing DSH packages', () => {
+  it('falls back to DSH\'s own installation when the package does not resolve from here (a link: install)', async () => {
+    const root = tempDir()
+    for (const name of ['dsh-compaction-basic', 'dsh-compaction']) {
+      const dir = join(root, 'node_modules', '@deepseek-ai', name)
+      mkdirSync(dir, { recursive: true })
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `@deepseek-ai/${name}`, type: 'module', exports: { '.': { default: './index.js' } } }))
+      writeFileSync(join(dir, 'index.js'), `export const which = ${JSON.stringify(name)}\n`)
+    }
+    const entry = join(root, 'bin.js')
+    writeFileSync(entry, '')
+    const tried = []
+    const load = (specifier) => (tried.push(specifier), specifier.startsWith('file:') ? import(specifier) : Promise.reject(new Error(`Cannot find package '${specifier}'`)))
+    assert.equal((await importDsh('@deepseek-ai/dsh-compaction', { entry, load })).which, 'dsh-compaction')
+    assert.equal(tried[1], pathToFileURL(join(root, 'node_modules', '@deepseek-ai', 'dsh-compaction', 'index.js')).href)
+    assert.equal((await importDsh('@deepseek-ai/dsh-compaction-basic', { entry, load })).which, 'dsh-compaction-basic')
+    await assert.rejects(importDsh('@deepseek-ai/dsh-nothing', { entry, load }), /Cannot find package '@deepseek-ai\/dsh-nothing'/, 'the original error')
+  })
+})
+
 describe('/memory and settings', () => {
   it('forwards the arguments and the UI language, and prints the sidecar\'s text', async () => {
     const sidecar = stubSidecar(() => ({ text: '上下文 41% · Fold T1 −23.3K' }))
@@ -428,6 +595,10 @@ describe('/memory and settings', () => {
     const result = await command.handler({ agent: { session: new FakeSession() }, rawInput: ' search  make ', signal: new AbortController().signal })
     assert.deepEqual(result, { kind: 'success', text: '上下文 41% · Fold T1 −23.3K' })
     assert.deepEqual(sidecar.calls[0].params, { namespace: 'ns-1', session: 'session-1', args: 'search  make', lang: 'zh' })
+    const resent = []
+    const after = memoryCommand({ namespaceOf: async () => 'ns-1', call: sidecar.call, lang: () => 'en', afterward: (session) => resent.push(session.id) })
+    await after.handler({ agent: { session: new FakeSession('s-purged') }, rawInput: 'purge confirm', signal: new AbortController().signal })
+    assert.deepEqual(resent, ['s-purged'], 'after a command the next plan sends the whole surface again')
     const failing = memoryCommand({ namespaceOf: async () => 'ns-1', call: () => Promise.reject(new Error('down')), lang: () => 'en' })
     assert.deepEqual(await failing.handler({ agent: { session: new FakeSession() }, rawInput: '', signal: new AbortController().signal }), { kind: 'error', text: 'StrataGate memory: down' })
   })
