@@ -10,9 +10,9 @@ The scripted agent (tests/support/context_agent.py) runs ``--turns`` turns of ``
 over pytest logs, Python sources and grep results written into the workdir; round 10 reads an incident log that
 holds a unique ticket number. A last turn asks for that ticket (the recall probe):
 
-* ``engine``: StrataGate installed in the web profile, the session runs the ``standard`` preset with StrataGate's
-  compaction row (support.dsh_web.write_engine_preset); the probe is answered with ``search_context`` then
-  ``decompress`` (up to three steps), from what those tools return;
+* ``engine``: StrataGate installed in the web profile; the session runs the deployment default, StrataGate's own
+  ``stratagate`` preset (DSH's ``standard`` with StrataGate's compaction row, written by the shim); the probe is
+  answered with ``search_context`` then ``decompress`` (up to three steps), from what those tools return;
 * ``stock``: the same install, but the session runs DSH's shipped ``standard`` preset (compaction-basic) and the
   context engine is switched off (``STRATAGATE_CONTEXT_CONFIG={"enabled": false}``: the sidecar archives and
   never lands anything); the memory tools stay offered, so both variants pay the same tool-schema overhead. The
@@ -52,8 +52,8 @@ from support.context_agent import (  # noqa: E402
 )
 from support.dsh import DshHome, install_dsh, npm_pack, repo_python  # noqa: E402
 from support.dsh_model import is_agent_request, messages  # noqa: E402
-from support.dsh_web import running_web, write_engine_preset  # noqa: E402
-from support.model_server import ScriptedModelServer  # noqa: E402
+from support.dsh_web import running_web  # noqa: E402
+from support.model_server import ScriptedModelServer, count_tokens  # noqa: E402
 
 TICKET = "OPS-73519"
 TICKET_RE = re.compile(r"OPS-\d{5}")
@@ -135,6 +135,27 @@ def scripted_session(turns: int, calls: int, variant: str) -> ScriptedSession:
     return ScriptedSession([*script, probe])
 
 
+def composition(body: dict[str, Any]) -> dict[str, int]:
+    """Where one request's tokens go: tool schemas, system prompt, raw tool outputs, StrataGate cards, StrataGate
+    checkpoints (blocks/folds), DSH summaries, everything else (user/assistant text, runtime context)."""
+    out = {"tools": count_tokens(json.dumps(body.get("tools") or [])), "system": 0, "raw tool": 0, "cards": 0}
+    out |= {"checkpoints": 0, "stock summary": 0, "other": 0}
+    for m in messages(body):
+        text = content_text(m.get("content"))
+        n = count_tokens(json.dumps(m, ensure_ascii=False))
+        if m.get("role") in ("system", "developer"):
+            out["system"] += n
+        elif m.get("role") == "tool":
+            out["cards" if text.startswith("[stratagate:card") else "raw tool"] += n
+        elif text.startswith("[stratagate:"):
+            out["checkpoints"] += n
+        elif "<compacted-summary>" in text:
+            out["stock summary"] += n
+        else:
+            out["other"] += n
+    return out
+
+
 @dataclass
 class Result:
     variant: str
@@ -150,6 +171,7 @@ class Result:
     landings: int
     probe: str
     seconds: float
+    turn_ends: list[dict[str, int]]  # composition of each turn's last agent request
 
     @property
     def hit_rate(self) -> float:
@@ -180,10 +202,12 @@ def run_variant(variant: str, args: argparse.Namespace, tgz: Path, install: Any,
         if variant == "stock":
             home.extra_env["STRATAGATE_CONTEXT_CONFIG"] = json.dumps({"enabled": False})
         home.add_plugin(tgz, "web")
-        preset = write_engine_preset(home) if variant == "engine" else "standard"
+        preset = None if variant == "engine" else "standard"  # engine: the default the plugin sets (stratagate)
         try:
             with running_web(home, work) as web:
                 session = web.create_session(work, preset=preset)
+                if session.preset != ("stratagate" if variant == "engine" else "standard"):
+                    raise AssertionError(f"{variant}: the session runs preset {session.preset}")
                 for turn in agent.turns:
                     session.send(turn.prompt, timeout=args.turn_timeout, requests=lambda: len(server.requests))
                     print(
@@ -216,6 +240,7 @@ def run_variant(variant: str, args: argparse.Namespace, tgz: Path, install: Any,
         landings=len(ours) + len(prunes),
         probe=probe_answers[-1] if probe_answers else "(no answer)",
         seconds=time.monotonic() - started,
+        turn_ends=[composition(bodies[max(i for i in agent_idx if i < t.request_range[1])]) for t in session.turns],
     )
 
 
@@ -265,7 +290,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"window {args.window:,} tokens; stock summary line 0.8·W = {0.8 * args.window:,.0f}\n")
     print(table(results, args.window))
     for r in results:
-        print(f"\n{r.variant}: {r.seconds:.0f} s")
+        print(f"\n{r.variant}: {r.seconds:.0f} s; composition of the last request of turns 1, 5, 10, 15, 20, 21:")
+        for k in (1, 5, 10, 15, 20, 21):
+            if k <= len(r.turn_ends):
+                parts = ", ".join(f"{name} {n:,}" for name, n in r.turn_ends[k - 1].items() if n)
+                print(f"  turn {k}: {parts}")
     if args.json:
         args.json.write_text(
             json.dumps([r.__dict__ | {"hit_rate": r.hit_rate, "cost": r.cost} for r in results], indent=1)

@@ -1,7 +1,8 @@
 """StrataGate's context engine in the real host, multi-turn, through the web profile's API.
 
-One web session (preset = the shipped ``standard`` with StrataGate's compaction row, support.dsh_web
-``write_engine_preset``) on a small context window; the scripted model makes 45 real DSH ``bash`` calls over 9 turns
+One web session created without naming a preset: the plugin's bundle patch makes its own ``stratagate`` preset
+(DSH's ``standard`` with StrataGate's compaction row, written by the shim at start) the default; on a small
+context window, the scripted model makes 45 real DSH ``bash`` calls over 9 turns
 (cat / grep / sed over pytest logs and sources written into the workdir, each result 0.8–1.5K tokens), then in a
 10th turn decompresses the first tool card it sees. Checked on the model requests, the session log and the
 scripted server's prefix-cache accounting:
@@ -33,14 +34,15 @@ from support.context_agent import (
 )
 from support.dsh import DshHome
 from support.dsh_model import content_text, is_agent_request, messages
-from support.dsh_web import Turn, WebSession, running_web, write_engine_preset
+from support.dsh_web import Turn, WebSession, running_web
 from support.model_server import ScriptedModelServer, count_tokens
 
 WINDOW = 48_000
 STOCK_LINE = 0.8 * WINDOW  # compaction-basic's thresholdRatio
 TOOL_TURNS = 9
 CALLS_PER_TURN = 5
-OUR_PROVIDER = "stratagate-py"  # compaction/summary.provider of the shim's own brackets
+OUR_PROVIDER = "stratagate-py"
+PRODUCT_PRESET = "stratagate"  # shim-js/preset.js  # compaction/summary.provider of the shim's own brackets
 
 
 def plan(k: int) -> list[Any]:
@@ -106,10 +108,9 @@ def card_call_ids(log: list[dict[str, Any]]) -> dict[str, str]:
 def run_session(
     home: DshHome, server: ScriptedModelServer, agent: ScriptedSession, work: Path
 ) -> tuple[WebSession, list[dict[str, Any]]]:
-    preset = write_engine_preset(home)
     with running_web(home, work) as web:
-        session = web.create_session(work, preset=preset)
-        assert session.preset == preset
+        session = web.create_session(work)  # the deployment default, as the browser does
+        assert session.preset == PRODUCT_PRESET, f"web sessions do not run StrataGate's preset: {session.preset}"
         for turn in agent.turns:
             session.send(turn.prompt, timeout=240, requests=lambda: len(server.requests))
         log = session.history()

@@ -30,32 +30,6 @@ from typing import Any
 from support.dsh import DshHome, Proc, free_port
 
 POLL_SECONDS = 0.2  # between two looks at the session log while a turn runs
-STOCK_ROW = "    - id: compaction-basic\n      name: '@deepseek-ai/dsh-compaction-basic'\n"
-ENGINE_PACKAGE = "stratagate-py/compaction"
-E2E_PRESET = "stratagate-e2e"
-
-
-def shipped_preset(home: DshHome, preset: str = "standard") -> Path:
-    """The composition file of a preset shipped with the installed DSH."""
-    return home.install.dest / "dsh/node_modules/@deepseek-ai/dsh/config/agent-presets" / preset / "agent.cordis.yml"
-
-
-def write_engine_preset(home: DshHome, preset_id: str = E2E_PRESET, *, engine: str = ENGINE_PACKAGE) -> str:
-    """A user preset ($DSH_HOME/.agent-presets/<id>) = the shipped ``standard`` one with its compaction-basic row
-    running ``engine`` instead (in the same isolated ``compaction`` realm, next to command-compact and the pruner).
-
-    Web sessions run their agent from a preset, and the shipped presets mount DSH's own compaction-basic inside it,
-    so a plugin's host row cannot replace it there; a session created with ``agentPreset=<id>`` runs ours.
-    """
-    text = shipped_preset(home).read_text()
-    if STOCK_ROW not in text:
-        raise AssertionError(f"the shipped standard preset has no compaction-basic row as expected:\n{text}")
-    folder = home.path / ".agent-presets" / preset_id
-    folder.mkdir(parents=True, exist_ok=True)
-    ours = f"    - id: compaction-basic\n      name: '{engine}'\n"
-    (folder / "agent.cordis.yml").write_text(text.replace(STOCK_ROW, ours))
-    (folder / "preset.yml").write_text(f"name: {preset_id}\ndescription: standard with {engine} as compaction\n")
-    return preset_id
 
 
 class WebApiError(AssertionError):
