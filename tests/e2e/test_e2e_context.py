@@ -178,3 +178,38 @@ def test_context_engine_multi_turn_web_session(
             same = next(k for k in range(min(len(a), len(b))) if a[k] != b[k])
             assert a[:same] == b[:same]
             assert any(m.get("role") in ("tool", "user") for m in b[same : same + 1]), b[same]
+
+
+def _memory_status(web: Any, session: WebSession) -> str:
+    executed = web.command(session.id, "/memory status")
+    assert executed is not None, "/memory is not a registered command"
+    result = executed["result"]
+    assert result["kind"] == "success" and result.get("text"), result
+    return str(result["text"])
+
+
+def _has_cjk(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+def test_memory_status_answers_in_english_and_chinese(
+    web_stratagate: DshHome, model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """``/memory status`` through the web API (a slash command: answered by the host, never sent to the model), in
+    the UI language: English by default, Chinese when DSH's locale setting says zh."""
+    work = workspace(tmp_path / "project", logs=2, sources=2)
+    agent = ScriptedSession([ScriptedTurn("Look at test run 0.", [bash("cat logs/run-0.log", "Show the test log")])])
+    model_server.default = agent
+    answers = {}
+    for lang, settings in (("en", ""), ("zh", "locale:\n  preference: zh\n")):
+        web_stratagate.write_settings(settings)
+        with running_web(web_stratagate, work) as web:
+            session = web.create_session(work)
+            session.send(agent.turns[0].prompt, requests=lambda: len(model_server.requests))
+            last = session.last_seq()
+            answers[lang] = _memory_status(web, session)
+            logged = [e["type"] for e in session.events_since(last)]
+            assert "command/done" in logged and "turn/start" not in logged, logged  # answered by the host, no turn
+
+    assert answers["en"] and not _has_cjk(answers["en"]), answers["en"]
+    assert answers["zh"] and _has_cjk(answers["zh"]), answers["zh"]

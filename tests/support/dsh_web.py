@@ -117,6 +117,14 @@ class DshWeb:
         value = self.call("session.create", payload)
         return WebSession(self, str(value["sessionId"]), value.get("agentPreset"))
 
+    def command(self, session_id: str, line: str) -> dict[str, Any] | None:
+        """Run a slash command (``/memory status``) the way the browser does: the Typert Remote endpoint
+        ``commands/execute``. (``session.prompt`` with a ``/`` text does NOT run it in rc.8: the model gets it.)
+        Returns ``{commandId, result: {kind, text}}``, or None when the line is no known command."""
+        args = {"agentId": session_id, "line": line, "images": []}
+        value = self.call("commands/execute", {"args": args})
+        return dict(value) if value is not None else None
+
     def sessions(self) -> list[dict[str, Any]]:
         return list(self.call("session.list")["items"])
 
