@@ -72,6 +72,15 @@ async def test_bad_input_is_one_json_rpc_error(client: SidecarClient):
         await client.call("context.landed", {"namespace": "proj", "session": "s1",
                                              "ops": [{"ref": "c999", "replacement_seq": 5}]})
     assert exc.value.code == -32602 and "c999" in exc.value.message
+    with pytest.raises(RpcFailure) as exc:
+        await client.call("context.landed", {"namespace": "proj", "session": "nobody", "ops": []})
+    assert exc.value.code == -32602 and "context.plan was never called" in exc.value.message
+    with pytest.raises(RpcFailure) as exc:
+        await client.call("context.plan", {**plan_params(built, window=10_000), "surface": built.events * 2})
+    assert exc.value.code == -32602 and "appears twice" in exc.value.message
+    with pytest.raises(RpcFailure) as exc:
+        await client.call("context.plan", {**plan_params(built, window=10_000), "phase": "later"})
+    assert exc.value.code == -32602 and "phase" in exc.value.message
     assert (await client.call("system.ping")) is not None
 
 
