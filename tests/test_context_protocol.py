@@ -93,6 +93,10 @@ async def test_settings_get_set_apply_without_restart(client: SidecarClient):
     assert custom["mode"] == "custom" and custom["card_min_tokens"] == 500
     reset = await client.call("context.settings.set", {"settings": {"card_min_tokens": None, "mode": None}})
     assert reset["mode"] == "cost" and reset["card_min_tokens"] == 200
+    await client.call("context.settings.set", {"settings": {"digest_line": 0.4, "reminders": False}})
+    preset = await client.call("context.settings.set", {"settings": {"mode": "quality"}})
+    assert preset["mode"] == "quality" and preset["digest_line"] == 0.25, "a preset resets the thresholds"
+    assert preset["reminders"] is False, "but keeps the switches"
     with pytest.raises(RpcFailure) as exc:
         await client.call("context.settings.set", {"settings": {"force_line": 7}})
     assert exc.value.code == -32602 and "force_line" in exc.value.message
