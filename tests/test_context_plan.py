@@ -559,3 +559,25 @@ async def test_plan_on_the_long_recorded_session(db: Database):
     assert all(p.reason(pos[op.start], pos[op.end]) is None for op in tight.ops)
     saved = sum(op.shadowed_tokens - op.tokens for op in tight.ops)
     assert saved > 0.3 * total
+
+
+async def test_a_refused_landing_waits_and_is_planned_again_under_the_same_ref(db: Database):
+    from stratagate.context.landing import landed
+    from stratagate.context.models import LandedParams
+    from stratagate.errors import DomainError
+
+    built = build_surface(turns=3, rounds_per_turn=4, output_tokens=2000)
+    first = await _plan(db, plan_params(built, window=30_000))
+    ref = first.ops[-1].ref
+    with pytest.raises(DomainError, match="exactly one of replacement_seq or error"):
+        await landed(db, LandedParams.model_validate(
+            {"namespace": "proj", "session": "s1", "ops": [{"ref": ref, "replacement_seq": 5, "error": "x"}]}))
+    refused = [{"ref": op.ref, "error": "session invariant: no open turn"} for op in first.ops]
+    result = await landed(db, LandedParams.model_validate({"namespace": "proj", "session": "s1", "ops": refused}))
+    assert result.failed == len(first.ops) and result.landed == 0
+    ns = await lookup.namespace_key(db.reader, "proj")
+    sess = await lookup.session_key(db.reader, ns, "s1")
+    layer = await queries.layer_by_ref(db.reader, sess, ref)
+    assert layer is not None and layer.state == "pending" and layer.error == "session invariant: no open turn"
+    again = await _plan(db, plan_params(built, window=30_000, archived_through=first.archived_through))
+    assert [op.ref for op in again.ops] == [op.ref for op in first.ops]
