@@ -4,6 +4,7 @@ protected region. In-process planner runs use a real SQLite file (storage/db.py)
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -392,3 +393,169 @@ def test_pending_folds_leave_when_their_range_left_the_surface():
     s.layers.append(gone)
     waiting, dropped = pending_folds(s, protected_region(s, 100_000, COST))
     assert waiting == [] and dropped == [gone]
+
+
+async def test_reminders_raise_re_arm_and_a_compress_answers_them(db: Database):
+    from stratagate.context.reminders import step_reminder
+
+    window = 1_000_000  # nothing forced
+    small = build_surface(turns=2, rounds_per_turn=3, output_tokens=2000)
+    assert (await _plan(db, plan_params(small, window=window))).reminder is None, "below 50K foldable"
+    assert await step_reminder(db.reader, "proj", "s1") == (True, None)
+    big = build_surface(turns=6, rounds_per_turn=5, output_tokens=2000)
+    first = await _plan(db, plan_params(big, window=window))
+    assert first.reminder and "foldable" in first.reminder and "compress(" in first.reminder
+    assert await step_reminder(db.reader, "proj", "s1") == (True, first.reminder)
+    # Unanswered and no growth: the same reminder stays, no new one is counted.
+    state = await queries.state_by_name(db.reader, "proj", "s1")
+    assert state is not None and state["reminders"]["unanswered"] == 1
+    again = await _plan(db, plan_params(big, window=window))
+    assert again.reminder == first.reminder
+    state = await queries.state_by_name(db.reader, "proj", "s1")
+    assert state is not None and state["reminders"]["unanswered"] == 1
+
+    ns = await lookup.namespace_key(db.reader, "proj")
+    sess = await lookup.session_key(db.reader, ns, "s1")
+    assert ns is not None and sess is not None
+    seqs = [e["seq"] for e in big.events[:5]]
+    async with db.transaction() as conn:  # compress records a model fold
+        await queries.insert_layer(conn, ns, sess, prefix="f", kind="fold", start_seq=seqs[0], end_seq=seqs[-1],
+                                   covers=seqs, text="[stratagate:fold:t1 id={ref}]", tokens=5, shadowed_tokens=50,
+                                   tier=1)
+    assert await step_reminder(db.reader, "proj", "s1") == (True, None), "answered at once"
+    answered = await _plan(db, plan_params(big, window=window))
+    assert answered.reminder is None
+    state = await queries.state_by_name(db.reader, "proj", "s1")
+    assert state is not None and state["reminders"]["unanswered"] == 0
+
+
+def test_digest_lines_cost_and_quality():
+    from stratagate.context.plan import wants_digest
+
+    quality = effective({"mode": "quality"}, {})
+    unanswered = {"reminders": {"unanswered": 2}}
+    w = 100_000
+    assert not wants_digest({}, "turn-end", 55_000, w, 40_000, COST), "0.5·W needs two unanswered reminders"
+    assert wants_digest(unanswered, "turn-end", 55_000, w, 40_000, COST)
+    assert wants_digest({}, "turn-end", 61_000, w, 40_000, COST), "above 0.6·W whatever the reminders"
+    assert wants_digest({}, "turn-end", 36_000, w, 20_000, quality)
+    assert not wants_digest({}, "turn-end", 30_000, w, 20_000, quality)
+    no_reminders = effective({}, {"reminders": False})
+    assert wants_digest({}, "turn-end", 55_000, w, 40_000, no_reminders), "reminders off: the first line needs none"
+    assert not wants_digest(unanswered, "pre-step", 70_000, w, 40_000, COST)
+    assert not wants_digest(unanswered, "turn-end", 70_000, w, 40_000, effective({}, {"auto_fold": False}))
+    cooling = {**unanswered, "last_digest_foldable": 30_000}
+    assert not wants_digest(cooling, "turn-end", 70_000, w, 40_000, COST), "cool-down: +50K foldable growth"
+    assert wants_digest(cooling, "turn-end", 76_000, w, 40_000, COST), "or above 0.75·W"
+    assert wants_digest(cooling, "turn-end", 70_000, w, 80_001, COST)
+    assert wants_digest({}, "manual", 1, w, 1, COST)
+
+
+async def test_manual_compact_lands_spans_but_no_cards(db: Database):
+    built = build_surface(turns=4, rounds_per_turn=4, output_tokens=1500, open_last=False)
+    result = await _plan(db, plan_params(built, window=200_000, phase="manual", turn=None))
+    assert result.ops and all(op.kind != "card" for op in result.ops)
+    assert result.decision.startswith("manual: lands everything that helps")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(surfaces(), st.lists(st.sampled_from(["turn-end", "pre-step", "overflow", "manual"]), min_size=1, max_size=4),
+       st.sampled_from(["cost", "quality"]))
+def test_plan_apply_land_cycles_keep_every_invariant(case: tuple[Any, int], phases: list[str], mode: str):
+    """Plan → apply (as the shim) → context.landed, several times: every batch avoids the protected region, never
+    overlaps, never splits a round; each replacement maps back to its layer; the archive keeps every original."""
+    import asyncio
+    import tempfile
+
+    from stratagate.context.landing import landed
+    from stratagate.context.models import LandedParams
+
+    built, window = case
+    cfg = effective({"mode": mode}, {})
+
+    async def run() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            database = Database(Path(tmp) / "m.db")
+            await database.open()
+            try:
+                events, last, through = built.events, built.last_seq, -1
+                originals = {e["seq"]: e for e in built.events}
+                for phase in phases:
+                    sent = [e if e["seq"] > through else {k: v for k, v in e.items() if k != "data"} for e in events]
+                    turn = None if phase == "manual" else built.open_turn
+                    result = await plan(database, PlanParams.model_validate(
+                        plan_params(sent, window=window, phase=phase, turn=turn)), cfg, count, 0.30)
+                    through = result.archived_through
+                    s = classify(events, built.open_turn)
+                    p = protected_region(s, window, cfg)
+                    pos = {n.seq: n.pos for n in s.nodes}
+                    spans = sorted((pos[o.start], pos[o.end], o.kind) for o in result.ops)
+                    for (_a0, a1, _), (b0, _b1, _) in itertools.pairwise(spans):
+                        assert a1 < b0, "ops never overlap"
+                    for a, b, kind in spans:
+                        assert p.reason(a, b) is None, "never the protected region"
+                        if kind != "card":
+                            assert s.atom_of(a)[0] == a and s.atom_of(b)[1] == b, "never split a round"
+                        else:
+                            assert phase != "manual"
+                    events, landed_ops = apply_ops(events, [o.model_dump() for o in result.ops], last)
+                    last += 3 * len(result.ops)
+                    await landed(database, LandedParams(namespace="proj", session="s1", ops=landed_ops))
+                ns = await lookup.namespace_key(database.reader, "proj")
+                sess = await lookup.session_key(database.reader, ns, "s1")
+                assert sess is not None
+                archived = {n.seq for n in await queries.session_nodes(database.reader, sess)}
+                assert set(originals) <= archived, "every original stays in the archive"
+                for la in await queries.session_layers(database.reader, sess, ["landed"]):
+                    assert la.replacement_seq is not None
+            finally:
+                await database.close()
+
+    asyncio.run(run())
+
+
+# --- recorded sessions (tests/fixtures/context/*.json: surfaces as the shim sends them) ---------------------------
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "context"
+
+
+def _fixture(name: str) -> dict[str, Any]:
+    import json
+
+    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+
+
+def test_recorded_dsh_session_classifies_as_dsh_logged_it():
+    rec = _fixture("dsh-rc8-session.json")
+    s = classify(rec["surface"], rec["open_turn"])
+    kinds = [(n.seq, n.kind) for n in s.nodes]
+    assert (5, "runtime") in kinds and (6, "other") in kinds and (24, "checkpoint") in kinds
+    assert s.nodes[[k[0] for k in kinds].index(24)].foreign_summary
+    first = s.rounds[0]
+    assert first.complete and first.call_ids == ["call_bash", "call_mem"]
+    assert s.nodes[first.end].node.call_id == "call_mem"
+    p = protected_region(s, 128_000, COST)
+    assert p.reason(s.by_seq[24], s.by_seq[24]) == "DSH's own summary"
+    assert s.latest_user() == s.by_seq[25] and s.by_seq[25] in p
+
+
+async def test_plan_on_the_long_recorded_session(db: Database):
+    rec = _fixture("long-session.json")
+    params = {"namespace": "proj", "session": "s1", "turn": rec["open_turn"], "surface": rec["surface"]}
+    s = classify(rec["surface"], rec["open_turn"])
+    total = s.total
+    # Cost mode on a big window: cards only when they pay; the decision says why either way.
+    roomy = await _plan(db, {**params, "window": 1_000_000, "usage": {"requests": 60}})
+    assert roomy.decision.startswith(("lands", "deferred"))
+    # Near the window: forced; cards and a digest, tier 1, never the protected tail.
+    tight = await _plan(db, {**params, "session": "s2", "window": int(total / 0.8)})
+    assert tight.decision.startswith("forced")
+    kinds = {op.kind for op in tight.ops}
+    assert {"card", "fold"} <= kinds
+    digest = next(op for op in tight.ops if op.kind == "fold")
+    assert digest.auto and digest.tier == 1 and digest.start == rec["surface"][0]["seq"]
+    p = protected_region(s, int(total / 0.8), COST)
+    pos = s.by_seq
+    assert all(p.reason(pos[op.start], pos[op.end]) is None for op in tight.ops)
+    saved = sum(op.shadowed_tokens - op.tokens for op in tight.ops)
+    assert saved > 0.3 * total

@@ -163,3 +163,34 @@ async def test_reminder_rides_with_the_step_recall(client: SidecarClient):
     subagent = await client.call("activation.render_step", {"namespace": "proj", "session": "s1",
                                                             "origin": "subagent"})
     assert subagent["text"] == ""
+
+
+async def test_a_landed_block_is_re_landed_shorter_when_it_decays(tmp_path: Path, model_server):
+    client = await SidecarClient.start(tmp_path / "m.db", env=model_env(model_server), args=["--block-turns", "1"])
+    try:
+        await client.call("context.settings.set", {"settings": {"mode": "quality"}})  # no cost rule: land all
+        for i in range(1, 4):
+            res = await client.call("turn.capture", turn(i, session="s1", receipt=f"dsh:s1:turn:{i}"))
+            await ready(client, res["sealed_block_ids"][0])
+        built = build_surface(turns=12, rounds_per_turn=1, output_tokens=300)
+        first = await client.call("context.plan", plan_params(built, window=1_000_000))
+        blk1 = next(op for op in first["ops"] if op["ref"] == "blk_1")
+        assert "level=L4" in blk1["text"].splitlines()[0]
+        surface, landed_ops = apply_ops(built.events, first["ops"], built.last_seq)
+        await client.call("context.landed", {"namespace": "proj", "session": "s1", "ops": landed_ops})
+
+        for i in range(4, 10):  # six more ready blocks: blk_1 decays to L1
+            res = await client.call("turn.capture", turn(i, session="s1", receipt=f"dsh:s1:turn:{i}"))
+            await ready(client, res["sealed_block_ids"][0])
+        second = await client.call("context.plan", plan_params(surface, window=1_000_000, turn=12))
+        again = next(op for op in second["ops"] if op["ref"] == "blk_1")
+        replaced = next(o["replacement_seq"] for o in landed_ops if o["ref"] == "blk_1")
+        assert again["start"] == again["end"] == replaced, "re-landed in place of its own replacement"
+        assert "level=L1" in again["text"].splitlines()[0] and again["tokens"] < again["shadowed_tokens"]
+        surface, landed_again = apply_ops(surface, second["ops"], built.last_seq + 100)
+        done = await client.call("context.landed", {"namespace": "proj", "session": "s1", "ops": landed_again})
+        assert done["failed"] == 0
+        third = await client.call("context.plan", plan_params(surface, window=1_000_000, turn=12))
+        assert "blk_1" not in {op["ref"] for op in third["ops"]}
+    finally:
+        await client.close()

@@ -125,6 +125,8 @@ class Candidate:
     level: int | None = None
     topic: str | None = None
     tokens: int = 0
+    reland: bool = False
+    """A landed block shown again at its decayed (shorter) level, in place of its own replacement node."""
 
     def saved(self) -> int:
         return self.shadowed - self.tokens
@@ -167,6 +169,18 @@ def pending_folds(surface: Surface, protected: Protected) -> tuple[list[Candidat
     return out, gone
 
 
+def reserved_by_folds(surface: Surface) -> set[int]:
+    """Positions inside the ranges of pending model folds (as the surface holds them now)."""
+    by_seq = surface.by_seq
+    out: set[int] = set()
+    for layer in surface.layers:
+        if layer.state == "pending" and layer.kind == "fold" and not layer.auto:
+            start, end = by_seq.get(layer.start_seq), by_seq.get(layer.end_seq)
+            if start is not None and end is not None and start <= end:
+                out.update(range(start, end + 1))
+    return out
+
+
 def card_candidates(surface: Surface, protected: Protected, claimed: set[int], s: ContextSettings,
                     count: Callable[[str], int]) -> list[Candidate]:
     out: list[Candidate] = []
@@ -193,24 +207,52 @@ def card_candidates(surface: Surface, protected: Protected, claimed: set[int], s
     return out
 
 
+def block_text(ref: str, level: int, view: str, first: str, last: str, turns: tuple[int, int]) -> str:
+    return (
+        f"[stratagate:block id={ref} level=L{level} · older context {first}–{last} (turns {turns[0]}–{turns[1]}), "
+        f"not an instruction · decompress(\"{ref}\") shows the next level]\n" + quote(view)
+    )
+
+
 async def block_candidates(
     db: Database, surface: Surface, protected: Protected, claimed: set[int], blocks: list[BlockRow],
     receipts: dict[int, list[str]], session_key: str, count: Callable[[str], int],
 ) -> list[Candidate]:
     """Each ready block whose DSH turns form one clean surface span outside the protected region, at its decayed
-    display level (at most L4)."""
-    landed_refs = {la.ref for la in surface.layers if la.kind == "block" and la.state in ("landed", "superseded")}
+    display level (at most L4); and each landed block whose level has decayed since, re-landed shorter in place."""
+    done = {la.ref: la for la in surface.layers if la.kind == "block" and la.state in ("landed", "superseded")}
+    on_surface = {n.layer.ref: n for n in surface.nodes if n.layer is not None and n.layer.kind == "block"}
     prefix = f"dsh:{session_key}:turn:"
     forgotten = None
     out: list[Candidate] = []
     for block in blocks:
-        if not block.ready or block.ref in landed_refs:
+        if not block.ready:
             continue
         turns = set()
         for receipt in receipts.get(block.id, []):
             if receipt.startswith(prefix) and receipt[len(prefix):].isdigit():
                 turns.add(int(receipt[len(prefix):]))
         if not turns:
+            continue
+        level = min(block.level, MAX_BLOCK_LEVEL)
+        span = (min(turns), max(turns))
+        landed = done.get(block.ref)
+        if landed is not None:
+            node = on_surface.get(block.ref)
+            if node is None or landed.level is None or level >= landed.level or node.pos in protected \
+                    or node.pos in claimed or not landed.covers:
+                continue
+            if forgotten is None:
+                forgotten = await load_forgotten(db, block.namespace_id, block.session_id)
+            view = await shown_view(db, block, level, forgotten)
+            first, last = session_ref(landed.covers[0]), session_ref(landed.covers[-1])
+            text = block_text(block.ref, level, view, first, last, span)
+            tokens = count(text)
+            if tokens >= node.tokens:
+                continue
+            out.append(Candidate("block", node.pos, node.pos, text, node.tokens, ref=block.ref, layer=landed,
+                                 block_id=block.id, level=level, tokens=tokens, reland=True))
+            claimed.add(node.pos)
             continue
         positions = [n.pos for n in surface.nodes if n.node.turn in turns]
         if not positions:
@@ -220,27 +262,22 @@ async def block_candidates(
             continue
         if protected.reason(start, end) or not _free(claimed, start, end):
             continue
-        if any(n.layer is not None and n.layer.kind == "fold" for n in surface.nodes[start : end + 1]):
+        if any(n.layer is not None and n.layer.kind in ("fold", "block") for n in surface.nodes[start : end + 1]):
             continue  # a fold inside: its range may reach outside the block's turns
-        level = min(block.level, MAX_BLOCK_LEVEL)
         if forgotten is None:
             forgotten = await load_forgotten(db, block.namespace_id, block.session_id)
         view = await shown_view(db, block, level, forgotten)
         first, last = session_ref(surface.nodes[start].seq), session_ref(surface.nodes[end].seq)
 
-        def text(ref: str, level: int = level, view: str = view, first: str = first, last: str = last,
-                 turns_of: tuple[int, int] = (min(turns), max(turns))) -> str:
-            return (
-                f"[stratagate:block id={ref} level=L{level} · older context {first}–{last} (turns "
-                f"{turns_of[0]}–{turns_of[1]}), not an instruction · decompress(\"{ref}\") shows the next level]\n"
-                + quote(view)
-            )
+        def text_of(ref: str, level: int = level, view: str = view, first: str = first, last: str = last,
+                    span: tuple[int, int] = span) -> str:
+            return block_text(ref, level, view, first, last, span)
 
         shadowed = surface.tokens(start, end)
-        tokens = count(text(block.ref))
+        tokens = count(text_of(block.ref))
         if tokens >= shadowed:
             continue
-        out.append(Candidate("block", start, end, text, shadowed, ref=block.ref, block_id=block.id, level=level,
+        out.append(Candidate("block", start, end, text_of, shadowed, ref=block.ref, block_id=block.id, level=level,
                              tokens=tokens))
         claimed.update(range(start, end + 1))
     return out
@@ -314,9 +351,11 @@ class Planned:
     reminder: str | None
 
 
-async def _map_tagged(conn: aiosqlite.Connection, surface: Surface) -> bool:
-    """A replacement node whose tag names a pending layer lands it (the shim's context.landed was lost)."""
+async def _map_tagged(conn: aiosqlite.Connection, surface: Surface, state: dict[str, Any]) -> bool:
+    """A replacement node whose tag names a pending layer (or a block being re-landed) lands it: the shim's
+    context.landed was lost."""
     changed = False
+    relands = state.get("relands", {})
     for n in surface.nodes:
         if n.layer is not None or not n.node.replaces:
             continue
@@ -325,7 +364,15 @@ async def _map_tagged(conn: aiosqlite.Connection, surface: Surface) -> bool:
         if layer is not None and layer.state == "pending":
             await queries.mark_landed(conn, layer.id, n.seq)
             changed = True
+        elif layer is not None and layer.ref in relands and layer.state == "landed":
+            await apply_reland(conn, layer, relands.pop(layer.ref), n.seq)
+            changed = True
     return changed
+
+
+async def apply_reland(conn: aiosqlite.Connection, layer: Layer, shown: dict[str, Any], replacement_seq: int) -> None:
+    await queries.reland(conn, layer.id, str(shown["text"]), int(shown["tokens"]), int(shown["level"]),
+                         replacement_seq)
 
 
 async def plan(
@@ -342,7 +389,7 @@ async def plan(
         order, _new = await archive_surface(conn, ns_id, session_id, p.surface, count, p.turn)
         state = await queries.session_state(conn, session_id) or {}
         surface = await _surface(conn, session_id, order)
-        if await _map_tagged(conn, surface):
+        if await _map_tagged(conn, surface, state):
             surface = await _surface(conn, session_id, order)
         through = await queries.archived_through(conn, session_id)
         window = p.window
@@ -357,15 +404,27 @@ async def plan(
                      foldable=foldable, turn=p.turn, phase=p.phase, requests=requests)
         if p.usage is not None:
             state["usage"] = p.usage.model_dump()
-        _drop_gone = [la.id for la in pending_folds(surface, protected)[1]]
-        if _drop_gone:
-            await queries.set_state(conn, _drop_gone, "dropped", "its range left the surface")
+        by_seq = surface.by_seq
+        gone = [la.id for la in surface.layers if la.state == "pending"
+                and (la.start_seq not in by_seq or la.end_seq not in by_seq)]
+        if gone:  # its range was replaced by something else (DSH's summary, another engine): it can never land
+            await queries.set_state(conn, gone, "dropped", "its range left the surface")
+            surface = await _surface(conn, session_id, order)
 
         candidates, decision = await _choose(db, conn, ns_id, session_id, p, surface, protected, settings, count,
                                              state, used, window, overhead, foldable, requests, lam)
         ops: list[Op] = []
         if decision.land and candidates:
+            relands = state.setdefault("relands", {})
             for c in candidates:
+                if c.reland:  # the landed row changes only when context.landed says the new text is in place
+                    text = c.text if isinstance(c.text, str) else c.text(c.ref or "")
+                    relands[c.ref] = {"level": c.level, "text": text, "tokens": c.tokens}
+                    seq = surface.nodes[c.start].seq
+                    auto = c.layer.auto if c.layer is not None else True
+                    ops.append(Op(ref=c.ref or "", kind="block", tier=0, auto=auto, start=seq, end=seq, text=text,
+                                  tokens=c.tokens, shadowed_tokens=c.shadowed))
+                    continue
                 layer = await _persist(conn, ns_id, session_id, surface, c, count)
                 ops.append(Op(ref=layer.ref, kind=layer.kind, tier=layer.tier, auto=layer.auto,  # type: ignore[arg-type]
                               start=surface.nodes[c.start].seq, end=surface.nodes[c.end].seq, text=layer.text,
@@ -395,6 +454,9 @@ async def _persist(conn: aiosqlite.Connection, ns_id: int, session_id: int, surf
     existing = await queries.find_pending(conn, session_id, c.kind, start, end, c.auto)
     if c.ref is not None and existing is None:
         existing = await queries.layer_by_ref(conn, session_id, c.ref)
+    if existing is not None and existing.state == "dropped":  # its range is back in one piece: plan it again
+        await queries.set_state(conn, [existing.id], "pending")
+        existing.state = "pending"
     if existing is not None and existing.state == "pending":
         text = c.text(existing.ref) if callable(c.text) else c.text
         await queries.refresh_pending(conn, existing.id, text, count(text), c.shadowed, covers, children, c.level)
@@ -421,7 +483,8 @@ async def _choose(
     """The batch for this phase and whether it lands now."""
     if not s.enabled:
         return [], Decision(False, "the context engine is off (settings)")
-    claimed: set[int] = set()
+    # Ranges of model folds waiting to land are theirs: nothing else replaces a node inside them meanwhile.
+    claimed: set[int] = reserved_by_folds(surface)
     batch: list[Candidate] = []
     if p.phase == "pre-step":
         if not (s.mid_turn_cards or used >= s.pressure_line * window):
@@ -433,10 +496,11 @@ async def _choose(
         return batch, Decision(True, f"mid-turn cards: saves {saved / 1000:.1f}K")
 
     folds, _ = pending_folds(surface, protected)
-    for c in folds:
-        if _free(claimed, c.start, c.end):
+    taken: set[int] = set()
+    for c in folds:  # oldest first; a fold overlapping an earlier one waits for it
+        if _free(taken, c.start, c.end):
             batch.append(c)
-            claimed.update(range(c.start, c.end + 1))
+            taken.update(range(c.start, c.end + 1))
     block_rows = [b for b in await session_blocks(db, ns_id, session_id, lam) if b.ready]
     if block_rows:
         receipts = await queries.block_turn_receipts(conn, session_id)
@@ -444,8 +508,11 @@ async def _choose(
     if wants_digest(state, p.phase, used, window, foldable, s):
         target = s.digest_target * max(0, window - overhead)
         remaining = foldable - sum(c.saved() for c in batch)
+        if p.phase == "manual":  # /compact asks for relief below the pressure lines too: fold the older half at least
+            target = min(target, remaining / 2)
         batch += digest_candidates(surface, protected, claimed, target, s, count, remaining)
-    batch += card_candidates(surface, protected, claimed, s, count)
+    if p.phase != "manual":  # /compact runs between turns: DSH refuses a tool/result replacement outside a turn
+        batch += card_candidates(surface, protected, claimed, s, count)
     batch.sort(key=lambda c: c.start)
     saved = sum(c.saved() for c in batch)
     if not batch:

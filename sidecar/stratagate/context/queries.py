@@ -256,6 +256,16 @@ async def mark_landed(conn: aiosqlite.Connection, layer_id: int, replacement_seq
     )
 
 
+async def reland(conn: aiosqlite.Connection, layer_id: int, text: str, tokens: int, level: int,
+                 replacement_seq: int) -> None:
+    """A landed block shown again at its decayed level: the same layer, its new text in a new replacement node."""
+    await conn.execute(
+        "UPDATE context_layers SET text = ?, tokens = ?, level = ?, replacement_seq = ?, landed_at = ?"
+        " WHERE id = ? AND state = 'landed'",
+        (text, tokens, level, replacement_seq, now_iso(), layer_id),
+    )
+
+
 async def mark_failed(conn: aiosqlite.Connection, layer_id: int, error: str) -> None:
     """The host refused it: nothing landed, so it waits again (pending) with the reason recorded."""
     await conn.execute(
@@ -310,6 +320,19 @@ async def state_by_name(conn: aiosqlite.Connection, namespace: str, session: str
         )
     ).fetchone()
     return None if row is None else dict(json.loads(row[0]))
+
+
+async def newest_model_fold(conn: aiosqlite.Connection, namespace: str, session: str) -> int:
+    """The id of the session's newest model-written fold (0: none): a ``compress`` answers the reminders."""
+    row = await (
+        await conn.execute(
+            "SELECT max(l.id) FROM context_layers l JOIN sessions s ON s.id = l.session_id"
+            " JOIN namespaces n ON n.id = s.namespace_id WHERE n.name = ? AND s.key = ? AND l.kind = 'fold'"
+            " AND l.auto = 0",
+            (namespace, session),
+        )
+    ).fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])
 
 
 async def is_managed(conn: aiosqlite.Connection, namespace: str, session: str) -> bool:

@@ -22,6 +22,19 @@ def current_reminder(state: dict[str, Any] | None) -> str | None:
     return text if isinstance(text, str) and text else None
 
 
+async def step_reminder(conn: aiosqlite.Connection, namespace: str, session: str) -> tuple[bool, str | None]:
+    """(whether the engine manages the session, the reminder line for this step). A ``compress`` since the last
+    plan answers the reminder at once: the next step does not repeat it."""
+    state = await queries.state_by_name(conn, namespace, session)
+    text = current_reminder(state)
+    if state is None or text is None:
+        return state is not None, None
+    answered = int(state.get("reminders", {}).get("answered_layer", 0))
+    if await queries.newest_model_fold(conn, namespace, session) > answered:
+        return True, None
+    return True, text
+
+
 def reminder_text(foldable: int, first: str | None, last: str | None) -> str:
     span = f" ({first}–{last})" if first and last else ""
     return (

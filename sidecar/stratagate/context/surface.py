@@ -98,8 +98,10 @@ class Surface:
 
 def classify_surface(order: list[int], nodes: dict[int, Node], layers: list[Layer]) -> Surface:
     """The surface of ``order`` (seqs in surface order; seqs not archived are skipped) with its rounds and atoms."""
+    # Landed layers, and superseded ones whose replacement is still there (a pending fold over it marks it early).
     by_replacement = {
-        la.replacement_seq: la for la in layers if la.state == "landed" and la.replacement_seq is not None
+        la.replacement_seq: la for la in layers
+        if la.state in ("landed", "superseded") and la.replacement_seq is not None
     }
     out: list[SurfaceNode] = []
     for seq in order:

@@ -14,8 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from stratagate.activation.render import ActivationParams, render_activation
 from stratagate.capture.models import CaptureParams, Name
 from stratagate.capture.store import capture_turn
-from stratagate.context import queries as context_queries
-from stratagate.context.reminders import current_reminder
+from stratagate.context.reminders import step_reminder
 from stratagate.dsh.events import RawEvent
 from stratagate.dsh.fold import fit_capture, fold_turn
 from stratagate.dsh.query import step_query
@@ -105,11 +104,10 @@ async def render_step(app: App, p: StepParams) -> dict[str, Any]:
     params = ActivationParams(namespace=p.namespace, session=p.session, query=query or None)
     # Once the context engine manages the session (it planned for it), its blocks replace native history in place:
     # recall stops repeating them, and the engine's current reminder to fold (if any) rides with the recall text.
-    state = await context_queries.state_by_name(app.db.reader, p.namespace, p.session)
+    managed, reminder = await step_reminder(app.db.reader, p.namespace, p.session)
     result = await render_activation(
-        app.db, app.settings, params, count_tokens, tokenizer_ready, own_blocks=state is None
+        app.db, app.settings, params, count_tokens, tokenizer_ready, own_blocks=not managed
     )
-    reminder = current_reminder(state)
     if reminder:
         if app.tokens_ready is not None:
             await app.tokens_ready
