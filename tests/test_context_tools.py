@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from conftest import turn
 from stratagate.context.command import CommandParams, run_command
-from stratagate.context.compress import CompressArgs, compress
+from stratagate.context.compress import CompressArgs, compress, parse
 from stratagate.context.queries_views import session_keys
 from stratagate.context.restore import INLINE_CAP, DecompressArgs, decompress
 from stratagate.context.search import SearchArgs, search_context
@@ -221,6 +221,21 @@ async def test_compress_refs_and_content_errors(db: Database, tmp_path: Path):
     call = f"call_{sc['r1'][0]}_0"  # type: ignore[index]
     result = await compress(db, keys, CompressArgs(content=f"{s(sc['u1'])}–{call} by call id\nthe log"), SETTINGS)  # type: ignore[arg-type]
     assert result.accepted and result.end == s(sc["r1"][-1])  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("content", "start", "end", "topic"),
+    [
+        ("s00012–s00040 test fixes\nsummary", "s00012", "s00040", "test fixes"),
+        ("s00012-s00040 test fixes\nsummary", "s00012", "s00040", "test fixes"),
+        ("c7—f9 both\nsummary", "c7", "f9", "both"),
+        ("call-a-1 - call-b-2 by calls\nsummary", "call-a-1", "call-b-2", "by calls"),
+        ("  f3..blk_4 t  \n\n summary ", "f3", "blk_4", "t"),
+    ],
+)
+def test_compress_content_forms(content: str, start: str, end: str, topic: str):
+    request = parse(content)
+    assert (request.start, request.end, request.topic, request.summary) == (start, end, topic, "summary")
 
 
 # -- decompress ----------------------------------------------------------------------------------------------------
