@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from conftest import turn
 from stratagate.context.command import CommandParams, run_command
-from stratagate.context.compress import CompressArgs, compress
+from stratagate.context.compress import CompressArgs, compress, parse
 from stratagate.context.queries_views import session_keys
 from stratagate.context.restore import INLINE_CAP, DecompressArgs, decompress
 from stratagate.context.search import SearchArgs, search_context
@@ -221,6 +221,21 @@ async def test_compress_refs_and_content_errors(db: Database, tmp_path: Path):
     call = f"call_{sc['r1'][0]}_0"  # type: ignore[index]
     result = await compress(db, keys, CompressArgs(content=f"{s(sc['u1'])}–{call} by call id\nthe log"), SETTINGS)  # type: ignore[arg-type]
     assert result.accepted and result.end == s(sc["r1"][-1])  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("content", "start", "end", "topic"),
+    [
+        ("s00012–s00040 test fixes\nsummary", "s00012", "s00040", "test fixes"),
+        ("s00012-s00040 test fixes\nsummary", "s00012", "s00040", "test fixes"),
+        ("c7—f9 both\nsummary", "c7", "f9", "both"),
+        ("call-a-1 - call-b-2 by calls\nsummary", "call-a-1", "call-b-2", "by calls"),
+        ("  f3..blk_4 t  \n\n summary ", "f3", "blk_4", "t"),
+    ],
+)
+def test_compress_content_forms(content: str, start: str, end: str, topic: str):
+    request = parse(content)
+    assert (request.start, request.end, request.topic, request.summary) == (start, end, topic, "summary")
 
 
 # -- decompress ----------------------------------------------------------------------------------------------------
@@ -600,5 +615,52 @@ async def test_planned_cards_and_a_model_fold_decompress_to_the_originals(tmp_pa
         assert top["path"].startswith(f"{folded['ref']}(T{folded['tier']}) → ") and top["path"].endswith(
             f"(raw call {carded['call_id']})"
         )
+    finally:
+        await sidecar.close()
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "context"
+
+
+def _result_text(event: dict) -> str:
+    """A tool/result event's text as the model read it (what a card's decompress must give back)."""
+    block = event["data"]["message"]["content"][0]
+    return "".join(part["text"] for part in block["content"] if part.get("type") == "text")
+
+
+async def test_recorded_sessions_restore_byte_for_byte_and_refuse_dsh_summary(tmp_path: Path):
+    long_ = json.loads((FIXTURES / "long-session.json").read_text(encoding="utf-8"))
+    rc8 = json.loads((FIXTURES / "dsh-rc8-session.json").read_text(encoding="utf-8"))
+    sidecar = await SidecarClient.start(tmp_path / "memory.db")
+    try:
+        events = long_["surface"]
+        total = sum(len(json.dumps(e)) for e in events) // 4  # generous: the plan forces at 0.75 W
+        first = await sidecar.call(
+            "context.plan", plan_params(events, window=max(20_000, total // 2), turn=long_["open_turn"])
+        )
+        assert first["ops"], first["decision"]
+        surface, landed = apply_ops(events, first["ops"], max(e["seq"] for e in events))
+        await sidecar.call("context.landed", {"namespace": "proj", "session": "s1", "ops": landed})
+        by_seq = {e["seq"]: e for e in events}
+        cards = [op for op in first["ops"] if op["kind"] == "card"]
+        assert cards and any(op["kind"] == "fold" for op in first["ops"]), first["decision"]
+        for op in cards:
+            restored = await _tool(sidecar, "decompress", id=op["ref"])
+            assert restored["text"] == _result_text(by_seq[op["start"]]), op["ref"]
+        for op in (o for o in first["ops"] if o["kind"] == "fold"):
+            full = await _tool(sidecar, "decompress", id=op["ref"], full=True, to_file=True)
+            text = Path(full["file"]).read_bytes().decode("utf-8")
+            for part in full["parts"]:
+                event = by_seq[part["seq"]]
+                if event["type"] == "tool/result":
+                    assert text[part["offset"] : part["offset"] + part["length"]] == _result_text(event)
+
+        # DSH's recorded session: its own summary (seq 24) is never folded.
+        await sidecar.call(
+            "context.plan", plan_params(rc8["surface"], window=128_000, turn=rc8["open_turn"], session="rc8")
+        )
+        refused = await _tool(sidecar, "compress", session="rc8", content="s00024–s00024 the summary\nshort")
+        assert not refused["accepted"] and "DSH's own summary" in refused["text"]
+        del surface
     finally:
         await sidecar.close()

@@ -30,6 +30,8 @@ MAX_TOPIC = 200
 MAX_CONTENT = 60_000
 _SESSION_REF = re.compile(r"^s(\d{1,12})$")
 _DASHES = re.compile(r"\s*(?:–|—|\.\.|\s-\s)\s*")
+_HYPHENATED = re.compile(r"^((?:s\d+|[cf]\d+|blk_\d+))-((?:s\d+|[cf]\d+|blk_\d+))(\s.*)$")
+"""'s00012-s00040 topic': a plain hyphen only between refs of ours (a tool call id may hold hyphens)."""
 
 
 class CompressArgs(BaseModel):
@@ -78,6 +80,8 @@ def parse(content: str) -> Request:
     head = head.strip()
     summary = body.strip()
     pieces = _DASHES.split(head, maxsplit=1)
+    if len(pieces) != 2 and (m := _HYPHENATED.match(head)):
+        pieces = [m.group(1), m.group(2) + m.group(3)]
     if len(pieces) != 2:
         raise ContentError(
             "compress content must start with '<startRef>–<endRef> <topic>' (e.g. 's00012–s00040 test fixes'), "
