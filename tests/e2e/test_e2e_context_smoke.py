@@ -83,6 +83,11 @@ def test_turn_end_cards_land_in_the_real_host(
         "    - id: e2e-followup\n"
         f"      name: {json.dumps(str(FOLLOWUP_PLUGIN))}\n"
         f"      config: {json.dumps({'followups': [SECOND_PROMPT]})}\n"
+        # The plan deadline (5 s) is product behaviour; on a loaded machine the first plan (the whole surface to
+        # archive) must not turn into "nothing landed". The row's other options keep their defaults.
+        "- id: stratagate\n"
+        "  config:\n"
+        "    contextTimeoutMs: 60000\n"
     )
 
     run = stratagate.headless(
