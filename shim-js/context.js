@@ -375,28 +375,40 @@ export class ContextEngine {
     if (!namespace) return this.skip(id, phase, 'namespace unknown in time')
     const model = await within(Promise.resolve(this.modelOf(session, agent, signal)).catch(() => null), remaining())
     if (!model?.window) return this.skip(id, phase, 'model context window unknown')
-    const archivedThrough = this.archived.get(id) ?? -1
     const owner = turn === undefined ? openTurnOf(session) : turn
-    const params = {
-      namespace,
-      session: id,
-      origin: sessionOrigin(session),
-      phase,
-      turn: owner,
-      window: model.window,
-      max_tokens: model.max_tokens ?? null,
-      overhead_tokens: model.overhead_tokens ?? null,
-      surface: collectSurface(session, archivedThrough),
-      usage: latestUsage(session),
+    const ask = (archivedThrough) => {
+      const params = {
+        namespace,
+        session: id,
+        origin: sessionOrigin(session),
+        phase,
+        turn: owner,
+        window: model.window,
+        max_tokens: model.max_tokens ?? null,
+        overhead_tokens: model.overhead_tokens ?? null,
+        surface: collectSurface(session, archivedThrough),
+        usage: latestUsage(session),
+      }
+      // The call keeps running past the deadline: its late reply still tells us what the sidecar archived, so the
+      // next plan does not resend everything (and time out again). Its ops are dropped: nothing lands late.
+      const pending = this.call('context.plan', fitLine(params, lineBudget(this.env)), { timeoutMs: Math.max(deadline, 30_000), signal })
+      pending.then(
+        (result) => Number.isInteger(result?.archived_through) && this.archived.set(id, result.archived_through),
+        () => {},
+      )
+      return within(pending, remaining())
     }
-    // The call keeps running past the deadline: its late reply still tells us what the sidecar archived, so the
-    // next plan does not resend everything (and time out again). Its ops are dropped: nothing lands late.
-    const pending = this.call('context.plan', fitLine(params, lineBudget(this.env)), { timeoutMs: Math.max(deadline, 30_000), signal })
-    pending.then(
-      (result) => Number.isInteger(result?.archived_through) && this.archived.set(id, result.archived_through),
-      () => {},
-    )
-    const result = await within(pending, remaining())
+    const archivedThrough = this.archived.get(id) ?? -1
+    let result
+    try {
+      result = await ask(archivedThrough)
+    } catch (error) {
+      // The sidecar no longer has what we left out (a new database, a purged archive): send everything, once.
+      this.archived.delete(id)
+      if (error?.code !== -32602 || archivedThrough < 0) throw error
+      this.log.info?.(`context.plan for ${id} needs the whole surface again (${error.message}); resending`)
+      result = await ask(-1)
+    }
     if (result === null) return this.skip(id, phase, `no plan within ${deadline} ms`)
     const ops = Array.isArray(result.ops) ? result.ops : []
     if (ops.length === 0 || signal?.aborted) {
