@@ -336,7 +336,6 @@ export class ContextEngine {
     this.archived = new Map() // session id → archived_through of the last reply
     this.planned = new Map() // session id → `${phase}@${session.seq}` of the last plan
     this.inFlight = new Map() // session id → promise
-    this.last = new Map() // session id → {decision, landed, failed, at}
     this.reports = new Map() // session id → the context.landed call still on its way
   }
 
@@ -376,39 +375,50 @@ export class ContextEngine {
     if (!namespace) return this.skip(id, phase, 'namespace unknown in time')
     const model = await within(Promise.resolve(this.modelOf(session, agent, signal)).catch(() => null), remaining())
     if (!model?.window) return this.skip(id, phase, 'model context window unknown')
-    const archivedThrough = this.archived.get(id) ?? -1
     const owner = turn === undefined ? openTurnOf(session) : turn
-    const params = {
-      namespace,
-      session: id,
-      origin: sessionOrigin(session),
-      phase,
-      turn: owner,
-      window: model.window,
-      max_tokens: model.max_tokens ?? null,
-      overhead_tokens: model.overhead_tokens ?? null,
-      surface: collectSurface(session, archivedThrough),
-      usage: latestUsage(session),
+    const ask = (archivedThrough) => {
+      const params = {
+        namespace,
+        session: id,
+        origin: sessionOrigin(session),
+        phase,
+        turn: owner,
+        window: model.window,
+        max_tokens: model.max_tokens ?? null,
+        overhead_tokens: model.overhead_tokens ?? null,
+        surface: collectSurface(session, archivedThrough),
+        usage: latestUsage(session),
+      }
+      // The call keeps running past the deadline: its late reply still tells us what the sidecar archived, so the
+      // next plan does not resend everything (and time out again). Its ops are dropped: nothing lands late.
+      const pending = this.call('context.plan', fitLine(params, lineBudget(this.env)), { timeoutMs: Math.max(deadline, 30_000), signal })
+      pending.then(
+        (result) => Number.isInteger(result?.archived_through) && this.archived.set(id, result.archived_through),
+        () => {},
+      )
+      return within(pending, remaining())
     }
-    // The call keeps running past the deadline: its late reply still tells us what the sidecar archived, so the
-    // next plan does not resend everything (and time out again). Its ops are dropped: nothing lands late.
-    const pending = this.call('context.plan', fitLine(params, lineBudget(this.env)), { timeoutMs: Math.max(deadline, 30_000), signal })
-    pending.then(
-      (result) => Number.isInteger(result?.archived_through) && this.archived.set(id, result.archived_through),
-      () => {},
-    )
-    const result = await within(pending, remaining())
+    const archivedThrough = this.archived.get(id) ?? -1
+    let result
+    try {
+      result = await ask(archivedThrough)
+    } catch (error) {
+      // The sidecar no longer has what we left out (a new database, a purged archive): send everything, once.
+      this.archived.delete(id)
+      if (error?.code !== -32602 || archivedThrough < 0) throw error
+      this.log.info?.(`context.plan for ${id} needs the whole surface again (${error.message}); resending`)
+      result = await ask(-1)
+    }
     if (result === null) return this.skip(id, phase, `no plan within ${deadline} ms`)
     const ops = Array.isArray(result.ops) ? result.ops : []
     if (ops.length === 0 || signal?.aborted) {
-      this.note(id, { phase, decision: result.decision ?? '', landed: 0, failed: 0 })
+      this.log.debug?.(`context (${phase}) ${id}: nothing to land — ${result.decision ?? ''}`)
       return { phase, ops: [], landed: [], shadowed: [], shadowedTokens: 0, decision: result.decision ?? '' }
     }
     const applied = await applyOps(session, ops, { turn: owner, sourceCommandId, seam: this.seam, meter: this.meter() })
     const failed = applied.landed.filter((entry) => entry.error)
     for (const entry of failed) this.log.warn?.(`context op ${entry.ref} did not land in ${id}: ${entry.error}`)
     this.log.info?.(`context (${phase}) ${id}: ${applied.landed.length - failed.length} landed, ${failed.length} failed — ${result.decision ?? ''}`)
-    this.note(id, { phase, decision: result.decision ?? '', landed: applied.landed.length - failed.length, failed: failed.length })
     // Report after applying: the ops already landed in DSH, the sidecar must learn it. The turn waits at most one
     // more deadline; a slower report keeps going and the next plan of this session waits for it first.
     const report = Promise.resolve(this.call('context.landed', { namespace, session: id, ops: applied.landed }, { timeoutMs: 30_000 }))
@@ -421,14 +431,7 @@ export class ContextEngine {
 
   skip(id, phase, why) {
     this.log.debug?.(`context (${phase}) ${id}: skipped, ${why}`)
-    this.note(id, { phase, decision: `skipped: ${why}`, landed: 0, failed: 0 })
     return null
-  }
-
-  note(id, entry) {
-    this.last.delete(id)
-    this.last.set(id, { ...entry, at: Date.now() })
-    if (this.last.size > 256) this.last.delete(this.last.keys().next().value)
   }
 
   /** Send the whole surface again at the next plan (e.g. after `/memory purge confirm` emptied the archive). */
@@ -440,7 +443,7 @@ export class ContextEngine {
     const id = sessionIdOf(session)
     this.archived.delete(id)
     this.planned.delete(id)
-    this.last.delete(id)
+    this.reports.delete(id)
   }
 }
 

@@ -425,6 +425,25 @@ describe('the context engine', () => {
     assert.deepEqual(order, ['context.plan', 'context.landed', 'landed answered', 'context.plan'])
   })
 
+  it('sends the whole surface again when the sidecar no longer has what was left out', async () => {
+    const { session, seqs } = buildSession()
+    const surfaces = []
+    let lost = false
+    const engine = engineWith((method, params) => {
+      if (method !== 'context.plan') return Promise.resolve({ landed: 0, failed: 0 })
+      surfaces.push(params.surface.filter((n) => 'data' in n).length)
+      if (lost && params.surface.some((n) => !('data' in n))) {
+        return Promise.reject(Object.assign(new Error('surface: seq 1 was never archived, so its data is needed'), { code: -32602 }))
+      }
+      return Promise.resolve({ ops: [], archived_through: seqs.user2, decision: 'nothing', used_tokens: 1, window: 64_000 })
+    })
+    await engine.run({ session }, 'turn-end')
+    lost = true // e.g. the database was replaced
+    const outcome = await engine.run({ session }, 'pre-step')
+    assert.equal(outcome.decision, 'nothing')
+    assert.deepEqual(surfaces, [9, 0, 9], 'full, then only new nodes (refused), then full again')
+  })
+
   it('reports failed ops to context.landed with their error', async () => {
     const { session, seqs } = buildSession()
     session.failOn = (type) => type === 'user/message'
