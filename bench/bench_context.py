@@ -52,7 +52,7 @@ from support.context_agent import (  # noqa: E402
 )
 from support.dsh import DshHome, install_dsh, npm_pack, repo_python  # noqa: E402
 from support.dsh_model import is_agent_request, messages  # noqa: E402
-from support.dsh_web import running_web  # noqa: E402
+from support.dsh_web import plan_deadline_patch, running_web  # noqa: E402
 from support.model_server import ScriptedModelServer, count_tokens  # noqa: E402
 
 TICKET = "OPS-73519"
@@ -204,7 +204,7 @@ def run_variant(variant: str, args: argparse.Namespace, tgz: Path, install: Any,
         home.add_plugin(tgz, "web")
         preset = None if variant == "engine" else "standard"  # engine: the default the plugin sets (stratagate)
         try:
-            with running_web(home, work) as web:
+            with running_web(home, work, patches=[plan_deadline_patch(home)]) as web:
                 session = web.create_session(work, preset=preset)
                 if session.preset != ("stratagate" if variant == "engine" else "standard"):
                     raise AssertionError(f"{variant}: the session runs preset {session.preset}")

@@ -34,7 +34,7 @@ from support.context_agent import (
 )
 from support.dsh import DshHome
 from support.dsh_model import content_text, is_agent_request, messages
-from support.dsh_web import Turn, WebSession, running_web
+from support.dsh_web import Turn, WebSession, plan_deadline_patch, running_web
 from support.model_server import ScriptedModelServer, count_tokens
 
 WINDOW = 48_000
@@ -108,7 +108,7 @@ def card_call_ids(log: list[dict[str, Any]]) -> dict[str, str]:
 def run_session(
     home: DshHome, server: ScriptedModelServer, agent: ScriptedSession, work: Path
 ) -> tuple[WebSession, list[dict[str, Any]]]:
-    with running_web(home, work) as web:
+    with running_web(home, work, patches=[plan_deadline_patch(home)]) as web:
         session = web.create_session(work)  # the deployment default, as the browser does
         assert session.preset == PRODUCT_PRESET, f"web sessions do not run StrataGate's preset: {session.preset}"
         for turn in agent.turns:

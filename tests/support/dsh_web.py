@@ -32,6 +32,14 @@ from support.dsh import DshHome, Proc, free_port
 POLL_SECONDS = 0.2  # between two looks at the session log while a turn runs
 
 
+def plan_deadline_patch(home: DshHome, ms: int = 60_000) -> Path:
+    """A --patch lifting the shim's context.plan deadline (product default 5 s): on a loaded machine a slow plan
+    must not turn into "nothing landed" and change what a test sees. The row's other options keep their defaults."""
+    patch = home.logs / "plan-deadline.patch.yml"
+    patch.write_text(f"- id: stratagate\n  config:\n    contextTimeoutMs: {ms}\n")
+    return patch
+
+
 class WebApiError(AssertionError):
     """The API answered ``ok: false`` (or not JSON, or not at all)."""
 
