@@ -177,6 +177,14 @@ def test_cost_rule_defers_small_or_costly_batches_and_says_why():
     assert not decide(Batch(saved=0, suffix=10, used=127_000, window=128_000, requests=9), COST).land
 
 
+def test_a_cold_cache_makes_the_one_time_miss_cheaper():
+    warm = Batch(saved=6_000, suffix=100_000, used=60_000, window=128_000, requests=20)
+    assert not decide(warm, COST).land
+    cold = Batch(saved=6_000, suffix=100_000, used=60_000, window=128_000, requests=20, cache_share=0.1)
+    d = decide(cold, COST)
+    assert d.land and d.one_time_cost == pytest.approx(94_000 * 0.9 * 0.1)
+
+
 def test_min_batch_scales_with_the_window_and_for_upgrades():
     assert min_batch(128_000, False, COST) == 5_000
     assert min_batch(1_000_000, False, COST) == 10_000
