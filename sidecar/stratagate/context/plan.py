@@ -522,9 +522,12 @@ async def _choose(
     overdue = any(c.layer is not None and not c.auto and c.layer.deferrals >= s.max_deferrals for c in batch)
     only_upgrades = all(c.kind == "fold" and all(
         n.layer is not None and n.layer.kind == "fold" for n in surface.nodes[c.start : c.end + 1]) for c in batch)
+    share = 1.0  # 0 cached tokens may only mean "not reported": then assume the prefix is cached (defer more)
+    if p.usage is not None and p.usage.prompt_tokens and p.usage.cached_tokens:
+        share = p.usage.cached_tokens / p.usage.prompt_tokens
     decision = decide(
         Batch(saved=saved, suffix=surface.tokens(batch[0].start), used=used, window=window, requests=requests,
-              only_upgrades=only_upgrades, overdue_fold=overdue),
+              only_upgrades=only_upgrades, overdue_fold=overdue, cache_share=share),
         s,
     )
     return batch, decision
