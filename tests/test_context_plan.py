@@ -604,3 +604,84 @@ def test_a_digest_over_a_checkpoint_quotes_what_it_says_not_its_tag():
     s = classify(b.events)
     body = digest_body([n.node for n in s.nodes], 0.12, 1200)
     assert body == "earlier: - pnpm is the package manager"
+
+
+# --- history budget and mid-turn batching (compact_old.py) ---------------------------------------------------------
+
+
+def _turn_of(s: Surface, pos: int) -> int | None:
+    return s.nodes[pos].node.turn
+
+
+def test_history_budget_folds_only_turns_older_than_the_kept_ones():
+    from stratagate.context.compact_old import budget_digests
+
+    built = build_surface(turns=6, rounds_per_turn=4, output_tokens=400)
+    s = classify(built.events, 6)
+    window = 1_000_000
+    p = protected_region(s, window, COST)
+    ops = budget_digests(s, p, set(), 6, COST, count, digest_candidates)
+    assert ops, "the old history passed the budget"
+    for c in ops:
+        assert c.kind == "fold" and c.auto and c.tier == 1 and c.budget
+        assert all((_turn_of(s, pos) or 0) <= 4 for pos in range(c.start, c.end + 1)), "the last 2 turns stay"
+        assert p.reason(c.start, c.end) is None
+        assert s.atom_of(c.start)[0] == c.start and s.atom_of(c.end)[1] == c.end, "never splits a round"
+    folded = {pos for c in ops for pos in range(c.start, c.end + 1)}
+    assert {pos for pos, n in enumerate(s.nodes) if n.node.turn in (1, 2, 3, 4) and n.kind == "tool"} <= folded
+    # Below the budget, with the budget off, or with automatic digests off: nothing.
+    big = COST.model_copy(update={"history_budget": s.tokens() * 2})
+    assert budget_digests(s, p, set(), 6, big, count, digest_candidates) == []
+    assert budget_digests(s, p, set(), 6, COST.model_copy(update={"history_budget": 0}), count,
+                          digest_candidates) == []
+    assert budget_digests(s, p, set(), 6, COST.model_copy(update={"auto_fold": False}), count,
+                          digest_candidates) == []
+    keep_all = COST.model_copy(update={"history_keep_turns": 6})
+    assert budget_digests(s, p, set(), 6, keep_all, count, digest_candidates) == []
+
+
+def test_history_budget_skips_claimed_spans():
+    from stratagate.context.compact_old import budget_digests
+
+    built = build_surface(turns=6, rounds_per_turn=4, output_tokens=400)
+    s = classify(built.events, 6)
+    p = protected_region(s, 1_000_000, COST)
+    r = next(r for r in s.rounds if r.turn == 2)
+    claimed = set(range(r.start, r.end + 1))
+    ops = budget_digests(s, p, claimed, 6, COST, count, digest_candidates)
+    assert ops and all(not set(range(c.start, c.end + 1)) & set(range(r.start, r.end + 1)) for c in ops)
+    assert {pos for c in ops for pos in range(c.start, c.end + 1)} <= claimed, "what it takes is claimed"
+
+
+async def test_history_budget_lands_at_turn_end_and_never_refolds_its_digest(db: Database):
+    window = 1_000_000  # far below every pressure line: only the budget can fold
+    built = build_surface(turns=6, rounds_per_turn=4, output_tokens=1500)
+    first = await _plan(db, plan_params(built, window=window, usage={"requests": 60}))
+    digests = [o for o in first.ops if o.kind == "fold"]
+    assert digests and all(o.auto for o in digests), first.decision
+    assert "[stratagate:fold:t1" in digests[0].text
+    surface, _ = apply_ops(built.events, [o.model_dump() for o in first.ops], built.last_seq)
+    # The next turn end: its old history is the previous digest plus one more turn, far below the budget.
+    second = await _plan(db, plan_params(surface, window=window, turn=6, usage={"requests": 61},
+                                         archived_through=first.archived_through))
+    assert not [o for o in second.ops if o.kind == "fold"]
+    # Pre-step plans never fold for the budget.
+    quality = effective({"mode": "quality"}, {})
+    pre = await _plan(db, plan_params(built, window=window, phase="pre-step", session="s2"), quality)
+    assert {o.kind for o in pre.ops} <= {"card"}
+
+
+async def test_mid_turn_cards_above_the_pressure_line_wait_for_the_min_batch(db: Database):
+    built = build_surface(turns=1, rounds_per_turn=5, output_tokens=1200)
+    probe = await _plan(db, plan_params(built, window=1_000_000, phase="pre-step", session="s0"))
+    window = int(probe.used_tokens / 0.68)  # U between 0.6·W and the force line: mid-turn cards in cost mode
+    small = await _plan(db, plan_params(built, window=window, phase="pre-step"))
+    assert 0.6 * window <= small.used_tokens < 0.75 * window
+    assert small.ops == [] and "min batch" in small.decision
+    low = COST.model_copy(update={"min_batch_tokens": 300})
+    landed = await _plan(db, plan_params(built, window=window, phase="pre-step", session="s2"), low)
+    assert landed.ops and {o.kind for o in landed.ops} == {"card"}
+    # The cost rule off (quality mode): one card lands at once.
+    quality = effective({"mode": "quality"}, {})
+    at_once = await _plan(db, plan_params(built, window=window, phase="pre-step", session="s3"), quality)
+    assert at_once.ops

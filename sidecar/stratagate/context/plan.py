@@ -21,6 +21,7 @@ from stratagate.blocks.views import BlockRow, session_blocks
 from stratagate.context import queries
 from stratagate.context.archive import archive_surface
 from stratagate.context.cards import card_text
+from stratagate.context.compact_old import budget_digests, mid_turn_decision
 from stratagate.context.cost import Batch, Decision, decide
 from stratagate.context.digest import digest_body, digest_tag
 from stratagate.context.models import Op, PlanParams, PlanResult
@@ -126,6 +127,8 @@ class Candidate:
     tokens: int = 0
     reland: bool = False
     """A landed block shown again at its decayed (shorter) level, in place of its own replacement node."""
+    budget: bool = False
+    """A history-budget digest (compact_old.py): it does not restart the pressure digests' cool-down."""
 
     def saved(self) -> int:
         return self.shadowed - self.tokens
@@ -429,7 +432,7 @@ async def plan(
                 ops.append(Op(ref=layer.ref, kind=layer.kind, tier=layer.tier, auto=layer.auto,  # type: ignore[arg-type]
                               start=surface.nodes[c.start].seq, end=surface.nodes[c.end].seq, text=layer.text,
                               tokens=layer.tokens, shadowed_tokens=c.shadowed))
-            if any(c.kind == "fold" and c.auto for c in candidates):
+            if any(c.kind == "fold" and c.auto and not c.budget for c in candidates):
                 state["last_digest_foldable"] = foldable - sum(c.saved() for c in candidates)
             state["in_flight"] = [o.ref for o in ops]
         elif p.phase == "turn-end":
@@ -493,6 +496,9 @@ async def _choose(
         saved = sum(c.saved() for c in batch)
         if saved <= 0:
             return [], Decision(False, "mid-turn: no finished round to card")
+        waiting = mid_turn_decision(saved, used, window, s)
+        if waiting is not None:
+            return [], waiting
         return batch, Decision(True, f"mid-turn cards: saves {saved / 1000:.1f}K")
 
     folds, _ = pending_folds(surface, protected)
@@ -505,6 +511,8 @@ async def _choose(
     if block_rows:
         receipts = await queries.block_turn_receipts(conn, session_id)
         batch += await block_candidates(db, surface, protected, claimed, block_rows, receipts, p.session, count)
+    if p.phase == "turn-end":
+        batch += budget_digests(surface, protected, claimed, p.turn, s, count, digest_candidates)
     if wants_digest(state, p.phase, used, window, foldable, s):
         target = s.digest_target * max(0, window - overhead)
         remaining = foldable - sum(c.saved() for c in batch)
