@@ -20,7 +20,7 @@ import aiosqlite
 from stratagate.blocks.views import BlockRow, session_blocks
 from stratagate.context import queries
 from stratagate.context.archive import archive_surface
-from stratagate.context.cards import card_text
+from stratagate.context.cards import card_body, card_tag
 from stratagate.context.cost import Batch, Decision, decide
 from stratagate.context.digest import digest_body, digest_tag
 from stratagate.context.models import Op, PlanParams, PlanResult
@@ -196,8 +196,10 @@ def card_candidates(surface: Surface, protected: Protected, claimed: set[int], s
         arguments = call.arguments if call else ""
         name = node.tool_name or (call.name if call else None)
 
-        def text(ref: str, name: str | None = name, arguments: str = arguments, node: Any = node) -> str:
-            return card_text(ref, name, arguments, node.text, node.is_error, node.tokens)
+        body = card_body(name, arguments, node.text, node.is_error, node.tokens)
+
+        def text(ref: str, body: str = body) -> str:
+            return card_tag(ref) + "\n" + body
 
         tokens = count(text("c000000"))
         if tokens >= node.tokens:
