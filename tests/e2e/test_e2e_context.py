@@ -3,7 +3,7 @@
 One web session created without naming a preset: the plugin's bundle patch makes its own ``stratagate`` preset
 (DSH's ``standard`` with StrataGate's compaction row, written by the shim at start) the default; on a small
 context window, the scripted model makes 45 real DSH ``bash`` calls over 9 turns
-(cat / grep / sed over pytest logs and sources written into the workdir, each result 0.8–1.5K tokens), then in a
+(cat / grep / sed over pytest logs and sources written into the workdir, each result 0.3–2K tokens), then in a
 10th turn decompresses the first tool card it sees. Checked on the model requests, the session log and the
 scripted server's prefix-cache accounting:
 
@@ -41,8 +41,8 @@ WINDOW = 48_000
 STOCK_LINE = 0.8 * WINDOW  # compaction-basic's thresholdRatio
 TOOL_TURNS = 9
 CALLS_PER_TURN = 5
-OUR_PROVIDER = "stratagate-py"
-PRODUCT_PRESET = "stratagate"  # shim-js/preset.js  # compaction/summary.provider of the shim's own brackets
+OUR_PROVIDER = "stratagate-py"  # compaction/summary.provider of the shim's own brackets
+PRODUCT_PRESET = "stratagate"  # shim-js/preset.js
 
 
 def plan(k: int) -> list[Any]:
@@ -56,7 +56,10 @@ def plan(k: int) -> list[Any]:
 
 
 def scripted_session() -> ScriptedSession:
-    turns = [ScriptedTurn(f"Turn {k}: look at test run {k} and its module.", plan(k), f"DONE {k}.") for k in range(9)]
+    turns = [
+        ScriptedTurn(f"Turn {k}: look at test run {k} and its module.", plan(k), f"DONE {k}.")
+        for k in range(TOOL_TURNS)
+    ]
     turns.append(
         ScriptedTurn(
             "Turn 9: restore the oldest tool output you have as a card.",
