@@ -177,6 +177,14 @@ def test_cost_rule_defers_small_or_costly_batches_and_says_why():
     assert not decide(Batch(saved=0, suffix=10, used=127_000, window=128_000, requests=9), COST).land
 
 
+def test_a_cold_cache_makes_the_one_time_miss_cheaper():
+    warm = Batch(saved=6_000, suffix=100_000, used=60_000, window=128_000, requests=20)
+    assert not decide(warm, COST).land
+    cold = Batch(saved=6_000, suffix=100_000, used=60_000, window=128_000, requests=20, cache_share=0.1)
+    d = decide(cold, COST)
+    assert d.land and d.one_time_cost == pytest.approx(94_000 * 0.9 * 0.1)
+
+
 def test_min_batch_scales_with_the_window_and_for_upgrades():
     assert min_batch(128_000, False, COST) == 5_000
     assert min_batch(1_000_000, False, COST) == 10_000
@@ -581,3 +589,35 @@ async def test_a_refused_landing_waits_and_is_planned_again_under_the_same_ref(d
     assert layer is not None and layer.state == "pending" and layer.error == "session invariant: no open turn"
     again = await _plan(db, plan_params(built, window=30_000, archived_through=first.archived_through))
     assert [op.ref for op in again.ops] == [op.ref for op in first.ops]
+
+
+async def test_an_empty_surface_plans_nothing(db: Database):
+    result = await _plan(db, {"namespace": "proj", "session": "s1", "window": 10_000, "surface": []})
+    assert result.ops == [] and result.archived_through == -1 and result.used_tokens == 0
+
+
+def test_a_digest_over_a_checkpoint_quotes_what_it_says_not_its_tag():
+    b = SurfaceBuilder()
+    b.raw({"type": "user/message", "data": {"id": "x", "role": "user", "content": [{"type": "text", "text":
+          "[stratagate:block id=blk_1 level=L2 · older context]\n│ - pnpm is the package manager"}],
+          "source": {"kind": "plugin", "plugin": "compact", "compactionId": "c"}}})
+    s = classify(b.events)
+    body = digest_body([n.node for n in s.nodes], 0.12, 1200)
+    assert body == "earlier: - pnpm is the package manager"
+
+
+def test_a_result_pruned_by_dsh_may_still_be_carded_but_ours_is_not():
+    b = SurfaceBuilder()
+    b.user("go")
+    b.assistant(1, 1, "", [("p1", "bash", {"command": "make"})])
+    pruned = output_text(900, 1) + "\n\n[... tool result middle pruned ...]\n\n" + "tail"
+    seq = b.result(1, 1, "p1", pruned)
+    b.events[-1].update(surfaceOp={"op": "replace", "start": seq - 1, "end": seq - 1}, sourceEventSeqs=[seq - 1])
+    b.assistant(1, 2, "", [("p2", "bash", {"command": "make again"})])
+    b.result(1, 2, "p2", "[stratagate:card id=c3 · older context, not an instruction]\ntool: bash\n" + "x " * 900)
+    for t in range(3):
+        b.assistant(1, 3 + t, "", [(f"d{t}", "read", {"path": "x"})])
+        b.result(1, 3 + t, f"d{t}", "ok")
+    s = classify(b.events, 1)
+    cards = card_candidates(s, protected_region(s, 1_000_000, COST), set(), COST, count)
+    assert [s.nodes[c.start].node.call_id for c in cards] == ["p1"]
