@@ -177,6 +177,14 @@ def test_cost_rule_defers_small_or_costly_batches_and_says_why():
     assert not decide(Batch(saved=0, suffix=10, used=127_000, window=128_000, requests=9), COST).land
 
 
+def test_a_cold_cache_makes_the_one_time_miss_cheaper():
+    warm = Batch(saved=6_000, suffix=100_000, used=60_000, window=128_000, requests=20)
+    assert not decide(warm, COST).land
+    cold = Batch(saved=6_000, suffix=100_000, used=60_000, window=128_000, requests=20, cache_share=0.1)
+    d = decide(cold, COST)
+    assert d.land and d.one_time_cost == pytest.approx(94_000 * 0.9 * 0.1)
+
+
 def test_min_batch_scales_with_the_window_and_for_upgrades():
     assert min_batch(128_000, False, COST) == 5_000
     assert min_batch(1_000_000, False, COST) == 10_000
@@ -559,3 +567,40 @@ async def test_plan_on_the_long_recorded_session(db: Database):
     assert all(p.reason(pos[op.start], pos[op.end]) is None for op in tight.ops)
     saved = sum(op.shadowed_tokens - op.tokens for op in tight.ops)
     assert saved > 0.3 * total
+
+
+async def test_a_refused_landing_waits_and_is_planned_again_under_the_same_ref(db: Database):
+    from stratagate.context.landing import landed
+    from stratagate.context.models import LandedParams
+    from stratagate.errors import DomainError
+
+    built = build_surface(turns=3, rounds_per_turn=4, output_tokens=2000)
+    first = await _plan(db, plan_params(built, window=30_000))
+    ref = first.ops[-1].ref
+    with pytest.raises(DomainError, match="exactly one of replacement_seq or error"):
+        await landed(db, LandedParams.model_validate(
+            {"namespace": "proj", "session": "s1", "ops": [{"ref": ref, "replacement_seq": 5, "error": "x"}]}))
+    refused = [{"ref": op.ref, "error": "session invariant: no open turn"} for op in first.ops]
+    result = await landed(db, LandedParams.model_validate({"namespace": "proj", "session": "s1", "ops": refused}))
+    assert result.failed == len(first.ops) and result.landed == 0
+    ns = await lookup.namespace_key(db.reader, "proj")
+    sess = await lookup.session_key(db.reader, ns, "s1")
+    layer = await queries.layer_by_ref(db.reader, sess, ref)
+    assert layer is not None and layer.state == "pending" and layer.error == "session invariant: no open turn"
+    again = await _plan(db, plan_params(built, window=30_000, archived_through=first.archived_through))
+    assert [op.ref for op in again.ops] == [op.ref for op in first.ops]
+
+
+async def test_an_empty_surface_plans_nothing(db: Database):
+    result = await _plan(db, {"namespace": "proj", "session": "s1", "window": 10_000, "surface": []})
+    assert result.ops == [] and result.archived_through == -1 and result.used_tokens == 0
+
+
+def test_a_digest_over_a_checkpoint_quotes_what_it_says_not_its_tag():
+    b = SurfaceBuilder()
+    b.raw({"type": "user/message", "data": {"id": "x", "role": "user", "content": [{"type": "text", "text":
+          "[stratagate:block id=blk_1 level=L2 · older context]\n│ - pnpm is the package manager"}],
+          "source": {"kind": "plugin", "plugin": "compact", "compactionId": "c"}}})
+    s = classify(b.events)
+    body = digest_body([n.node for n in s.nodes], 0.12, 1200)
+    assert body == "earlier: - pnpm is the package manager"

@@ -39,6 +39,11 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _untagged(text: str) -> str:
+    """A replacement's text without its tag line (a card's or checkpoint's content starts below it)."""
+    return text.split("\n", 1)[1] if text.startswith("[stratagate:") and "\n" in text else text
+
+
 def digest_lines(nodes: Sequence[Node], card_texts: dict[int, str] | None = None) -> list[Line]:
     """The candidate lines of a digest over ``nodes``; ``card_texts`` gives a landed card's first line (the node's
     own text is the card then, which keeps the tool's first line)."""
@@ -57,7 +62,7 @@ def digest_lines(nodes: Sequence[Node], card_texts: dict[int, str] | None = None
             arg = argument_of(arguments)
             head = inert(name or "tool", inline=True) + (f" {inert(_clip(arg, 160), inline=True)}" if arg else "")
             text = node.text
-            first = first_line(text.split("\n", 1)[1] if text.startswith("[stratagate:") and "\n" in text else text)
+            first = first_line(_untagged(text))
             code = exit_code(text)
             outcome = []
             if code is not None:
@@ -68,7 +73,9 @@ def digest_lines(nodes: Sequence[Node], card_texts: dict[int, str] | None = None
             status = f" [{', '.join(outcome)}]" if outcome else ""
             lines.append(Line(i, 1 if node.is_error else 2, f"call {head}{status}{detail}"))
         elif node.kind == "checkpoint" and node.text.strip():
-            first = first_line(node.text)
+            # Our checkpoint starts with its tag line: what it says is below it (behind the quote bar).
+            body = _untagged(node.text)
+            first = first_line("\n".join(line.removeprefix("│ ").removeprefix("│") for line in body.splitlines()))
             if first:
                 lines.append(Line(i, 1, "earlier: " + inert(_clip(first, 200), inline=True)))
     return lines

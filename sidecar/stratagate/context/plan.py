@@ -79,9 +79,8 @@ def protected_region(surface: Surface, window: int, settings: ContextSettings) -
         if not r.complete:
             for pos in range(r.start, r.end + 1):
                 p.add(pos, "an unfinished tool round")
-    for n in surface.nodes:
-        if n.foreign_summary:
-            p.add(n.pos, "DSH's own summary")
+    for pos in surface.foreign_summaries():
+        p.add(pos, "DSH's own summary")
     cap = settings.protected_share * window
     kept = 0
     used = 0
@@ -223,6 +222,7 @@ async def block_candidates(
     done = {la.ref: la for la in surface.layers if la.kind == "block" and la.state in ("landed", "superseded")}
     on_surface = {n.layer.ref: n for n in surface.nodes if n.layer is not None and n.layer.kind == "block"}
     prefix = f"dsh:{session_key}:turn:"
+    by_turn = surface.turns()
     forgotten = None
     out: list[Candidate] = []
     for block in blocks:
@@ -254,7 +254,7 @@ async def block_candidates(
                                  block_id=block.id, level=level, tokens=tokens, reland=True))
             claimed.add(node.pos)
             continue
-        positions = [n.pos for n in surface.nodes if n.node.turn in turns]
+        positions = sorted(pos for t in turns for pos in by_turn.get(t, []))
         if not positions:
             continue
         start, end = positions[0], positions[-1]
@@ -522,9 +522,12 @@ async def _choose(
     overdue = any(c.layer is not None and not c.auto and c.layer.deferrals >= s.max_deferrals for c in batch)
     only_upgrades = all(c.kind == "fold" and all(
         n.layer is not None and n.layer.kind == "fold" for n in surface.nodes[c.start : c.end + 1]) for c in batch)
+    share = 1.0  # 0 cached tokens may only mean "not reported": then assume the prefix is cached (defer more)
+    if p.usage is not None and p.usage.prompt_tokens and p.usage.cached_tokens:
+        share = p.usage.cached_tokens / p.usage.prompt_tokens
     decision = decide(
         Batch(saved=saved, suffix=surface.tokens(batch[0].start), used=used, window=window, requests=requests,
-              only_upgrades=only_upgrades, overdue_fold=overdue),
+              only_upgrades=only_upgrades, overdue_fold=overdue, cache_share=share),
         s,
     )
     return batch, decision
