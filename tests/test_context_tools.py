@@ -423,6 +423,7 @@ async def test_memory_command_in_english_and_chinese(db: Database):
     assert s(c["raw"]) in await _memory(db, "search quokka")  # type: ignore[arg-type]
     assert "找到 1 条结果" in await _memory(db, "搜索 迁移", "zh")
     assert "Write the words" in await _memory(db, "search")
+    assert (await _memory(db, "/memory status")) == (await _memory(db, "status"))
 
 
 async def test_purge_explains_then_deletes_only_this_sessions_context_archive(db: Database):
