@@ -127,11 +127,13 @@ def test_cards_folds_and_blocks_pass_dshs_own_session_and_compaction_invariants(
     landed = {entry["ref"]: entry for entry in report["landed"]}
     assert all("replacement_seq" in landed[ref] for ref in ("c1", "f2", "blk_3")), report["landed"]
     assert "split a tool call" in landed["f9"]["error"], "a span that would split a tool round is refused"
+    manual = {entry["ref"]: entry for entry in report["manual"]}
+    assert "replacement_seq" in manual["f10"], "a /compact fold between turns (turn null, command id) is valid"
+    assert "open turn" in manual["c11"]["error"], "no tool/result replacement between turns"
     derived = report["derived"]
     assert derived[0].startswith("user: [stratagate:fold:t1 id=f2"), derived
-    assert derived[1].startswith("user: [stratagate:block id=blk_3"), derived
-    assert any(line.startswith("user: [stratagate:card id=c1") for line in derived), derived
-    assert derived[-1] == "user: now the tests", "the latest user message is untouched"
+    assert derived[1].startswith("user: [stratagate:fold:t2 id=f10"), derived
+    assert derived[-2:] == ["user: now the tests", "assistant: ok"], "the latest user message is untouched"
 
 
 def test_memory_command_runs_through_dshs_command_registry(
