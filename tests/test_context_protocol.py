@@ -72,6 +72,15 @@ async def test_bad_input_is_one_json_rpc_error(client: SidecarClient):
         await client.call("context.landed", {"namespace": "proj", "session": "s1",
                                              "ops": [{"ref": "c999", "replacement_seq": 5}]})
     assert exc.value.code == -32602 and "c999" in exc.value.message
+    with pytest.raises(RpcFailure) as exc:
+        await client.call("context.landed", {"namespace": "proj", "session": "nobody", "ops": []})
+    assert exc.value.code == -32602 and "context.plan was never called" in exc.value.message
+    with pytest.raises(RpcFailure) as exc:
+        await client.call("context.plan", {**plan_params(built, window=10_000), "surface": built.events * 2})
+    assert exc.value.code == -32602 and "appears twice" in exc.value.message
+    with pytest.raises(RpcFailure) as exc:
+        await client.call("context.plan", {**plan_params(built, window=10_000), "phase": "later"})
+    assert exc.value.code == -32602 and "phase" in exc.value.message
     assert (await client.call("system.ping")) is not None
 
 
@@ -84,6 +93,10 @@ async def test_settings_get_set_apply_without_restart(client: SidecarClient):
     assert custom["mode"] == "custom" and custom["card_min_tokens"] == 500
     reset = await client.call("context.settings.set", {"settings": {"card_min_tokens": None, "mode": None}})
     assert reset["mode"] == "cost" and reset["card_min_tokens"] == 200
+    await client.call("context.settings.set", {"settings": {"digest_line": 0.4, "reminders": False}})
+    preset = await client.call("context.settings.set", {"settings": {"mode": "quality"}})
+    assert preset["mode"] == "quality" and preset["digest_line"] == 0.25, "a preset resets the thresholds"
+    assert preset["reminders"] is False, "but keeps the switches"
     with pytest.raises(RpcFailure) as exc:
         await client.call("context.settings.set", {"settings": {"force_line": 7}})
     assert exc.value.code == -32602 and "force_line" in exc.value.message
@@ -163,3 +176,36 @@ async def test_reminder_rides_with_the_step_recall(client: SidecarClient):
     subagent = await client.call("activation.render_step", {"namespace": "proj", "session": "s1",
                                                             "origin": "subagent"})
     assert subagent["text"] == ""
+
+
+async def test_a_landed_block_is_re_landed_shorter_when_it_decays(tmp_path: Path, model_server):
+    client = await SidecarClient.start(tmp_path / "m.db", env=model_env(model_server), args=["--block-turns", "1"])
+    try:
+        await client.call("context.settings.set", {"settings": {"mode": "quality"}})  # no cost rule: land all
+        for i in range(1, 4):
+            res = await client.call("turn.capture", turn(i, session="s1", receipt=f"dsh:s1:turn:{i}"))
+            await ready(client, res["sealed_block_ids"][0])
+        built = build_surface(turns=12, rounds_per_turn=1, output_tokens=300)
+        first = await client.call("context.plan", plan_params(built, window=1_000_000))
+        blk1 = next(op for op in first["ops"] if op["ref"] == "blk_1")
+        assert "level=L4" in blk1["text"].splitlines()[0]
+        surface, landed_ops = apply_ops(built.events, first["ops"], built.last_seq)
+        await client.call("context.landed", {"namespace": "proj", "session": "s1", "ops": landed_ops})
+
+        for i in range(4, 10):  # six more ready blocks: blk_1 decays to L1
+            res = await client.call("turn.capture", turn(i, session="s1", receipt=f"dsh:s1:turn:{i}"))
+            await ready(client, res["sealed_block_ids"][0])
+        second = await client.call("context.plan", plan_params(surface, window=1_000_000, turn=12))
+        # Blocks that became ready since land too: an earlier block's checkpoint belongs to the turn it replaced.
+        assert {"blk_4", "blk_5"} <= {op["ref"] for op in second["ops"]}
+        again = next(op for op in second["ops"] if op["ref"] == "blk_1")
+        replaced = next(o["replacement_seq"] for o in landed_ops if o["ref"] == "blk_1")
+        assert again["start"] == again["end"] == replaced, "re-landed in place of its own replacement"
+        assert "level=L1" in again["text"].splitlines()[0] and again["tokens"] < again["shadowed_tokens"]
+        surface, landed_again = apply_ops(surface, second["ops"], built.last_seq + 100)
+        done = await client.call("context.landed", {"namespace": "proj", "session": "s1", "ops": landed_again})
+        assert done["failed"] == 0
+        third = await client.call("context.plan", plan_params(surface, window=1_000_000, turn=12))
+        assert "blk_1" not in {op["ref"] for op in third["ops"]}
+    finally:
+        await client.close()

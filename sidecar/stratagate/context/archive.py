@@ -126,10 +126,13 @@ def _fill_turns(nodes: list[Node], open_turn: int | None) -> list[Node]:
 
 def to_nodes(
     surface: Sequence[SurfaceEvent], count: Callable[[str], int], open_turn: int | None,
-    known: dict[int, Node] | None = None,
+    known: dict[int, Node] | None = None, replaced_turns: dict[int, int | None] | None = None,
 ) -> tuple[list[int], list[Node]]:
-    """(the surface's message seqs in surface order, the nodes of the seqs not in ``known``) — pure."""
+    """(the surface's message seqs in surface order, the nodes of the seqs not in ``known``) — pure.
+    ``replaced_turns`` gives the turn of archived nodes a replacement shadows: a checkpoint belongs to the turn of
+    the first node it replaces (so a block over a later turn does not take it for one of its own)."""
     known = known or {}
+    replaced_turns = replaced_turns or {}
     tool_names = {c.call_id: c.name for n in known.values() for c in n.calls}
     fresh: dict[int, Node] = {}
     order: list[int] = []
@@ -141,6 +144,9 @@ def to_nodes(
             continue
         node = classify(event, count, tool_names)
         if node is not None:
+            if node.turn is None and node.replaces:
+                turn = next((replaced_turns[r] for r in node.replaces if replaced_turns.get(r) is not None), None)
+                node = replace(node, turn=turn)
             fresh[node.seq] = node
     # Turns come from the whole surface: a new user message before archived assistant nodes takes their turn.
     by_seq = {**known, **fresh}
@@ -169,7 +175,9 @@ async def archive_surface(
             "archived_through)"
         )
     known_nodes = await queries.nodes_by_seqs(conn, session_id, [s for s in seqs if s in known])
-    order, fresh = to_nodes(surface, count, open_turn, known_nodes)
+    shadowed = sorted({r for e in surface if e.seq not in known for r in (e.sourceEventSeqs or [])})
+    replaced = await queries.nodes_by_seqs(conn, session_id, shadowed) if shadowed else {}
+    order, fresh = to_nodes(surface, count, open_turn, known_nodes, {s: n.turn for s, n in replaced.items()})
     new = 0
     for node in fresh:
         if await queries.insert_node(conn, ns_id, session_id, node):

@@ -2,7 +2,8 @@
 one-time prefix-cache miss it causes (pure; the numbers come from the planner).
 
 R = Σ(shadowed − replacement) tokens; S_suf = tokens from the first changed node to the end of the prompt;
-C = (S_suf − R)·(miss − hit) (the suffix after the change is read once at the miss price instead of the hit price);
+C = (S_suf − R)·(miss − hit) (the suffix after the change is read once at the miss price instead of the hit price),
+scaled by the share of the prompt the provider reported as cached (a cold cache loses nothing);
 B = R·hit·N with N = clamp(requests so far, 4, 200) (R tokens fewer in every later request, each a cache hit);
 min batch = max(5000, 0.01·W), ×1.5 when the batch only re-folds folds. Land if R ≥ min batch and B ≥ C, or when
 U ≥ 0.75·W (forced), or when a model fold has waited its turn ends; else defer.
@@ -27,6 +28,9 @@ class Batch:
     only_upgrades: bool = False
     overdue_fold: bool = False
     """A model fold that has waited ``max_deferrals`` turn ends (it lands anyway)."""
+    cache_share: float = 1.0
+    """The share of the latest prompt the provider served from its cache (1 when not reported): a suffix that would
+    not have been a cache hit anyway costs nothing extra to change."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,7 @@ def min_batch(window: int, only_upgrades: bool, s: ContextSettings) -> int:
 
 def decide(b: Batch, s: ContextSettings) -> Decision:
     n = expected_requests(b.requests, s)
-    cost = max(0, b.suffix - b.saved) * (s.price_miss - s.price_hit)
+    cost = max(0, b.suffix - b.saved) * (s.price_miss - s.price_hit) * min(1.0, max(0.0, b.cache_share))
     benefit = b.saved * s.price_hit * n
     floor = min_batch(b.window, b.only_upgrades, s)
     numbers = {"one_time_cost": cost, "benefit": benefit, "min_batch": floor}

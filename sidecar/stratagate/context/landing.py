@@ -8,6 +8,7 @@ from typing import Any
 
 from stratagate.context import queries
 from stratagate.context.models import LandedParams, LandedResult
+from stratagate.context.plan import apply_reland
 from stratagate.context.records import Layer
 from stratagate.errors import DomainError
 from stratagate.storage import lookup
@@ -45,9 +46,21 @@ async def landed(db: Database, p: LandedParams) -> LandedResult:
                 layers.append((layer, op))
         if unknown:
             raise DomainError(f"ops: unknown layer ref(s) {', '.join(unknown[:5])} in this session")
+        state = await queries.session_state(conn, session_id) or {}
+        relands = state.setdefault("relands", {})
         done: list[Layer] = []
         failed = 0
         for layer, op in layers:
+            if layer.state == "landed" and layer.ref in relands:  # a block re-landed at its decayed level
+                shown = relands.pop(layer.ref)
+                if op.error is not None:
+                    failed += 1
+                else:
+                    await apply_reland(conn, layer, shown, op.replacement_seq)
+                    shown_layer = Layer(**{**layer.__dict__, "tokens": int(shown["tokens"]),
+                                           "shadowed_tokens": layer.tokens})
+                    done.append(shown_layer)
+                continue
             if op.error is not None:
                 await queries.mark_failed(conn, layer.id, op.error)
                 failed += 1
@@ -58,7 +71,6 @@ async def landed(db: Database, p: LandedParams) -> LandedResult:
                      if la.ref in layer.children and la.id != layer.id]
             if lower:
                 await queries.set_state(conn, lower, "superseded")
-        state = await queries.session_state(conn, session_id) or {}
         if done:
             state["last_change"] = change_label(done)
         state["in_flight"] = [r for r in state.get("in_flight", []) if r not in {op.ref for _, op in layers}]

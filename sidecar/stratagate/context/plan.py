@@ -79,9 +79,8 @@ def protected_region(surface: Surface, window: int, settings: ContextSettings) -
         if not r.complete:
             for pos in range(r.start, r.end + 1):
                 p.add(pos, "an unfinished tool round")
-    for n in surface.nodes:
-        if n.foreign_summary:
-            p.add(n.pos, "DSH's own summary")
+    for pos in surface.foreign_summaries():
+        p.add(pos, "DSH's own summary")
     cap = settings.protected_share * window
     kept = 0
     used = 0
@@ -125,6 +124,8 @@ class Candidate:
     level: int | None = None
     topic: str | None = None
     tokens: int = 0
+    reland: bool = False
+    """A landed block shown again at its decayed (shorter) level, in place of its own replacement node."""
 
     def saved(self) -> int:
         return self.shadowed - self.tokens
@@ -205,18 +206,27 @@ def card_candidates(surface: Surface, protected: Protected, claimed: set[int], s
     return out
 
 
+def block_text(ref: str, level: int, view: str, first: str, last: str, turns: tuple[int, int]) -> str:
+    return (
+        f"[stratagate:block id={ref} level=L{level} · older context {first}–{last} (turns {turns[0]}–{turns[1]}), "
+        f"not an instruction · decompress(\"{ref}\") shows the next level]\n" + quote(view)
+    )
+
+
 async def block_candidates(
     db: Database, surface: Surface, protected: Protected, claimed: set[int], blocks: list[BlockRow],
     receipts: dict[int, list[str]], session_key: str, count: Callable[[str], int],
 ) -> list[Candidate]:
     """Each ready block whose DSH turns form one clean surface span outside the protected region, at its decayed
-    display level (at most L4)."""
-    landed_refs = {la.ref for la in surface.layers if la.kind == "block" and la.state in ("landed", "superseded")}
+    display level (at most L4); and each landed block whose level has decayed since, re-landed shorter in place."""
+    done = {la.ref: la for la in surface.layers if la.kind == "block" and la.state in ("landed", "superseded")}
+    on_surface = {n.layer.ref: n for n in surface.nodes if n.layer is not None and n.layer.kind == "block"}
     prefix = f"dsh:{session_key}:turn:"
+    by_turn = surface.turns()
     forgotten = None
     out: list[Candidate] = []
     for block in blocks:
-        if not block.ready or block.ref in landed_refs:
+        if not block.ready:
             continue
         turns = set()
         for receipt in receipts.get(block.id, []):
@@ -224,7 +234,27 @@ async def block_candidates(
                 turns.add(int(receipt[len(prefix):]))
         if not turns:
             continue
-        positions = [n.pos for n in surface.nodes if n.node.turn in turns]
+        level = min(block.level, MAX_BLOCK_LEVEL)
+        span = (min(turns), max(turns))
+        landed = done.get(block.ref)
+        if landed is not None:
+            node = on_surface.get(block.ref)
+            if node is None or landed.level is None or level >= landed.level or node.pos in protected \
+                    or node.pos in claimed or not landed.covers:
+                continue
+            if forgotten is None:
+                forgotten = await load_forgotten(db, block.namespace_id, block.session_id)
+            view = await shown_view(db, block, level, forgotten)
+            first, last = session_ref(landed.covers[0]), session_ref(landed.covers[-1])
+            text = block_text(block.ref, level, view, first, last, span)
+            tokens = count(text)
+            if tokens >= node.tokens:
+                continue
+            out.append(Candidate("block", node.pos, node.pos, text, node.tokens, ref=block.ref, layer=landed,
+                                 block_id=block.id, level=level, tokens=tokens, reland=True))
+            claimed.add(node.pos)
+            continue
+        positions = sorted(pos for t in turns for pos in by_turn.get(t, []))
         if not positions:
             continue
         start, end = positions[0], positions[-1]
@@ -232,27 +262,22 @@ async def block_candidates(
             continue
         if protected.reason(start, end) or not _free(claimed, start, end):
             continue
-        if any(n.layer is not None and n.layer.kind == "fold" for n in surface.nodes[start : end + 1]):
+        if any(n.layer is not None and n.layer.kind in ("fold", "block") for n in surface.nodes[start : end + 1]):
             continue  # a fold inside: its range may reach outside the block's turns
-        level = min(block.level, MAX_BLOCK_LEVEL)
         if forgotten is None:
             forgotten = await load_forgotten(db, block.namespace_id, block.session_id)
         view = await shown_view(db, block, level, forgotten)
         first, last = session_ref(surface.nodes[start].seq), session_ref(surface.nodes[end].seq)
 
-        def text(ref: str, level: int = level, view: str = view, first: str = first, last: str = last,
-                 turns_of: tuple[int, int] = (min(turns), max(turns))) -> str:
-            return (
-                f"[stratagate:block id={ref} level=L{level} · older context {first}–{last} (turns "
-                f"{turns_of[0]}–{turns_of[1]}), not an instruction · decompress(\"{ref}\") shows the next level]\n"
-                + quote(view)
-            )
+        def text_of(ref: str, level: int = level, view: str = view, first: str = first, last: str = last,
+                    span: tuple[int, int] = span) -> str:
+            return block_text(ref, level, view, first, last, span)
 
         shadowed = surface.tokens(start, end)
-        tokens = count(text(block.ref))
+        tokens = count(text_of(block.ref))
         if tokens >= shadowed:
             continue
-        out.append(Candidate("block", start, end, text, shadowed, ref=block.ref, block_id=block.id, level=level,
+        out.append(Candidate("block", start, end, text_of, shadowed, ref=block.ref, block_id=block.id, level=level,
                              tokens=tokens))
         claimed.update(range(start, end + 1))
     return out
@@ -326,9 +351,11 @@ class Planned:
     reminder: str | None
 
 
-async def _map_tagged(conn: aiosqlite.Connection, surface: Surface) -> bool:
-    """A replacement node whose tag names a pending layer lands it (the shim's context.landed was lost)."""
+async def _map_tagged(conn: aiosqlite.Connection, surface: Surface, state: dict[str, Any]) -> bool:
+    """A replacement node whose tag names a pending layer (or a block being re-landed) lands it: the shim's
+    context.landed was lost."""
     changed = False
+    relands = state.get("relands", {})
     for n in surface.nodes:
         if n.layer is not None or not n.node.replaces:
             continue
@@ -337,7 +364,15 @@ async def _map_tagged(conn: aiosqlite.Connection, surface: Surface) -> bool:
         if layer is not None and layer.state == "pending":
             await queries.mark_landed(conn, layer.id, n.seq)
             changed = True
+        elif layer is not None and layer.ref in relands and layer.state == "landed":
+            await apply_reland(conn, layer, relands.pop(layer.ref), n.seq)
+            changed = True
     return changed
+
+
+async def apply_reland(conn: aiosqlite.Connection, layer: Layer, shown: dict[str, Any], replacement_seq: int) -> None:
+    await queries.reland(conn, layer.id, str(shown["text"]), int(shown["tokens"]), int(shown["level"]),
+                         replacement_seq)
 
 
 async def plan(
@@ -354,7 +389,7 @@ async def plan(
         order, _new = await archive_surface(conn, ns_id, session_id, p.surface, count, p.turn)
         state = await queries.session_state(conn, session_id) or {}
         surface = await _surface(conn, session_id, order)
-        if await _map_tagged(conn, surface):
+        if await _map_tagged(conn, surface, state):
             surface = await _surface(conn, session_id, order)
         through = await queries.archived_through(conn, session_id)
         window = p.window
@@ -380,7 +415,16 @@ async def plan(
                                              state, used, window, overhead, foldable, requests, lam)
         ops: list[Op] = []
         if decision.land and candidates:
+            relands = state.setdefault("relands", {})
             for c in candidates:
+                if c.reland:  # the landed row changes only when context.landed says the new text is in place
+                    text = c.text if isinstance(c.text, str) else c.text(c.ref or "")
+                    relands[c.ref] = {"level": c.level, "text": text, "tokens": c.tokens}
+                    seq = surface.nodes[c.start].seq
+                    auto = c.layer.auto if c.layer is not None else True
+                    ops.append(Op(ref=c.ref or "", kind="block", tier=0, auto=auto, start=seq, end=seq, text=text,
+                                  tokens=c.tokens, shadowed_tokens=c.shadowed))
+                    continue
                 layer = await _persist(conn, ns_id, session_id, surface, c, count)
                 ops.append(Op(ref=layer.ref, kind=layer.kind, tier=layer.tier, auto=layer.auto,  # type: ignore[arg-type]
                               start=surface.nodes[c.start].seq, end=surface.nodes[c.end].seq, text=layer.text,
@@ -478,9 +522,12 @@ async def _choose(
     overdue = any(c.layer is not None and not c.auto and c.layer.deferrals >= s.max_deferrals for c in batch)
     only_upgrades = all(c.kind == "fold" and all(
         n.layer is not None and n.layer.kind == "fold" for n in surface.nodes[c.start : c.end + 1]) for c in batch)
+    share = 1.0  # 0 cached tokens may only mean "not reported": then assume the prefix is cached (defer more)
+    if p.usage is not None and p.usage.prompt_tokens and p.usage.cached_tokens:
+        share = p.usage.cached_tokens / p.usage.prompt_tokens
     decision = decide(
         Batch(saved=saved, suffix=surface.tokens(batch[0].start), used=used, window=window, requests=requests,
-              only_upgrades=only_upgrades, overdue_fold=overdue),
+              only_upgrades=only_upgrades, overdue_fold=overdue, cache_share=share),
         s,
     )
     return batch, decision

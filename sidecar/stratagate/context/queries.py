@@ -256,6 +256,16 @@ async def mark_landed(conn: aiosqlite.Connection, layer_id: int, replacement_seq
     )
 
 
+async def reland(conn: aiosqlite.Connection, layer_id: int, text: str, tokens: int, level: int,
+                 replacement_seq: int) -> None:
+    """A landed block shown again at its decayed level: the same layer, its new text in a new replacement node."""
+    await conn.execute(
+        "UPDATE context_layers SET text = ?, tokens = ?, level = ?, replacement_seq = ?, landed_at = ?"
+        " WHERE id = ? AND state = 'landed'",
+        (text, tokens, level, replacement_seq, now_iso(), layer_id),
+    )
+
+
 async def mark_failed(conn: aiosqlite.Connection, layer_id: int, error: str) -> None:
     """The host refused it: nothing landed, so it waits again (pending) with the reason recorded."""
     await conn.execute(

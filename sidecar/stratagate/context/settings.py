@@ -153,10 +153,13 @@ async def load_stored(db: Database) -> dict[str, Any]:
 
 
 async def update_stored(db: Database, changes: dict[str, Any]) -> dict[str, Any]:
-    """Merge ``changes`` (null resets a key) into the stored settings; a DomainError names a bad field."""
+    """Merge ``changes`` (null resets a key) into the stored settings; a DomainError names a bad field. Choosing
+    a preset (``mode`` cost or quality) resets the stored thresholds to it; ``custom`` keeps them."""
     values = normalise(changes)
     async with db.transaction() as conn:
         stored = await queries.stored_settings(conn)
+        if values.get("mode") in PRESETS:  # picking a preset drops stored thresholds (not the on/off switches)
+            stored = {k: v for k, v in stored.items() if k not in KNOBS}
         merged = {**stored, **{k: v for k, v in values.items() if v is not None}}
         for key in [k for k, v in values.items() if v is None]:
             merged.pop(key, None)

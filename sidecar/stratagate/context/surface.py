@@ -92,6 +92,17 @@ class Surface:
     def live_runtime(self) -> int | None:
         return next((n.pos for n in reversed(self.nodes) if n.kind == "runtime"), None)
 
+    def turns(self) -> dict[int, list[int]]:
+        """Positions of each DSH turn's nodes (a checkpoint counts for the turn of the first node it replaced)."""
+        out: dict[int, list[int]] = {}
+        for n in self.nodes:
+            if n.node.turn is not None:
+                out.setdefault(n.node.turn, []).append(n.pos)
+        return out
+
+    def foreign_summaries(self) -> list[int]:
+        return [n.pos for n in self.nodes if n.foreign_summary]
+
     def layer(self, ref: str) -> Layer | None:
         return next((la for la in self.layers if la.ref == ref), None)
 
