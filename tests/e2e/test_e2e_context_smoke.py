@@ -19,7 +19,7 @@ from typing import Any
 
 from support.dsh import REPO, DshHome, DshInstall, Run
 from support.dsh_model import DshModel, content_text, is_agent_request, messages, offered_tools
-from support.model_server import ScriptedModelServer, text, tool_call
+from support.model_server import ScriptedModelServer, http_error, text, tool_call
 
 E2E_DIR = Path(__file__).resolve().parent
 FOLLOWUP_PLUGIN = E2E_DIR / "followup-plugin.mjs"
@@ -163,3 +163,54 @@ def test_memory_command_runs_through_dshs_command_registry(
     assert result["text"].strip(), result
     if result["kind"] == "error":  # a sidecar without context.command (this branch alone): the shim says so
         assert result["text"].startswith("StrataGate memory: "), result
+
+
+class OverflowOnce(Reader):
+    """``Reader``, but the step after the ``at``-th read is first refused as a context overflow (once)."""
+
+    def __init__(self, files: list[Path], at: int) -> None:
+        super().__init__(files)
+        self.at = at
+        self.refused = 0
+
+    def __call__(self, body: dict[str, Any]) -> Any:
+        if is_agent_request(body) and not self.refused:
+            done = sum(1 for m in messages(body) if m.get("role") == "tool")
+            if done == self.at:
+                self.refused += 1
+                return http_error(400, "This model's maximum context length is 65536 tokens.")
+        return super().__call__(body)
+
+
+def test_context_overflow_is_recovered_by_the_engine_before_the_stock_summary(
+    stratagate: DshHome, model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """A provider overflow mid-turn: DSH's request-error hook asks our engine (phase ``overflow``), the sidecar's
+    batch lands (cards for the finished rounds), and DSH retries the request on the smaller history."""
+    work = tmp_path / "project"
+    work.mkdir()
+    files = []
+    for i in range(READS):
+        path = work / f"build-{i}.log"
+        path.write_text(big_log(i))
+        files.append(path)
+    behaviour = OverflowOnce(files, at=5)
+    model_server.default = behaviour
+    stratagate.extra_env["PYTHONPATH"] = str(REPO / "sidecar")
+    patch = stratagate.logs / "deadline.patch.yml"
+    patch.write_text("- id: stratagate\n  config:\n    contextTimeoutMs: 60000\n")
+
+    run = stratagate.headless(
+        FIRST_PROMPT, work, patches=[patch], requests=lambda: len(model_server.requests), timeout=120
+    )
+
+    assert run.returncode == 0, run.describe()
+    assert behaviour.refused == 1
+    shim_log = (stratagate.logs / "shim.log").read_text()
+    assert "context (overflow)" in shim_log, shim_log[-3000:]
+    steps = agent_steps(model_server, run)
+    retried = [b for b in steps if sum(1 for m in messages(b) if m.get("role") == "tool") == 5]
+    assert len(retried) >= 2, "the refused request was retried"
+    tool_texts = [content_text(m.get("content")) for m in messages(retried[-1]) if m.get("role") == "tool"]
+    assert any(t.startswith(CARD_TAG) for t in tool_texts), [t[:60] for t in tool_texts]
+    assert not any("<compacted-summary>" in content_text(m.get("content")) for b in steps for m in messages(b))
