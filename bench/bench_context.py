@@ -27,6 +27,7 @@ landings, and the probe's answer.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import shlex
@@ -278,9 +279,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", nargs="+", default=["engine", "stock"], choices=["engine", "stock"])
     parser.add_argument("--turn-timeout", type=float, default=900)
     parser.add_argument("--json", type=Path, help="also write the results as JSON")
+    parser.add_argument("--keep", type=Path, help="run in this (new) folder and keep it: DSH_HOME, logs, shim log")
     args = parser.parse_args(argv)
     install = install_dsh()
-    with tempfile.TemporaryDirectory(prefix="bench-context-") as tmp:
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=False)
+    with (
+        contextlib.nullcontext(str(args.keep)) if args.keep else tempfile.TemporaryDirectory(prefix="bench-ctx-") as tmp
+    ):
         tgz = npm_pack(REPO, Path(tmp) / "pack", install)
         results = []
         for variant in args.variants:

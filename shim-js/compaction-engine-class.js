@@ -12,7 +12,11 @@
 //   and the command id; flushed like the stock manual compaction); if nothing of ours landed, stock `/compact` runs.
 // - `compactRegion` stays stock (an explicit summary of a given span).
 
+import { randomUUID } from 'node:crypto'
 import { compactionResultOf, currentContextEngine } from './context.js'
+
+/** Each engine instance's identity, readable through the context-bound proxies Cordis hands out for services. */
+const IDENTITY = Symbol.for('stratagate-py.compaction-engine.identity')
 
 /**
  * @param {Function} Base - DSH's BasicCompactionEngine (or a stand-in with the same methods)
@@ -23,13 +27,15 @@ export function makeEngineClass(Base, ManualCompactionError, engineOf = currentC
   return class StrataGateCompactionEngine extends Base {
     constructor(ctx, config) {
       super(ctx, config)
+      this[IDENTITY] = randomUUID()
       ctx?.logger?.info?.('StrataGate compaction engine active: the context engine plans first, stock compaction is the last resort')
     }
 
     /**
      * Whether this instance is the agent's compaction. In the web profile a session's agent compacts inside its
      * preset (its own `compaction` service, possibly ours again); the host row must then stay out, or two engines
-     * (and two stock summaries) would act on one session. The agent-scoped context names the one it uses.
+     * (and two stock summaries) would act on one session. The agent-scoped context names the one it uses; Cordis
+     * returns services behind per-context proxies, so the instances are compared by an identity property.
      */
     owns(agent) {
       let own
@@ -38,7 +44,7 @@ export function makeEngineClass(Base, ManualCompactionError, engineOf = currentC
       } catch {
         return true
       }
-      if (own === undefined || own === this) return true
+      if (own === undefined || own === this || (own[IDENTITY] !== undefined && own[IDENTITY] === this[IDENTITY])) return true
       this.outside ??= new WeakSet()
       if (agent.session && !this.outside.has(agent.session)) {
         this.outside.add(agent.session)

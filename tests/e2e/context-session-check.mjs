@@ -91,10 +91,26 @@ const ops = [
 ]
 const before = session.surface.nodes.length
 const out = await applyOps(session, ops, { seam, turn: 2 })
+// Turn 2 ends; then `/compact` (between turns: `turn: null`, the command id) folds the block checkpoint and the card.
+session.append('step/start', { turn: 2, step: 1 })
+session.append('assistant/message', { turn: 2, step: 1, message: createAssistantMessage({ content: [{ type: 'text', text: 'ok' }], source: { provider: 'p', model: 'm' } }) }, { surfaceOp: 'append', sourceEventSeqs: [] })
+session.append('step/end', { turn: 2, step: 1 })
+session.append('turn/end', { turn: 2, reason: { kind: 'completed' } })
+const blockSeq = out.landed.find((e) => e.ref === 'blk_3').replacement_seq
+const cardSeq = out.landed.find((e) => e.ref === 'c1').replacement_seq
+const manual = await applyOps(
+  session,
+  [
+    { ref: 'f10', kind: 'fold', tier: 2, auto: false, start: blockSeq, end: cardSeq, text: `${tag('fold:t2', 'f10')}\nblock + card`, tokens: 10, shadowed_tokens: 100 },
+    { ref: 'c11', kind: 'card', tier: 0, auto: false, start: rounds[3].result, end: rounds[3].result, text: 'no card between turns', tokens: 5, shadowed_tokens: 50 },
+  ],
+  { seam, turn: null, sourceCommandId: 'cmd-test-1' },
+)
 // The next request's history, as DSH derives it.
 const derived = session.deriveMessages().map((m) => ({ role: m.role, text: (m.content ?? []).map((b) => b.text ?? (b.content ?? []).map((c) => c.text).join('')).join('') }))
 const report = {
   landed: out.landed,
+  manual: manual.landed,
   failures,
   open: compactionOpen(session),
   surfaceBefore: before,

@@ -548,6 +548,13 @@ describe('the compaction engine (over a stand-in for DSH\'s BasicCompactionEngin
     assert.deepEqual(e.calls, [], 'not even the stock part')
     const ownAgent = { ...agentOf(), ctx: { get: (name) => (name === 'compaction' ? e : undefined) } }
     assert.equal(await e.compactIfNeeded(ownAgent, 'pressure', new AbortController().signal), 'stock')
+    // Cordis hands services out behind per-context proxies: the same engine seen through one is still ours.
+    const proxied = new Proxy(e, {})
+    const viaProxy = { ...agentOf(), ctx: { get: (name) => (name === 'compaction' ? proxied : undefined) } }
+    assert.equal(await e.compactIfNeeded(viaProxy, 'pressure', new AbortController().signal), 'stock')
+    const twin = new (makeEngineClass(Stock, StockError, () => engine))(ctxWith(0), {})
+    const twinAgent = { ...agentOf(), ctx: { get: (name) => (name === 'compaction' ? new Proxy(twin, {}) : undefined) } }
+    assert.equal(await e.compactIfNeeded(twinAgent, 'pressure', new AbortController().signal), null, 'another instance of our class is another engine')
   })
 
   it('on overflow: what landed is the recovery when the estimate fits the window, else stock runs too', async () => {

@@ -74,7 +74,10 @@ async def run_command(
     db: Database, keys: tuple[int, int] | None, params: CommandParams, settings: ContextSettings
 ) -> CommandResult:
     lang = params.lang
-    head, _, rest = params.args.strip().partition(" ")
+    text = params.args.strip()
+    if text.split(" ", 1)[0].lower() == "/memory":  # the whole command line was passed on
+        text = text[len("/memory") :].strip()
+    head, _, rest = text.partition(" ")
     sub = _ALIASES.get(head.lower())
     rest = rest.strip()
     if sub is None:

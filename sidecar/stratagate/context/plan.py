@@ -352,12 +352,6 @@ def wants_digest(state: dict[str, Any], phase: str, used: int, window: int, fold
 # --- the plan -------------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Planned:
-    result: PlanResult
-    reminder: str | None
-
-
 async def _map_tagged(conn: aiosqlite.Connection, surface: Surface, state: dict[str, Any]) -> bool:
     """A replacement node whose tag names a pending layer (or a block being re-landed) lands it: the shim's
     context.landed was lost."""
