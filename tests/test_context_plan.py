@@ -621,3 +621,33 @@ def test_a_result_pruned_by_dsh_may_still_be_carded_but_ours_is_not():
     s = classify(b.events, 1)
     cards = card_candidates(s, protected_region(s, 1_000_000, COST), set(), COST, count)
     assert [s.nodes[c.start].node.call_id for c in cards] == ["p1"]
+
+
+def test_old_rounds_are_digested_once_they_pass_their_budget():
+    from stratagate.context.plan import old_history_candidates
+
+    built = build_surface(turns=6, rounds_per_turn=6, output_tokens=900)
+    s = classify(built.events, 6)
+    p = protected_region(s, 128_000, COST)
+    ops = old_history_candidates(s, p, set(), COST, count, 6, 128_000)
+    assert ops and all(o.kind == "fold" and o.auto for o in ops)
+    turns = {s.nodes[pos].node.turn for o in ops for pos in range(o.start, o.end + 1)}
+    assert max(turns) <= 4, "the last two turns stay as they are"
+    assert all(s.atom_of(o.start)[0] == o.start and s.atom_of(o.end)[1] == o.end for o in ops)
+    small = build_surface(turns=4, rounds_per_turn=2, output_tokens=300)
+    t = classify(small.events, 4)
+    assert old_history_candidates(t, protected_region(t, 128_000, COST), set(), COST, count, 4, 128_000) == []
+    off = effective({}, {"old_rounds_budget": 0})
+    assert old_history_candidates(s, p, set(), off, count, 6, 128_000) == []
+
+
+async def test_mid_turn_cards_above_the_pressure_line_are_batched_in_cost_mode(db: Database):
+    built = build_surface(turns=1, rounds_per_turn=5, output_tokens=900)
+    s = classify(built.events, 1)
+    window = int(s.total / 0.62)  # above the pressure line, below the force line
+    few = await _plan(db, plan_params(built, window=window, phase="pre-step"))
+    assert few.ops == [] and few.decision.startswith("mid-turn: deferred")
+    many = build_surface(turns=1, rounds_per_turn=12, output_tokens=900)
+    t = classify(many.events, 1)
+    batch = await _plan(db, plan_params(many, window=int(t.total / 0.62), phase="pre-step", session="s2"))
+    assert batch.ops and {op.kind for op in batch.ops} == {"card"}
