@@ -623,82 +623,82 @@ def test_a_result_pruned_by_dsh_may_still_be_carded_but_ours_is_not():
     assert [s.nodes[c.start].node.call_id for c in cards] == ["p1"]
 
 
-# --- history budget and mid-turn batching (compact_old.py) ---------------------------------------------------------
+def test_old_rounds_are_digested_once_they_pass_their_budget():
+    from stratagate.context.plan import old_history_candidates
 
-
-def _turn_of(s: Surface, pos: int) -> int | None:
-    return s.nodes[pos].node.turn
-
-
-def test_history_budget_folds_only_turns_older_than_the_kept_ones():
-    from stratagate.context.compact_old import budget_digests
-
-    built = build_surface(turns=6, rounds_per_turn=4, output_tokens=400)
+    built = build_surface(turns=6, rounds_per_turn=6, output_tokens=900)
     s = classify(built.events, 6)
-    window = 1_000_000
-    p = protected_region(s, window, COST)
-    ops = budget_digests(s, p, set(), 6, COST, count, digest_candidates)
-    assert ops, "the old history passed the budget"
-    for c in ops:
-        assert c.kind == "fold" and c.auto and c.tier == 1 and c.budget
-        assert all((_turn_of(s, pos) or 0) <= 4 for pos in range(c.start, c.end + 1)), "the last 2 turns stay"
-        assert p.reason(c.start, c.end) is None
-        assert s.atom_of(c.start)[0] == c.start and s.atom_of(c.end)[1] == c.end, "never splits a round"
-    folded = {pos for c in ops for pos in range(c.start, c.end + 1)}
-    assert {pos for pos, n in enumerate(s.nodes) if n.node.turn in (1, 2, 3, 4) and n.kind == "tool"} <= folded
-    # Below the budget, with the budget off, or with automatic digests off: nothing.
-    big = COST.model_copy(update={"history_budget": s.tokens() * 2})
-    assert budget_digests(s, p, set(), 6, big, count, digest_candidates) == []
-    assert budget_digests(s, p, set(), 6, COST.model_copy(update={"history_budget": 0}), count,
-                          digest_candidates) == []
-    assert budget_digests(s, p, set(), 6, COST.model_copy(update={"auto_fold": False}), count,
-                          digest_candidates) == []
-    keep_all = COST.model_copy(update={"history_keep_turns": 6})
-    assert budget_digests(s, p, set(), 6, keep_all, count, digest_candidates) == []
+    p = protected_region(s, 128_000, COST)
+    ops = old_history_candidates(s, p, set(), COST, count, 6, 128_000)
+    assert ops and all(o.kind == "fold" and o.auto for o in ops)
+    turns = {s.nodes[pos].node.turn for o in ops for pos in range(o.start, o.end + 1)}
+    assert max(turns) <= 4, "the last two turns stay as they are"
+    assert all(s.atom_of(o.start)[0] == o.start and s.atom_of(o.end)[1] == o.end for o in ops)
+    small = build_surface(turns=4, rounds_per_turn=2, output_tokens=300)
+    t = classify(small.events, 4)
+    assert old_history_candidates(t, protected_region(t, 128_000, COST), set(), COST, count, 4, 128_000) == []
+    off = effective({}, {"old_rounds_budget": 0})
+    assert old_history_candidates(s, p, set(), off, count, 6, 128_000) == []
 
 
-def test_history_budget_skips_claimed_spans():
-    from stratagate.context.compact_old import budget_digests
+async def test_mid_turn_cards_above_the_pressure_line_are_batched_in_cost_mode(db: Database):
+    built = build_surface(turns=1, rounds_per_turn=5, output_tokens=900)
+    s = classify(built.events, 1)
+    window = int(s.total / 0.62)  # above the pressure line, below the force line
+    few = await _plan(db, plan_params(built, window=window, phase="pre-step"))
+    assert few.ops == [] and few.decision.startswith("mid-turn: deferred")
+    many = build_surface(turns=1, rounds_per_turn=12, output_tokens=900)
+    t = classify(many.events, 1)
+    batch = await _plan(db, plan_params(many, window=int(t.total / 0.62), phase="pre-step", session="s2"))
+    assert batch.ops and {op.kind for op in batch.ops} == {"card"}
 
-    built = build_surface(turns=6, rounds_per_turn=4, output_tokens=400)
+
+# --- old rounds (more behaviour; ctxbench) -------------------------------------------------------------------------
+
+
+def test_old_rounds_skip_claimed_spans_and_checkpoints_and_claim_what_they_take():
+    from stratagate.context.plan import old_history_candidates
+
+    built = build_surface(turns=6, rounds_per_turn=6, output_tokens=900)
     s = classify(built.events, 6)
-    p = protected_region(s, 1_000_000, COST)
+    p = protected_region(s, 128_000, COST)
     r = next(r for r in s.rounds if r.turn == 2)
     claimed = set(range(r.start, r.end + 1))
-    ops = budget_digests(s, p, claimed, 6, COST, count, digest_candidates)
-    assert ops and all(not set(range(c.start, c.end + 1)) & set(range(r.start, r.end + 1)) for c in ops)
-    assert {pos for c in ops for pos in range(c.start, c.end + 1)} <= claimed, "what it takes is claimed"
+    ops = old_history_candidates(s, p, claimed, COST, count, 6, 128_000)
+    assert ops and all(not set(range(o.start, o.end + 1)) & set(range(r.start, r.end + 1)) for o in ops)
+    assert {pos for o in ops for pos in range(o.start, o.end + 1)} <= claimed, "what it takes is claimed"
+    keep_all = effective({}, {"old_rounds_age": 6})
+    assert old_history_candidates(s, p, set(), keep_all, count, 6, 128_000) == []
 
 
-async def test_history_budget_lands_at_turn_end_and_never_refolds_its_digest(db: Database):
-    window = 1_000_000  # far below every pressure line: only the budget can fold
+async def test_old_rounds_land_at_turn_end_and_their_digest_is_not_refolded(db: Database):
+    window = 131_072  # below every digest line: only the old-rounds budget folds
     built = build_surface(turns=6, rounds_per_turn=4, output_tokens=1500)
     first = await _plan(db, plan_params(built, window=window, usage={"requests": 60}))
     digests = [o for o in first.ops if o.kind == "fold"]
     assert digests and all(o.auto for o in digests), first.decision
-    assert "[stratagate:fold:t1" in digests[0].text
+    assert first.used_tokens < 0.5 * window
     surface, _ = apply_ops(built.events, [o.model_dump() for o in first.ops], built.last_seq)
-    # The next turn end: its old history is the previous digest plus one more turn, far below the budget.
+    # The next plan of the same turn end: the old history is now the digest, far below the budget.
     second = await _plan(db, plan_params(surface, window=window, turn=6, usage={"requests": 61},
                                          archived_through=first.archived_through))
-    assert not [o for o in second.ops if o.kind == "fold"]
-    # Pre-step plans never fold for the budget.
+    assert not [o for o in second.ops if o.kind == "fold"], second.decision
+    # Pre-step plans never fold old rounds, in any mode.
     quality = effective({"mode": "quality"}, {})
     pre = await _plan(db, plan_params(built, window=window, phase="pre-step", session="s2"), quality)
     assert {o.kind for o in pre.ops} <= {"card"}
 
 
-async def test_mid_turn_cards_above_the_pressure_line_wait_for_the_min_batch(db: Database):
+async def test_mid_turn_batching_is_the_cost_rule_s_and_quality_cards_at_once(db: Database):
     built = build_surface(turns=1, rounds_per_turn=5, output_tokens=1200)
     probe = await _plan(db, plan_params(built, window=1_000_000, phase="pre-step", session="s0"))
-    window = int(probe.used_tokens / 0.68)  # U between 0.6·W and the force line: mid-turn cards in cost mode
+    window = int(probe.used_tokens / 0.68)  # U between 0.6·W and the force line
     small = await _plan(db, plan_params(built, window=window, phase="pre-step"))
     assert 0.6 * window <= small.used_tokens < 0.75 * window
     assert small.ops == [] and "min batch" in small.decision
-    low = COST.model_copy(update={"min_batch_tokens": 300})
+    low = effective({}, {"min_batch_tokens": 300})
     landed = await _plan(db, plan_params(built, window=window, phase="pre-step", session="s2"), low)
     assert landed.ops and {o.kind for o in landed.ops} == {"card"}
-    # The cost rule off (quality mode): one card lands at once.
     quality = effective({"mode": "quality"}, {})
     at_once = await _plan(db, plan_params(built, window=window, phase="pre-step", session="s3"), quality)
     assert at_once.ops

@@ -579,8 +579,8 @@ async def test_planned_cards_and_a_model_fold_decompress_to_the_originals(tmp_pa
     events, originals = b.events, b.results
     sidecar = await SidecarClient.start(tmp_path / "memory.db")
     try:
-        # Cards first, then the model's own fold over them: no history-budget digest of turns 1-2 in between.
-        await sidecar.call("context.settings.set", {"settings": {"history_budget": 0}})
+        # Cards first, then the model's own fold over them: no old-rounds digest of turns 1-2 in between.
+        await sidecar.call("context.settings.set", {"settings": {"old_rounds_budget": 0}})
 
         async def plan(surface: list[dict], through: int, window: int = 24_000) -> dict:
             sent = [e if e["seq"] > through else {k: v for k, v in e.items() if k != "data"} for e in surface]

@@ -50,6 +50,15 @@ def _untagged(text: str) -> str:
     return text.split("\n", 1)[1] if text.startswith("[stratagate:") and "\n" in text else text
 
 
+def _card_line(card: str) -> str | None:
+    """A card's own first-line (or error) field: what the result said."""
+    for line in card.splitlines()[1:]:
+        for key in ("first line: ", "error: "):
+            if line.startswith(key):
+                return line[len(key):]
+    return None
+
+
 def digest_lines(nodes: Sequence[Node], card_texts: dict[int, str] | None = None) -> list[Line]:
     """The candidate lines of a digest over ``nodes``; ``card_texts`` gives a landed card's first line (the node's
     own text is the card then, which keeps the tool's first line)."""
@@ -68,7 +77,7 @@ def digest_lines(nodes: Sequence[Node], card_texts: dict[int, str] | None = None
             arg = argument_of(arguments)
             head = _field(name or "tool") + (f" {_field(_clip(arg, 160))}" if arg else "")
             text = node.text
-            first = first_line(_untagged(text))
+            first = _card_line(text) if text.startswith("[stratagate:card") else first_line(text)
             code = exit_code(text)
             outcome = []
             if code is not None:

@@ -21,8 +21,7 @@ from stratagate.blocks.views import BlockRow, session_blocks
 from stratagate.context import queries
 from stratagate.context.archive import archive_surface
 from stratagate.context.cards import card_body, card_tag
-from stratagate.context.compact_old import budget_digests, mid_turn_decision
-from stratagate.context.cost import Batch, Decision, decide
+from stratagate.context.cost import Batch, Decision, decide, min_batch
 from stratagate.context.digest import digest_body, digest_tag
 from stratagate.context.models import Op, PlanParams, PlanResult
 from stratagate.context.records import TAG_PREFIX, Layer, session_ref
@@ -127,8 +126,6 @@ class Candidate:
     tokens: int = 0
     reland: bool = False
     """A landed block shown again at its decayed (shorter) level, in place of its own replacement node."""
-    budget: bool = False
-    """A history-budget digest (compact_old.py): it does not restart the pressure digests' cool-down."""
 
     def saved(self) -> int:
         return self.shadowed - self.tokens
@@ -311,6 +308,12 @@ def digest_candidates(surface: Surface, protected: Protected, claimed: set[int],
         run = (run[0], end) if run is not None else (start, end)
     if run is not None:
         runs.append(run)
+    return _digests(surface, runs, claimed, s, count)
+
+
+def _digests(surface: Surface, runs: list[tuple[int, int]], claimed: set[int], s: ContextSettings,
+             count: Callable[[str], int]) -> list[Candidate]:
+    """One extractive digest (a T1 fold, or higher over folds) per span (positions, inclusive)."""
     out: list[Candidate] = []
     for start, end in runs:
         nodes = [n.node for n in surface.nodes[start : end + 1]]
@@ -328,6 +331,38 @@ def digest_candidates(surface: Surface, protected: Protected, claimed: set[int],
         out.append(Candidate("fold", start, end, text, shadowed, tier=tier, auto=True, tokens=tokens))
         claimed.update(range(start, end + 1))
     return out
+
+
+def old_history_candidates(surface: Surface, protected: Protected, claimed: set[int], s: ContextSettings,
+                           count: Callable[[str], int], turn: int | None, window: int) -> list[Candidate]:
+    """Finished rounds older than ``old_rounds_age`` turns (raw or carded, never folds or blocks) are digested at
+    turn end once they pass ``max(old_rounds_budget, old_rounds_share·W)`` tokens: the history term stops growing
+    by a card and a call per round long before the window's digest lines."""
+    if not s.old_rounds_budget or turn is None:
+        return []
+    cutoff = turn - s.old_rounds_age
+    runs: list[tuple[int, int]] = []
+    run: tuple[int, int] | None = None
+    total = 0
+    for start, end in surface.atoms:
+        nodes = surface.nodes[start : end + 1]
+        eligible = (
+            protected.reason(start, end) is None and _free(claimed, start, end)
+            and all(n.node.turn is not None and n.node.turn <= cutoff for n in nodes)
+            and not any(n.node.kind == "checkpoint" or (n.layer is not None and n.layer.kind != "card") for n in nodes)
+        )
+        if not eligible:
+            if run is not None:
+                runs.append(run)
+                run = None
+            continue
+        total += surface.tokens(start, end)
+        run = (run[0], end) if run is not None else (start, end)
+    if run is not None:
+        runs.append(run)
+    if total < max(s.old_rounds_budget, int(s.old_rounds_share * window)):
+        return []
+    return _digests(surface, runs, claimed, s, count)
 
 
 # --- digests and state --------------------------------------------------------------------------------------------
@@ -430,7 +465,7 @@ async def plan(
                 ops.append(Op(ref=layer.ref, kind=layer.kind, tier=layer.tier, auto=layer.auto,  # type: ignore[arg-type]
                               start=surface.nodes[c.start].seq, end=surface.nodes[c.end].seq, text=layer.text,
                               tokens=layer.tokens, shadowed_tokens=c.shadowed))
-            if any(c.kind == "fold" and c.auto and not c.budget for c in candidates):
+            if any(c.kind == "fold" and c.auto for c in candidates):
                 state["last_digest_foldable"] = foldable - sum(c.saved() for c in candidates)
             state["in_flight"] = [o.ref for o in ops]
         elif p.phase == "turn-end":
@@ -494,9 +529,10 @@ async def _choose(
         saved = sum(c.saved() for c in batch)
         if saved <= 0:
             return [], Decision(False, "mid-turn: no finished round to card")
-        waiting = mid_turn_decision(saved, used, window, s)
-        if waiting is not None:
-            return [], waiting
+        floor = min_batch(window, False, s)
+        if s.cost_aware and not s.mid_turn_cards and saved < floor and used < s.force_line * window:
+            # Above the pressure line in cost mode: batch the cards (each landing is a cache miss from its round on).
+            return [], Decision(False, f"mid-turn: deferred: saves {saved / 1000:.1f}K < min batch {floor / 1000:.1f}K")
         return batch, Decision(True, f"mid-turn cards: saves {saved / 1000:.1f}K")
 
     folds, _ = pending_folds(surface, protected)
@@ -509,14 +545,14 @@ async def _choose(
     if block_rows:
         receipts = await queries.block_turn_receipts(conn, session_id)
         batch += await block_candidates(db, surface, protected, claimed, block_rows, receipts, p.session, count)
-    if p.phase == "turn-end":
-        batch += budget_digests(surface, protected, claimed, p.turn, s, count, digest_candidates)
     if wants_digest(state, p.phase, used, window, foldable, s):
         target = s.digest_target * max(0, window - overhead)
         remaining = foldable - sum(c.saved() for c in batch)
         if p.phase == "manual":  # /compact asks for relief below the pressure lines too: fold the older half at least
             target = min(target, remaining / 2)
         batch += digest_candidates(surface, protected, claimed, target, s, count, remaining)
+    if p.phase == "turn-end" and s.auto_fold:
+        batch += old_history_candidates(surface, protected, claimed, s, count, p.turn, window)
     if p.phase != "manual":  # /compact runs between turns: DSH refuses a tool/result replacement outside a turn
         batch += card_candidates(surface, protected, claimed, s, count)
     batch.sort(key=lambda c: c.start)

@@ -65,11 +65,10 @@ class ContextSettings(BaseModel):
     digest_target: float = Field(0.30, gt=0, le=1, description="Fold until foldable ≈ this share of (W − overhead).")
     digest_share: float = Field(0.12, gt=0, le=1, description="A digest's size as a share of the folded text.")
     digest_min_chars: int = Field(1200, ge=100)
-    history_budget: int = Field(
-        6000, ge=0, description="Turn-end digest of the history older than `history_keep_turns` turns once it holds "
-        "this many tokens (0: off; needs auto_fold)."
-    )
-    history_keep_turns: int = Field(2, ge=1, le=1000, description="The last N turns the history budget never folds.")
+    old_rounds_budget: int = Field(8000, ge=0, description="Digest rounds older than old_rounds_age turns at turn "
+                                   "end once they pass max(this, old_rounds_share·W) tokens (0: off).")
+    old_rounds_share: float = Field(0.06, ge=0, le=1)
+    old_rounds_age: int = Field(2, ge=1, le=1000, description="Turns a round stays as it is (raw or a card).")
 
     @model_validator(mode="after")
     def _below_stock_summary(self) -> ContextSettings:
