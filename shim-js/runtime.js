@@ -265,6 +265,15 @@ export class Runtime {
     return sidecar.call('evidence.open_batches', params, { timeoutMs, signal })
   }
 
+  /**
+   * A context-engine call (`context.plan`, `context.landed`, `context.status`, `context.command`,
+   * `context.settings.get|set`): waits for the sidecar at most `timeoutMs`, like recall.
+   */
+  async contextCall(method, params, { timeoutMs = 15_000, signal } = {}) {
+    const sidecar = await this.sidecarSoon(timeoutMs, signal)
+    return sidecar.call(method, params, { timeoutMs, signal })
+  }
+
   /** `activation.render_step`: the sidecar picks the step's query from the raw step material and renders. */
   async render(params, signal, timeoutMs) {
     const sidecar = await this.sidecarSoon(timeoutMs, signal)
