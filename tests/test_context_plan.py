@@ -604,3 +604,20 @@ def test_a_digest_over_a_checkpoint_quotes_what_it_says_not_its_tag():
     s = classify(b.events)
     body = digest_body([n.node for n in s.nodes], 0.12, 1200)
     assert body == "earlier: - pnpm is the package manager"
+
+
+def test_a_result_pruned_by_dsh_may_still_be_carded_but_ours_is_not():
+    b = SurfaceBuilder()
+    b.user("go")
+    b.assistant(1, 1, "", [("p1", "bash", {"command": "make"})])
+    pruned = output_text(900, 1) + "\n\n[... tool result middle pruned ...]\n\n" + "tail"
+    seq = b.result(1, 1, "p1", pruned)
+    b.events[-1].update(surfaceOp={"op": "replace", "start": seq - 1, "end": seq - 1}, sourceEventSeqs=[seq - 1])
+    b.assistant(1, 2, "", [("p2", "bash", {"command": "make again"})])
+    b.result(1, 2, "p2", "[stratagate:card id=c3 · older context, not an instruction]\ntool: bash\n" + "x " * 900)
+    for t in range(3):
+        b.assistant(1, 3 + t, "", [(f"d{t}", "read", {"path": "x"})])
+        b.result(1, 3 + t, f"d{t}", "ok")
+    s = classify(b.events, 1)
+    cards = card_candidates(s, protected_region(s, 1_000_000, COST), set(), COST, count)
+    assert [s.nodes[c.start].node.call_id for c in cards] == ["p1"]

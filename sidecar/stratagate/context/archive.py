@@ -10,6 +10,7 @@ model reads (the runtime context's real size, so the window accounting stays rig
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -177,7 +178,10 @@ async def archive_surface(
     known_nodes = await queries.nodes_by_seqs(conn, session_id, [s for s in seqs if s in known])
     shadowed = sorted({r for e in surface if e.seq not in known for r in (e.sourceEventSeqs or [])})
     replaced = await queries.nodes_by_seqs(conn, session_id, shadowed) if shadowed else {}
-    order, fresh = to_nodes(surface, count, open_turn, known_nodes, {s: n.turn for s, n in replaced.items()})
+    # Redaction and token counts of a large surface take seconds: off the event loop (to_nodes is pure).
+    order, fresh = await asyncio.to_thread(
+        to_nodes, surface, count, open_turn, known_nodes, {s: n.turn for s, n in replaced.items()}
+    )
     new = 0
     for node in fresh:
         if await queries.insert_node(conn, ns_id, session_id, node):

@@ -42,8 +42,12 @@ def argument_of(arguments: str) -> str | None:
 
 
 def exit_code(text: str) -> int | None:
-    match = _EXIT.search(text[:20_000])
-    return int(match.group(1)) if match else None
+    """The exit code a result states (tools print it last, sometimes first): the tail is read first, then the head."""
+    for part in (text[-4_000:], text[:2_000]):
+        match = _EXIT.search(part)
+        if match:
+            return int(match.group(1))
+    return None
 
 
 def first_line(text: str) -> str | None:
@@ -54,14 +58,14 @@ def first_line(text: str) -> str | None:
     return None
 
 
-def card_text(ref: str, tool: str | None, arguments: str, result: str, is_error: bool, tokens: int) -> str:
-    """The card of one tool result (``ref`` may be ``{ref}`` until the layer has its id)."""
-    lines = [card_tag(ref)]
-    head = f"tool: {inert(tool or 'unknown', inline=True)}"
+def card_body(tool: str | None, arguments: str, result: str, is_error: bool, tokens: int) -> str:
+    """The card's lines below its tag. Its fields come from archived (already redacted) text, so the rendering rule
+    runs without its redaction pass (``redacted=True``, as for block views)."""
+    head = f"tool: {inert(tool or 'unknown', inline=True, redacted=True)}"
     arg = argument_of(arguments)
     if arg:
-        head += f" · {inert(arg[:FIRST_LINE_CHARS], inline=True)}"
-    lines.append(head)
+        head += f" · {inert(arg[:FIRST_LINE_CHARS], inline=True, redacted=True)}"
+    lines = [head]
     code = exit_code(result)
     status = []
     if code is not None:
@@ -72,6 +76,11 @@ def card_text(ref: str, tool: str | None, arguments: str, result: str, is_error:
     if status:
         lines.append("status: " + ", ".join(status))
     if first:
-        lines.append(("error: " if is_error else "first line: ") + inert(first, inline=True))
-    lines.append(f"original: {tokens} tokens, {len(result.splitlines()) or 1} lines")
+        lines.append(("error: " if is_error else "first line: ") + inert(first, inline=True, redacted=True))
+    lines.append(f"original: {tokens} tokens, {result.count(chr(10)) + 1} lines")
     return "\n".join(lines)
+
+
+def card_text(ref: str, tool: str | None, arguments: str, result: str, is_error: bool, tokens: int) -> str:
+    """The card of one tool result: its tag line naming ``ref``, then ``card_body``."""
+    return card_tag(ref) + "\n" + card_body(tool, arguments, result, is_error, tokens)

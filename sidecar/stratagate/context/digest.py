@@ -4,7 +4,8 @@ the model does not fold on its own.
 What is kept, in surface order: user messages, the start of each assistant reply, every tool call with its command
 or path and its result's first line, and errors. The digest is capped at a share (12 %) of the folded text, at
 least 1,200 characters; lines are taken by priority (user, errors, calls, replies) until the cap, then printed in
-their original order. Every memory field goes through ``inert``.
+their original order. Every memory field goes through ``inert`` (without its redaction pass: the archive's text was
+redacted when it was stored).
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ class Line:
     text: str
 
 
+def _field(text: str) -> str:
+    """One line of archived (already redacted) text through the rendering rule."""
+    return inert(text, inline=True, redacted=True)
+
+
 def _clip(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -51,16 +57,16 @@ def digest_lines(nodes: Sequence[Node], card_texts: dict[int, str] | None = None
     calls: dict[str, tuple[str, str]] = {}
     for i, node in enumerate(nodes):
         if node.kind == "user" and node.text.strip():
-            lines.append(Line(i, 0, "user: " + inert(_clip(node.text, USER_CHARS), inline=True)))
+            lines.append(Line(i, 0, "user: " + _field(_clip(node.text, USER_CHARS))))
         elif node.kind == "assistant":
             if node.text.strip():
-                lines.append(Line(i, 3, "assistant: " + inert(_clip(node.text, REPLY_CHARS), inline=True)))
+                lines.append(Line(i, 3, "assistant: " + _field(_clip(node.text, REPLY_CHARS))))
             for call in node.calls:
                 calls[call.call_id] = (call.name, call.arguments)
         elif node.kind == "tool":
             name, arguments = calls.get(node.call_id or "", (node.tool_name or "tool", ""))
             arg = argument_of(arguments)
-            head = inert(name or "tool", inline=True) + (f" {inert(_clip(arg, 160), inline=True)}" if arg else "")
+            head = _field(name or "tool") + (f" {_field(_clip(arg, 160))}" if arg else "")
             text = node.text
             first = first_line(_untagged(text))
             code = exit_code(text)
@@ -69,7 +75,7 @@ def digest_lines(nodes: Sequence[Node], card_texts: dict[int, str] | None = None
                 outcome.append(f"exit {code}")
             if node.is_error:
                 outcome.append("ERROR")
-            detail = f" → {inert(_clip(first, 160), inline=True)}" if first else ""
+            detail = f" → {_field(_clip(first, 160))}" if first else ""
             status = f" [{', '.join(outcome)}]" if outcome else ""
             lines.append(Line(i, 1 if node.is_error else 2, f"call {head}{status}{detail}"))
         elif node.kind == "checkpoint" and node.text.strip():
@@ -77,7 +83,7 @@ def digest_lines(nodes: Sequence[Node], card_texts: dict[int, str] | None = None
             body = _untagged(node.text)
             first = first_line("\n".join(line.removeprefix("│ ").removeprefix("│") for line in body.splitlines()))
             if first:
-                lines.append(Line(i, 1, "earlier: " + inert(_clip(first, 200), inline=True)))
+                lines.append(Line(i, 1, "earlier: " + _field(_clip(first, 200))))
     return lines
 
 

@@ -20,11 +20,11 @@ import aiosqlite
 from stratagate.blocks.views import BlockRow, session_blocks
 from stratagate.context import queries
 from stratagate.context.archive import archive_surface
-from stratagate.context.cards import card_text
+from stratagate.context.cards import card_body, card_tag
 from stratagate.context.cost import Batch, Decision, decide
 from stratagate.context.digest import digest_body, digest_tag
 from stratagate.context.models import Op, PlanParams, PlanResult
-from stratagate.context.records import Layer, session_ref
+from stratagate.context.records import TAG_PREFIX, Layer, session_ref
 from stratagate.context.reminders import update_reminders
 from stratagate.context.settings import ContextSettings
 from stratagate.context.surface import Surface, classify_surface, tagged_ref
@@ -186,7 +186,9 @@ def card_candidates(surface: Surface, protected: Protected, claimed: set[int], s
     calls = {c.call_id: c for n in surface.nodes for c in n.node.calls}
     for n in surface.nodes:
         node = n.node
-        if node.kind != "tool" or n.layer is not None or node.replaces or n.pos in protected or n.pos in claimed:
+        # Ours already (a card, mapped or not) stays; another engine's replacement (DSH's pruner) may be carded.
+        ours = n.layer is not None or node.text.startswith(TAG_PREFIX)
+        if node.kind != "tool" or ours or n.pos in protected or n.pos in claimed:
             continue
         if n.round is None or not surface.rounds[n.round].complete or node.tokens <= s.card_min_tokens:
             continue
@@ -196,8 +198,10 @@ def card_candidates(surface: Surface, protected: Protected, claimed: set[int], s
         arguments = call.arguments if call else ""
         name = node.tool_name or (call.name if call else None)
 
-        def text(ref: str, name: str | None = name, arguments: str = arguments, node: Any = node) -> str:
-            return card_text(ref, name, arguments, node.text, node.is_error, node.tokens)
+        body = card_body(name, arguments, node.text, node.is_error, node.tokens)
+
+        def text(ref: str, body: str = body) -> str:
+            return card_tag(ref) + "\n" + body
 
         tokens = count(text("c000000"))
         if tokens >= node.tokens:
@@ -343,12 +347,6 @@ def wants_digest(state: dict[str, Any], phase: str, used: int, window: int, fold
 
 
 # --- the plan -------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Planned:
-    result: PlanResult
-    reminder: str | None
 
 
 async def _map_tagged(conn: aiosqlite.Connection, surface: Surface, state: dict[str, Any]) -> bool:
