@@ -284,15 +284,16 @@ export class Runtime {
 
   /**
    * Recall budget for one step: activationTimeoutMs, but at least COLD_START_MS until the first successful render
-   * of this process (Python start-up and the sidecar's tokenizer build take 1–2 s, and the first step of a
-   * session is where recalled memory matters most).
+   * of this process (Python start-up and the sidecar's tokenizer build take 1–2 s idle and over 6 s on a loaded
+   * machine, and the first step of a session is where recalled memory matters most: waiting once at start is
+   * cheaper than a first step without its memory).
    */
   recallBudget() {
     const warm = this.recalled || (this.readyAt !== null && Date.now() - this.readyAt > Runtime.COLD_START_MS)
     return warm ? this.config.activationTimeoutMs : Math.max(this.config.activationTimeoutMs, Runtime.COLD_START_MS)
   }
 
-  static COLD_START_MS = 6000
+  static COLD_START_MS = 15_000
 
   state() {
     if (this.abort.signal.aborted) return 'stopped'
