@@ -1,4 +1,7 @@
-// Browser half of stratagate-py: a "StrataGate Memory" settings section showing GET /api/stratagate/status.
+// Browser half of stratagate-py: a "StrataGate Memory" settings section showing GET /api/stratagate/status with a
+// small "Context" form (GET/POST /api/stratagate/context/settings), and a glyph in the composer dock
+// (`conversation.composer.dock`, session-scoped) showing the session's context use and the last change
+// (GET /api/stratagate/context/status?session=…). Labels of changes come from the sidecar (`last_change.label`).
 // Hand-written in the lazy-CJS factory shape DSH's client module loader expects (DSH's client build preset is not
 // published): window.__ModuleLoader__.load({id, factory(require)}) exporting name, inject and apply.
 /* global window, fetch */
@@ -79,6 +82,108 @@ window.__ModuleLoader__.load({
           ),
         ),
         h('button', { type: 'button', onClick: load, style: { marginTop: 12 } }, 'Refresh'),
+        h('h3', { style: { marginTop: 24 } }, 'Context'),
+        h(
+          'p',
+          { style: { opacity: 0.75 } },
+          'How StrataGate manages the conversation history: cost mode lands changes at turn end when the saving outweighs the cache miss; quality mode also relieves long turns before each step.',
+        ),
+        h('table', { style: { borderCollapse: 'collapse' } }, h('tbody', null, h(ContextForm, null))),
+      )
+    }
+
+    const getJson = (url, init) =>
+      fetch(url, Object.assign({ headers: { Accept: 'application/json', 'Content-Type': 'application/json' } }, init)).then((r) =>
+        r.json().then((body) => (r.ok ? body : Promise.reject(new Error(body && body.error ? body.error : `HTTP ${r.status}`)))),
+      )
+
+    /** "Context 41% · Fold T1 −23.3K": the sidecar's dock text when it sends one, else use/window and its last label. */
+    function dockText(status) {
+      if (!status) return null
+      if (typeof status.dock === 'string' && status.dock) return status.dock
+      const parts = []
+      if (status.window) parts.push(`Context ${Math.round((100 * (status.used_tokens || 0)) / status.window)}%`)
+      if (status.last_change && status.last_change.label) parts.push(status.last_change.label)
+      return parts.length ? parts.join(' · ') : null
+    }
+
+    function ContextDock(props) {
+      const sessionId = props.sessionId
+      const [status, setStatus] = React.useState(null)
+      React.useEffect(() => {
+        if (!sessionId) return undefined
+        let live = true
+        const load = () =>
+          getJson(`/api/stratagate/context/status?session=${encodeURIComponent(sessionId)}`).then(
+            (s) => live && setStatus(s),
+            () => live && setStatus(null),
+          )
+        load()
+        const timer = setInterval(load, 5000)
+        return () => {
+          live = false
+          clearInterval(timer)
+        }
+      }, [sessionId])
+      const text = dockText(status)
+      if (!text) return null
+      return h(
+        'div',
+        { title: status.decision || status.text || '', 'data-stratagate-context': '', style: { fontSize: 12, opacity: 0.7, padding: '0 12px', whiteSpace: 'nowrap', overflow: 'hidden', textOverflow: 'ellipsis' } },
+        '◧ ',
+        text,
+      )
+    }
+
+    const MODES = ['cost', 'quality', 'custom']
+    const FLAG_LABELS = { auto_fold: 'Automatic folds', reminders: 'Reminders', enabled: 'Context engine on', cost_aware: 'Cost-aware landing', mid_turn_cards: 'Cards before each step' }
+
+    function ContextForm() {
+      const [settings, setSettings] = React.useState(null)
+      const [message, setMessage] = React.useState(null)
+      React.useEffect(() => {
+        getJson('/api/stratagate/context/settings').then((r) => setSettings(r && r.settings ? r.settings : r), (e) => setMessage(String(e.message || e)))
+      }, [])
+      const save = (patch) =>
+        getJson('/api/stratagate/context/settings', { method: 'POST', body: JSON.stringify({ settings: patch }) }).then(
+          (r) => {
+            setSettings(r && r.settings ? r.settings : r)
+            setMessage('Saved; applies from the next turn.')
+          },
+          (e) => setMessage(String(e.message || e)),
+        )
+      if (!settings) return h('tr', null, h('td', { colSpan: 2, style: { opacity: 0.7 } }, message || 'Loading the context settings…'))
+      const numbers = Object.keys(settings).filter((k) => typeof settings[k] === 'number')
+      const flags = ['auto_fold', 'reminders', ...Object.keys(settings).filter((k) => typeof settings[k] === 'boolean' && k !== 'auto_fold' && k !== 'reminders')].filter((k) => k in settings)
+      return h(
+        React.Fragment,
+        null,
+        h(
+          Row,
+          { label: 'Mode' },
+          h('select', { value: settings.mode, onChange: (e) => save({ mode: e.target.value }) }, MODES.map((m) => h('option', { key: m, value: m }, m))),
+        ),
+        flags.map((k) =>
+          h(Row, { key: k, label: FLAG_LABELS[k] || k }, h('input', { type: 'checkbox', checked: Boolean(settings[k]), onChange: (e) => save({ [k]: e.target.checked }) })),
+        ),
+        numbers.map((k) =>
+          h(
+            Row,
+            { key: k, label: k },
+            h('input', {
+              type: 'number',
+              step: 'any',
+              defaultValue: settings[k],
+              style: { width: 110 },
+              onBlur: (e) => {
+                const value = Number(e.target.value)
+                // The sidecar reads an explicit threshold as mode 'custom' (unless it equals a preset's).
+                if (e.target.value !== '' && Number.isFinite(value) && value !== settings[k]) save({ [k]: value })
+              },
+            }),
+          ),
+        ),
+        message ? h('tr', null, h('td', { colSpan: 2, style: { opacity: 0.75 } }, message)) : null,
       )
     }
 
@@ -89,6 +194,9 @@ window.__ModuleLoader__.load({
       if (!slots) return
       slots.inject('settings.section', () =>
         slots.register({ name: 'settings.section', id: 'stratagate', order: 90, label: () => 'StrataGate Memory' }, () => h(StrataGatePage, null)),
+      )
+      slots.inject('conversation.composer.dock', () =>
+        slots.register({ name: 'conversation.composer.dock', id: 'stratagate-context', order: 50, inject: (sessionId) => ({ sessionId }) }, ContextDock),
       )
     }
     return module.exports

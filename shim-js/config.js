@@ -29,6 +29,8 @@ export const DEFAULTS = Object.freeze({
   activationTimeoutMs: 1500,
   llmProvider: null,
   llmModel: null,
+  context: null, // null → the sidecar's context defaults (cost preset); an object → STRATAGATE_CONTEXT_CONFIG (JSON)
+  contextTimeoutMs: 5000,
 })
 
 function positiveInt(value, fallback, { min = 1, max = Number.MAX_SAFE_INTEGER } = {}) {
@@ -61,6 +63,10 @@ export function normalizeConfig(raw, env = process.env) {
   config.blockTurns = input.blockTurns === undefined || input.blockTurns === null || input.blockTurns === '' ? null : input.blockTurns
   config.captureSubagents = input.captureSubagents === true || input.captureSubagents === 'true'
   config.activationTimeoutMs = positiveInt(input.activationTimeoutMs, DEFAULTS.activationTimeoutMs, { min: 50, max: 60_000 })
+  if (input.context === undefined || input.context === null) config.context = null
+  else if (typeof input.context === 'object' && !Array.isArray(input.context)) config.context = input.context
+  else warnings.push(`context must be an object of context-engine settings (got ${JSON.stringify(input.context)}); using the sidecar's defaults`)
+  config.contextTimeoutMs = positiveInt(input.contextTimeoutMs, DEFAULTS.contextTimeoutMs, { min: 100, max: 120_000 })
   config.llmProvider = nonEmpty(input.llmProvider)
   config.llmModel = nonEmpty(input.llmModel)
   if ((config.llmProvider === null) !== (config.llmModel === null)) {
@@ -75,6 +81,7 @@ export function normalizeConfig(raw, env = process.env) {
 export const ENV_MAP = Object.freeze({
   database: 'STRATAGATE_DB',
   blockTurns: 'STRATAGATE_BLOCK_TURNS',
+  context: 'STRATAGATE_CONTEXT_CONFIG',
 })
 
 /**
@@ -89,7 +96,8 @@ export function sidecarEnv(config, env = process.env) {
     if (current !== undefined && current !== '') continue
     const value = config[option]
     if (value === null || value === undefined || value === '') continue
-    out[variable] = String(value)
+    // Objects (the context settings) travel as JSON; the sidecar validates them as the defaults under the stored ones.
+    out[variable] = typeof value === 'object' ? JSON.stringify(value) : String(value)
   }
   // The sidecar's stdout is the protocol; Python must not buffer it (it flushes itself, this is belt and braces).
   out.PYTHONUNBUFFERED = '1'

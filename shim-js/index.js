@@ -1,20 +1,25 @@
 // StrataGate-Py for DeepSeek Harness: the Cordis plugin. Wiring only — every piece lives in its own module and
 // all memory logic lives in the Python sidecar (docs/protocol.md).
 //
-// No import of any @deepseek-ai/* package (a `link:` install could not resolve them): tools use raw JSON Schema,
-// model requests are hand-built, and the config is validated by config.js instead of a schemastery schema.
+// No static import of any @deepseek-ai/* package (a `link:` install could not resolve them): tools use raw JSON
+// Schema, model requests are hand-built, and the config is validated by config.js instead of a schemastery schema.
+// Only the context engine's checkpoint source is imported, lazily, from @deepseek-ai/dsh-compaction (context.js),
+// and the separate compaction row (compaction.js) subclasses DSH's engine, falling back to the stock one.
 
 import { readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { makeAssembleListener, StepInbox } from './activation.js'
 import { normalizeConfig } from './config.js'
+import { ContextEngine, makeModelOf, setContextEngine } from './context.js'
 import { makeLogger } from './logger.js'
+import { memoryCommand, uiLanguage } from './memory-command.js'
 import { makeTurnStoppingListener } from './nudge.js'
+import { PRESET_ID, writeStrataGatePreset } from './preset.js'
 import { Runtime } from './runtime.js'
 import { FALLBACK_TOOLS, ToolSet } from './tools.js'
 import { TurnBuffer } from './turns.js'
-import { registerStatusRoute } from './web.js'
+import { registerContextRoutes, registerStatusRoute } from './web.js'
 
 export const name = 'stratagate-py'
 export const inject = ['tools', 'systemPrompt']
@@ -69,17 +74,43 @@ export function apply(ctx, rawConfig) {
     }),
   )
 
-  // Turn end: one reminder per turn when memory retrievals were left without assessment or use receipt.
-  ctx.on(
-    'agent/turn-stopping',
-    makeTurnStoppingListener({
-      namespaceOf: (session, signal) => runtime.namespaceOf(session, signal),
-      openBatches: (params, signal, timeoutMs) => runtime.openBatches(params, signal, timeoutMs),
-      available: () => runtime.recallAvailable(),
-      timeoutMs: () => runtime.recallBudget(),
-      log,
-    }),
-  )
+  // Context engine (shim-js/context.js): the sidecar plans which parts of the session's history are replaced by
+  // cards, block views or folds; the shim lands them. Published for our compaction row (compaction-engine.js).
+  const contextCall = (method, params, options) => runtime.contextCall(method, params, options)
+  const contextEngine = new ContextEngine({
+    call: contextCall,
+    namespaceOf: (session, signal) => runtime.namespaceOf(session, signal),
+    modelOf: makeModelOf({ llm: () => ctx.get('llm'), defaultModel: () => ctx.get('agentDefaultModel'), tokenMeter: () => ctx.get('tokenMeter') }),
+    available: () => runtime.recallAvailable(),
+    timeoutMs: () => config.contextTimeoutMs,
+    meter: () => ctx.get('tokenMeter'),
+    log,
+  })
+  ctx.effect(() => setContextEngine(contextEngine), 'stratagate context engine')
+
+  // Turn end (`agent/turn-stopping`, serial, the turn still open): first the nudge (one reminder per turn when
+  // memory retrievals were left without assessment or use receipt), then the landing. If the nudge steered, the turn
+  // goes on and stops again later: landing waits for that real end, so the steered step still reuses the cached
+  // prefix and the batch lands once.
+  const nudge = makeTurnStoppingListener({
+    namespaceOf: (session, signal) => runtime.namespaceOf(session, signal),
+    openBatches: (params, signal, timeoutMs) => runtime.openBatches(params, signal, timeoutMs),
+    available: () => runtime.recallAvailable(),
+    timeoutMs: () => runtime.recallBudget(),
+    log,
+  })
+  ctx.on('agent/turn-stopping', async (payload) => {
+    if (await nudge(payload)) return
+    await contextEngine.run(payload?.agent, 'turn-end', { signal: payload?.signal, turn: payload?.turn })
+  })
+
+  // Before a step: the sidecar decides whether anything lands mid-turn (quality mode, or above the pressure line).
+  // Our compaction row asks the same from `compactIfNeeded`; the engine plans an unchanged session once per phase,
+  // so this listener only matters where that row is not mounted (e.g. a preset with the stock engine).
+  ctx.on('agent/pre-step', async (payload, next) => {
+    if (payload?.agent && !payload.signal?.aborted) await contextEngine.run(payload.agent, 'pre-step', { signal: payload.signal, turn: payload.turn })
+    return next()
+  })
 
   // Canonical tool values (the registry's JSON, richer than the rendered text) for capture, by call id.
   const canonical = new Map()
@@ -107,13 +138,54 @@ export function apply(ctx, rawConfig) {
   ctx.on('session/disposed', (session) => {
     turns.forget(session)
     stepInbox.forget(session)
+    contextEngine.forget(session)
   })
 
-  // Status route, only where a web server exists (the web profile).
+  const lang = () => uiLanguage(ctx.get('settings'))
+
+  // Status and context routes, only where a web server exists (the web profile).
   ctx.plugin({
     name: 'stratagate-py-web',
     inject: ['webServer'],
-    apply: (web) => registerStatusRoute(web, () => runtime.status(), log),
+    apply: (web) => {
+      // Web sessions run their agent from a preset: write the StrataGate preset (the bundle patch makes it the
+      // default) so they get our compaction engine (preset.js).
+      const preset = writeStrataGatePreset()
+      if (preset.ok) log.info(`agent preset '${PRESET_ID}' ${preset.changed ? 'written' : 'up to date'} (${preset.path})`)
+      else log.error(`could not write the agent preset '${PRESET_ID}': ${preset.error}; web sessions need another default preset (settings.yaml agent-presets.default)`)
+      registerStatusRoute(web, () => runtime.status(), log)
+      registerContextRoutes(
+        web,
+        {
+          sessionOf: (id) => {
+            try {
+              return ctx.get('sessions')?.get?.(id)
+            } catch {
+              return undefined
+            }
+          },
+          namespaceOf: (session) => runtime.namespaceOf(session),
+          call: contextCall,
+          lang,
+        },
+        log,
+      )
+    },
+  })
+
+  // `/memory`, where DSH's command registry exists.
+  ctx.plugin({
+    name: 'stratagate-py-commands',
+    inject: ['commands'],
+    apply: (commands) => {
+      commands.effect(
+        () =>
+          commands.commands.register(
+            memoryCommand({ namespaceOf: (session, signal) => runtime.namespaceOf(session, signal), call: contextCall, lang, afterward: (session) => contextEngine.resend(session) }),
+          ),
+        'stratagate /memory',
+      )
+    },
   })
 
   // Lifecycle: start in the background; one disposer does the ordered teardown.

@@ -21,16 +21,17 @@ export function nudgeMessage(text) {
  * @param {() => boolean} o.available - false when the sidecar is failed/unavailable (skip at once).
  * @param {() => number} o.timeoutMs
  * @param {number} [o.remember] - how many sessions' last nudged turn to keep.
+ * @returns {(payload: object) => Promise<boolean>} resolves true when it steered (the turn goes on).
  */
 export function makeTurnStoppingListener({ namespaceOf, openBatches, available, timeoutMs, log = {}, remember = 256 }) {
   const nudged = new Map() // session id → the turn it was nudged in (once per turn)
   return async function turnStopping(payload) {
     const agent = payload?.agent
     const session = agent?.session
-    if (!session || typeof agent.steer !== 'function' || !available()) return
+    if (!session || typeof agent.steer !== 'function' || !available()) return false
     const id = sessionIdOf(session)
     const turn = payload.turn ?? null
-    if (nudged.has(id) && nudged.get(id) === turn) return
+    if (nudged.has(id) && nudged.get(id) === turn) return false
     const budget = timeoutMs()
     const result = await withDeadline(
       // The sidecar decides that a subagent session is never nudged (it answers no nudge for one).
@@ -40,11 +41,12 @@ export function makeTurnStoppingListener({ namespaceOf, openBatches, available, 
       (error) => log.debug?.(`evidence.open_batches skipped: ${error?.message ?? error}`),
     )
     const text = typeof result?.nudge === 'string' ? result.nudge.trim() : ''
-    if (!text || payload.signal?.aborted) return
+    if (!text || payload.signal?.aborted) return false
     nudged.delete(id)
     nudged.set(id, turn)
     if (nudged.size > remember) nudged.delete(nudged.keys().next().value)
     log.info?.(`memory nudge for session ${id} turn ${turn}: ${(result.batches ?? []).map((b) => b.batch_id).join(', ')} open`)
     agent.steer(nudgeMessage(text))
+    return true
   }
 }

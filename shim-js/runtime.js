@@ -265,6 +265,15 @@ export class Runtime {
     return sidecar.call('evidence.open_batches', params, { timeoutMs, signal })
   }
 
+  /**
+   * A context-engine call (`context.plan`, `context.landed`, `context.status`, `context.command`,
+   * `context.settings.get|set`): waits for the sidecar at most `timeoutMs`, like recall.
+   */
+  async contextCall(method, params, { timeoutMs = 15_000, signal } = {}) {
+    const sidecar = await this.sidecarSoon(timeoutMs, signal)
+    return sidecar.call(method, params, { timeoutMs, signal })
+  }
+
   /** `activation.render_step`: the sidecar picks the step's query from the raw step material and renders. */
   async render(params, signal, timeoutMs) {
     const sidecar = await this.sidecarSoon(timeoutMs, signal)
@@ -275,15 +284,16 @@ export class Runtime {
 
   /**
    * Recall budget for one step: activationTimeoutMs, but at least COLD_START_MS until the first successful render
-   * of this process (Python start-up and the sidecar's tokenizer build take 1–2 s, and the first step of a
-   * session is where recalled memory matters most).
+   * of this process (Python start-up and the sidecar's tokenizer build take 1–2 s idle and over 6 s on a loaded
+   * machine, and the first step of a session is where recalled memory matters most: waiting once at start is
+   * cheaper than a first step without its memory).
    */
   recallBudget() {
     const warm = this.recalled || (this.readyAt !== null && Date.now() - this.readyAt > Runtime.COLD_START_MS)
     return warm ? this.config.activationTimeoutMs : Math.max(this.config.activationTimeoutMs, Runtime.COLD_START_MS)
   }
 
-  static COLD_START_MS = 6000
+  static COLD_START_MS = 15_000
 
   state() {
     if (this.abort.signal.aborted) return 'stopped'

@@ -8,7 +8,8 @@
   On teardown every process started for it (dsh, sidecars) is killed by pid; on failure the runs' output,
   the StrataGate files and logs are attached to the report.
 * ``stratagate``: ``dsh_home`` with the StrataGate tarball installed in the headless profile and the
-  STRATAGATE_* overrides for fast tests.
+  STRATAGATE_* overrides for fast tests; ``web_stratagate``: the same in the web profile (multi-turn sessions
+  through support.dsh_web).
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ STRATAGATE_TEST_ENV = {
     "STRATAGATE_JOB_BACKOFF_BASE": "0.05",
     "STRATAGATE_JOB_BACKOFF_CAP": "0.2",
     "STRATAGATE_HOST_LLM_TIMEOUT": "20",
+    # The repo venv's editable install points at the main checkout; this makes the sidecar run THIS tree's code
+    # (a worktree's), as the tarball's shim does (clean_env strips the developer's own PYTHONPATH first).
+    "PYTHONPATH": str(REPO / "sidecar"),
 }
 
 
@@ -127,6 +131,18 @@ def stratagate(dsh_home: DshHome, stratagate_tgz: Path) -> DshHome:
     dsh_home.add_plugin(stratagate_tgz, "headless")
     bundles = dsh_home.profile_manifest("headless")["dsh"]["profile"]["bundles"]
     assert STRATAGATE_PACKAGE in bundles, f"DSH did not register {STRATAGATE_PACKAGE} as a bundle: {bundles}"
+    return dsh_home
+
+
+@pytest.fixture
+def web_stratagate(dsh_home: DshHome, stratagate_tgz: Path) -> DshHome:
+    """A DSH_HOME with StrataGate installed in the web profile (drive it with support.dsh_web.running_web)."""
+    dsh_home.extra_env.update(STRATAGATE_TEST_ENV)
+    dsh_home.extra_env["STRATAGATE_SHIM_LOG"] = str(dsh_home.logs / "shim.log")
+    dsh_home.log_to_stderr(LOG_EXPORTER)
+    dsh_home.add_plugin(stratagate_tgz, "web")
+    bundles = dsh_home.profile_manifest("web")["dsh"]["profile"]["bundles"]
+    assert STRATAGATE_PACKAGE in bundles, f"DSH did not register {STRATAGATE_PACKAGE} as a web bundle: {bundles}"
     return dsh_home
 
 

@@ -18,6 +18,7 @@ from support.dsh_model import (
     request_text,
     tool_messages,
 )
+from support.dsh_web import running_web
 from support.model_server import ScriptedModelServer
 
 
@@ -72,4 +73,35 @@ def test_probe_plugin_web_route(dsh_home: DshHome, probe_tgz: Path, tmp_path: Pa
     finally:
         code = dsh_home.stop(web)
     assert code == 0, dsh_home.diagnostics()
+    assert dsh_home.processes() == []
+
+
+def test_probe_plugin_web_session_two_turns(
+    dsh_home: DshHome, probe_tgz: Path, model: DshModel, model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """Two turns in ONE session through the web API (session.create / session.prompt / session.history)."""
+    dsh_home.add_plugin(probe_tgz, "web")
+    model.tool, model.arguments = "e2e_probe", {"text": "hello web"}
+    work = tmp_path / "work"
+
+    with running_web(dsh_home, work) as web:
+        session = web.create_session(work)
+        first = session.send("First turn: call e2e_probe.", requests=lambda: len(model_server.requests))
+        second = session.send("Second turn: call e2e_probe again.", requests=lambda: len(model_server.requests))
+        listed = [s for s in web.sessions() if s["sessionId"] == session.id]
+        log = session.history()
+
+    assert (first.number, first.end_reason) == (1, "completed"), first.events[-5:]
+    assert (second.number, second.end_reason) == (2, "completed"), second.events[-5:]
+    assert [e["data"]["turn"] for e in log if e["type"] == "turn/end"] == [1, 2]
+    assert listed and listed[0]["running"] is False
+    assert [e["data"]["name"] for e in first.of_type("tool/call")] == ["e2e_probe"]
+    assert [e["data"]["name"] for e in second.of_type("tool/call")] == ["e2e_probe"]
+
+    steps = [b for b in model_server.requests[second.request_range[0] : second.request_range[1]] if is_agent_request(b)]
+    assert len(steps) == 2, [offered_tools(b) for b in steps]
+    seen = request_text(steps[0])
+    # The second turn's first request carries the first turn (same session, same history) and its own prompt.
+    assert "First turn: call e2e_probe." in seen and "Second turn: call e2e_probe again." in seen
+    assert len(tool_messages(steps[-1])) == 2
     assert dsh_home.processes() == []

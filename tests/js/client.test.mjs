@@ -55,7 +55,8 @@ describe('client bundle', () => {
       register: (options, component) => ({ options, component }),
     }
     mod.apply({ get: (name) => (name === 'slots' ? slots : undefined) })
-    assert.equal(injected.length, 1)
+    // Two slots: the settings section and (since the context engine) the composer dock glyph.
+    assert.deepEqual(injected.map((i) => i.name), ['settings.section', 'conversation.composer.dock'])
     assert.equal(injected[0].name, 'settings.section')
     assert.equal(injected[0].registration.options.label(), 'StrataGate Memory')
     const page = render(injected[0].registration.component())
@@ -82,12 +83,58 @@ describe('client bundle', () => {
     const React = fakeReact([status, null])
     const mod = factory(() => React)
     let component
-    mod.apply({ get: () => ({ inject: (_n, fn) => fn(), register: (_o, c) => (component = c) }) })
+    mod.apply({ get: () => ({ inject: (_n, fn) => fn(), register: (o, c) => o.name === 'settings.section' && (component = c) }) })
     const page = render(component())
     assert.match(page, /Failed/)
     assert.match(page, /gave up restarting the sidecar/)
     assert.match(page, /spooled turns 2/)
     assert.match(page, /\/h\/stratagate\/memory\.db/)
     assert.match(page, /Restarts 4/)
+    assert.match(page, /Context/)
+    assert.match(page, /Loading the context settings/)
+  })
+
+  it('renders the Context form from the effective settings: mode, every switch, every threshold', () => {
+    const { factory } = loadClient()
+    const settings = { mode: 'cost', enabled: true, auto_fold: true, reminders: false, mid_turn_cards: false, pressure_line: 0.6, min_batch_tokens: 5000 }
+    // Each mount gets fresh hook states (status, error, then the form's settings, message).
+    const mount = () => {
+      const mod = factory(() => fakeReact([{ state: 'ready', version: { shim: '0.1.0', sidecar: '0.1.0' }, queue: {}, restarts: 0 }, null, settings, null]))
+      let page
+      mod.apply({ get: () => ({ inject: (_n, fn) => fn(), register: (o, c) => o.name === 'settings.section' && (page = c) }) })
+      return page()
+    }
+    const text = render(mount())
+    for (const label of ['Mode', 'Automatic folds', 'Reminders', 'Context engine on', 'Cards before each step', 'pressure_line', 'min_batch_tokens']) assert.match(text, new RegExp(label))
+    const inputs = []
+    const walk = (node) => {
+      if (!node || typeof node !== 'object') return
+      if (Array.isArray(node)) return node.forEach(walk)
+      if (typeof node.type === 'function') return walk(node.type(node.props))
+      if (node.type === 'input' || node.type === 'select') inputs.push(node.props)
+      ;(node.children || []).forEach(walk)
+    }
+    walk(mount())
+    assert.equal(inputs.find((i) => i.type === 'checkbox' && i.checked === false && i.onChange) !== undefined, true)
+    assert.deepEqual(inputs.filter((i) => i.type === 'number').map((i) => i.defaultValue), [0.6, 5000])
+  })
+
+  it('shows the session\'s context use and the sidecar\'s last-change label in the composer dock', () => {
+    const { factory } = loadClient()
+    const status = { session: 's1', window: 100_000, used_tokens: 41_000, last_change: { kind: 'fold', tier: 1, saved: 23_300, label: 'Fold T1 −23.3K' }, text: '…' }
+    const mod = factory(() => fakeReact([status]))
+    const registered = []
+    mod.apply({ get: () => ({ inject: (_n, fn) => fn(), register: (o, c) => registered.push({ o, c }) }) })
+    const dock = registered.find((r) => r.o.name === 'conversation.composer.dock')
+    assert.deepEqual({ ...dock.o.inject('session-9') }, { sessionId: 'session-9' })
+    assert.equal(render(dock.c({ sessionId: 'session-9' })), '◧  Context 41% · Fold T1 −23.3K')
+    const own = factory(() => fakeReact([{ ...status, dock: '上下文 41% · 折叠 T1 −23.3K' }]))
+    const again = []
+    own.apply({ get: () => ({ inject: (_n, fn) => fn(), register: (o, c) => again.push({ o, c }) }) })
+    assert.match(render(again[1].c({ sessionId: 's' })), /上下文 41%/, 'the sidecar\'s own dock text wins')
+    const empty = factory(() => fakeReact([null]))
+    const none = []
+    empty.apply({ get: () => ({ inject: (_n, fn) => fn(), register: (o, c) => none.push({ o, c }) }) })
+    assert.equal(none[1].c({ sessionId: 's' }), null, 'nothing before the first status')
   })
 })

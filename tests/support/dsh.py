@@ -202,8 +202,20 @@ class Proc:
 class DshHome:
     """A fresh DSH_HOME with settings.yaml pointing at a scripted model server."""
 
-    def __init__(self, path: Path, install: DshInstall, base_url: str, *, logs: Path | None = None):
+    def __init__(
+        self,
+        path: Path,
+        install: DshInstall,
+        base_url: str,
+        *,
+        logs: Path | None = None,
+        context_window: int = 65536,
+        max_tokens: int = 4096,
+    ):
         self.path = path
+        self.context_window = context_window
+        self.max_tokens = max_tokens
+        self.settings_extra = ""  # more top-level settings.yaml sections (write_settings keeps them)
         self.install = install
         self.base_url = base_url
         self.logs = logs or path.parent / "logs"
@@ -218,7 +230,11 @@ class DshHome:
 
     # -- configuration
 
-    def write_settings(self) -> None:
+    def write_settings(self, extra: str | None = None) -> None:
+        """settings.yaml: the scripted provider (window ``context_window``, replies ≤ ``max_tokens``) as the default
+        model; ``extra`` (kept in ``settings_extra``) is appended verbatim, e.g. an ``agent-presets:`` section."""
+        if extra is not None:
+            self.settings_extra = extra
         (self.path / "settings.yaml").write_text(
             "# Written by tests/support/dsh.py: DSH's model is the test's ScriptedModelServer.\n"
             "llm-pi-ai:\n"
@@ -233,12 +249,20 @@ class DshHome:
             "        maxTokensField: max_tokens\n"
             "      models:\n"
             f"        - id: {MODEL}\n"
-            "          contextWindow: 65536\n"
-            "          maxTokens: 4096\n"
+            f"          contextWindow: {self.context_window}\n"
+            f"          maxTokens: {self.max_tokens}\n"
             "agent-default-model:\n"
             f"  provider: {PROVIDER}\n"
-            f"  model: {MODEL}\n"
+            f"  model: {MODEL}\n" + self.settings_extra
         )
+
+    def set_window(self, context_window: int, max_tokens: int | None = None) -> None:
+        """A (small) model context window, e.g. to make compaction necessary within a test; rewrites settings.yaml
+        (DSH hot-reloads it; set it before starting dsh to be sure)."""
+        self.context_window = context_window
+        if max_tokens is not None:
+            self.max_tokens = max_tokens
+        self.write_settings()
 
     def env(self, **overrides: str) -> dict[str, str]:
         env = clean_env()

@@ -16,7 +16,17 @@ prints ``listening <base_url>`` on stdout and answers every tool-offering reques
 arguments are generated from the offered tool's JSON schema (see ``example_from_schema``).
 
 Behaviours are consumed one per POST /chat/completions (FIFO); when the queue is empty ``server.default``
-decides. Each behaviour renders itself through ``respond(exchange)`` rather than being dispatched by
+decides.
+
+Usage: every reply reports the prompt's size and its prefix-cache hit the way DeepSeek's API does
+(``prompt_cache_hit_tokens`` / ``prompt_cache_miss_tokens``) and OpenAI's does
+(``prompt_tokens_details.cached_tokens``): the prompt (tools + messages, serialized canonically) is counted in
+tokens, and the hit is its longest common token prefix with the previous request of the same conversation — keyed
+by system prompt + first user message, so DSH's title request and a plugin's own summary calls are conversations of
+their own (``PrefixCache``).
+``server.usages[i]`` is the usage reported for ``server.requests[i]``.
+
+Each behaviour renders itself through ``respond(exchange)`` rather than being dispatched by
 isinstance, so behaviours created from a second import of this module (``support.model_server`` vs
 ``tests.support.model_server``) still work.
 """
@@ -40,7 +50,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
 DEFAULT_MODEL = "scripted-model"
-USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}  # reported when no prompt was accounted
 
 
 class Behaviour(Protocol):
@@ -62,6 +72,13 @@ class Exchange:
         self.id = "chatcmpl-" + uuid.uuid4().hex[:12]
         self.created = int(time.time())
         self.headers_sent = False
+        self.prompt_usage: PromptUsage | None = None  # set by the server before the behaviour answers
+
+    def usage(self, completion: str = "") -> dict[str, Any]:
+        """The usage object of this reply: the prompt's accounting plus the completion's size."""
+        if self.prompt_usage is None:
+            return dict(USAGE)
+        return self.prompt_usage.wire(count_tokens(completion) if completion else 0)
 
     # -- request introspection
 
@@ -104,7 +121,7 @@ class Exchange:
                 "created": self.created,
                 "model": self.model,
                 "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-                "usage": USAGE,
+                "usage": self.usage(_completion_text(message)),
             },
         )
 
@@ -139,9 +156,9 @@ class Exchange:
     def delta(self, delta: dict[str, Any], finish_reason: str | None = None) -> None:
         self.chunk([{"index": 0, "delta": delta, "finish_reason": finish_reason}])
 
-    def finish_stream(self, finish_reason: str) -> None:
+    def finish_stream(self, finish_reason: str, completion: str = "") -> None:
         self.delta({}, finish_reason)
-        self.chunk([], usage=USAGE)
+        self.chunk([], usage=self.usage(completion))
         self._write_chunked(b"data: [DONE]\n\n")
         self.handler.wfile.write(b"0\r\n\r\n")
         self.handler.wfile.flush()
@@ -181,7 +198,7 @@ class Exchange:
         step = max(1, len(arguments) // 3)
         for i in range(0, len(arguments), step):
             self.delta({"tool_calls": [{"index": 0, "function": {"arguments": arguments[i : i + step]}}]})
-        self.finish_stream(finish_reason)
+        self.finish_stream(finish_reason, content + name + arguments)
 
     def reply_text(self, content: str, finish_reason: str) -> None:
         if not self.stream:
@@ -192,7 +209,114 @@ class Exchange:
         step = max(1, len(content) // 3)
         for i in range(0, len(content), step):
             self.delta({"content": content[i : i + step]})
-        self.finish_stream(finish_reason)
+        self.finish_stream(finish_reason, content)
+
+
+def _completion_text(message: dict[str, Any]) -> str:
+    parts = [str(message.get("content") or "")]
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        parts += [str(fn.get("name") or ""), str(fn.get("arguments") or "")]
+    return "".join(parts)
+
+
+# ----------------------------------------------------------------------------------------- prefix cache
+
+
+def count_tokens(text: str) -> int:
+    return len(encode(text))
+
+
+def encode(text: str) -> list[int]:
+    """DeepSeek token ids (stratagate.tokens, exact and offline); ~4 chars per token where it is not importable
+    (the standalone server without the sidecar on the path)."""
+    try:
+        from stratagate.tokens import encode as ds_encode
+    except ImportError:
+        data = text.encode()
+        return [hash(data[i : i + 4]) for i in range(0, len(data), 4)]
+    return list(ds_encode(text))
+
+
+def serialize_prompt(body: dict[str, Any]) -> str:
+    """The prompt as a provider would feed it, canonically: the tool schemas, then each message in order.
+
+    One JSON line per item (sorted keys), so equal prefixes of the item list give equal text prefixes.
+    """
+    lines = [json.dumps(t, sort_keys=True, ensure_ascii=False) for t in body.get("tools") or []]
+    lines += [json.dumps(m, sort_keys=True, ensure_ascii=False) for m in body.get("messages") or []]
+    return "\n".join(lines)
+
+
+def conversation_key(body: dict[str, Any]) -> str:
+    """System prompt + first user message: the same for every step of one DSH session, different for its title
+    request and for a plugin's own model calls (their system prompts differ)."""
+    system, first_user = "", ""
+    for m in body.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        if m.get("role") in ("system", "developer") and not system:
+            system = json.dumps(m.get("content"), sort_keys=True, ensure_ascii=False)
+        if m.get("role") == "user":
+            first_user = json.dumps(m.get("content"), sort_keys=True, ensure_ascii=False)
+            break
+    return f"{system}\x00{first_user}"
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """Length of the longest common prefix of two token lists (halving search over slices: C-speed compares)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@dataclass(frozen=True)
+class PromptUsage:
+    """One request's prompt accounting: its size and how much of it the previous request already had cached."""
+
+    prompt_tokens: int
+    cache_hit_tokens: int
+    conversation: str = ""  # a short digest of the conversation key
+
+    @property
+    def cache_miss_tokens(self) -> int:
+        return self.prompt_tokens - self.cache_hit_tokens
+
+    def wire(self, completion_tokens: int = 0) -> dict[str, Any]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": self.prompt_tokens + completion_tokens,
+            "prompt_cache_hit_tokens": self.cache_hit_tokens,
+            "prompt_cache_miss_tokens": self.cache_miss_tokens,
+            "prompt_tokens_details": {"cached_tokens": self.cache_hit_tokens},
+        }
+
+
+class PrefixCache:
+    """DeepSeek-style context cache: a request hits on its longest common token prefix with the previous request
+    of the same conversation (a real cache would also keep older prefixes; the previous one is what a prompt that
+    only ever grows or changes at one point needs)."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, list[int]] = {}
+
+    def account(self, body: dict[str, Any]) -> PromptUsage:
+        key = conversation_key(body)
+        tokens = encode(serialize_prompt(body))
+        previous = self._last.get(key)
+        hit = common_prefix(previous, tokens) if previous is not None else 0
+        self._last[key] = tokens
+        digest = uuid.uuid5(uuid.NAMESPACE_OID, key).hex[:8]
+        return PromptUsage(len(tokens), hit, digest)
 
 
 # ----------------------------------------------------------------------------------------- behaviours
@@ -475,7 +599,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         ex = Exchange(self, body, owner)
         try:
-            owner._accept(body, {k.lower(): v for k, v in self.headers.items()}).respond(ex)
+            owner._accept(body, {k.lower(): v for k, v in self.headers.items()}, ex).respond(ex)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout test): nothing to report
         except Exception as exc:
@@ -508,6 +632,8 @@ class ScriptedModelServer:
         self._queue: deque[Behaviour] = deque()
         self._requests: list[dict[str, Any]] = []
         self._headers: list[dict[str, str]] = []
+        self._usages: list[PromptUsage] = []
+        self.prefix_cache = PrefixCache()
         self._in_flight = 0
         self._max_in_flight = 0
         self._gates: set[threading.Event] = set()
@@ -574,6 +700,12 @@ class ScriptedModelServer:
             return list(self._requests)
 
     @property
+    def usages(self) -> list[PromptUsage]:
+        """The prompt accounting reported for each chat request (same indexes as ``requests``)."""
+        with self._cond:
+            return list(self._usages)
+
+    @property
     def headers(self) -> list[dict[str, str]]:
         """Request headers per chat request, names lower-cased."""
         with self._cond:
@@ -618,8 +750,13 @@ class ScriptedModelServer:
 
     # -- handler callbacks
 
-    def _accept(self, body: dict[str, Any], headers: dict[str, str]) -> Behaviour:
+    def _accept(self, body: dict[str, Any], headers: dict[str, str], ex: Exchange | None = None) -> Behaviour:
         with self._cond:
+            # Accounted under the lock so "the previous request" is the previous one to arrive, deterministically.
+            usage = self.prefix_cache.account(body)
+            if ex is not None:
+                ex.prompt_usage = usage
+            self._usages.append(usage)
             self._requests.append(body)
             self._headers.append(headers)
             self._in_flight += 1

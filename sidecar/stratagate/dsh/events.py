@@ -19,6 +19,8 @@ titles, steps) would only multiply the size of every spooled turn and every step
 
 OWN_TOOL_PREFIX = "memory_"
 """The plugin's own tools: their calls are not captured (reading memory is not new evidence)."""
+OWN_TOOL_NAMES = frozenset({"compress", "decompress", "search_context"})
+"""The context-window tools, named plainly (the model knows them by these names): also the plugin's own."""
 
 
 class RawEvent(BaseModel):
@@ -90,4 +92,4 @@ def result_call_id(message: Any) -> str:
 
 
 def own_tool(name: Any) -> bool:
-    return isinstance(name, str) and name.startswith(OWN_TOOL_PREFIX)
+    return isinstance(name, str) and (name.startswith(OWN_TOOL_PREFIX) or name in OWN_TOOL_NAMES)

@@ -33,6 +33,9 @@ class Entry:
     handler: Handler
     description: str = ""
     evidence: bool = False
+    verbatim: tuple[str, ...] = ()
+    """Top-level result fields passed to the model unchanged (the rendering rule applies to every other field):
+    only for text the model already saw in this very session (``decompress`` restoring its own history)."""
 
     def spec(self) -> dict[str, Any]:
         """The tool's JSON Schema spec for tools.list (its $refs inlined: some providers reject $defs)."""
@@ -86,13 +89,20 @@ def method(name: str, *, params: type[BaseModel], result: type[BaseModel]) -> Ca
 
 
 def tool(
-    name: str, *, args: type[BaseModel], result: type[BaseModel], description: str, evidence: bool = False
+    name: str,
+    *,
+    args: type[BaseModel],
+    result: type[BaseModel],
+    description: str,
+    evidence: bool = False,
+    verbatim: tuple[str, ...] = (),
 ) -> Callable[[H], H]:
     """Register ``handler(ctx, args)`` as the agent tool ``name``. ``evidence=True``: its results show memory to the
-    agent, so each one becomes a retrieval batch (``batch_id`` + ``evidence_refs``)."""
+    agent, so each one becomes a retrieval batch (``batch_id`` + ``evidence_refs``). ``verbatim``: result fields
+    that carry this session's own archived context back byte for byte (see ``Entry.verbatim``)."""
 
     def register(handler: H) -> H:
-        TOOL_TABLE.add(Entry("tool", name, args, result, handler, description, evidence))
+        TOOL_TABLE.add(Entry("tool", name, args, result, handler, description, evidence, verbatim))
         return handler
 
     return register

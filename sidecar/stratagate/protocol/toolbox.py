@@ -51,7 +51,11 @@ class Toolbox:
             entry = self._entries.get(name)
             if entry is None:
                 raise not_found(f"unknown tool {name!r}; tools.list names the available tools")
-            return inert_tree(await adapter.call(entry, ctx, arguments, self._runs[name]))
+            result = await adapter.call(entry, ctx, arguments, self._runs[name])
+            if not entry.verbatim or not isinstance(result, dict):
+                return inert_tree(result)
+            # The session's own history restored as it was (decompress): those fields skip the rule, the rest not.
+            return {k: v if k in entry.verbatim else inert_tree(v) for k, v in result.items()}
         except RpcError as exc:
             data = exc.data if isinstance(exc.data, dict | list | str) else None
             raise RpcError(exc.code, inert(exc.message), inert_tree(data)) from exc

@@ -6,5 +6,5 @@ module is imported first.
 """
 
 # isort: off
-from stratagate.tools import block_tools, raw_search, event_tools, graph_tools, evidence_tools  # noqa: F401
+from stratagate.tools import block_tools, raw_search, event_tools, graph_tools, context_tools, evidence_tools  # noqa: F401
 # isort: on
