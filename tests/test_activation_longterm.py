@@ -35,6 +35,17 @@ async def render(c: SidecarClient, query: str | None, session: str = "s2") -> di
     return await c.call("activation.render", params)
 
 
+async def settled(c: SidecarClient) -> None:
+    """Wait until the background pipeline (graph projection, embeddings) has nothing queued or running: its jobs
+    change what recall shows and what system.info counts. Re-checked at each jobs.changed notification."""
+    while True:
+        seen = len(c.notifications)
+        jobs = (await c.call("system.info"))["counts"]["jobs"]
+        if jobs["queued"] == 0 and jobs["running"] == 0:
+            return
+        await c.wait_for(lambda n=seen: len(c.notifications) > n, timeout=60)
+
+
 def entry_of(text: str, ref: str) -> str:
     """The heading line of one rendered item."""
     return next(line for line in text.splitlines() if line.startswith(f"[{ref} "))
@@ -88,6 +99,7 @@ async def test_injected_instructions_are_inert(client: SidecarClient):
 async def test_byte_stable_and_never_reinforces(client: SidecarClient, tmp_path: Path):
     await remember(client, "The API depends on Redis.")
     await remember(client, "Alice works on Atlas.")
+    await settled(client)  # byte stability is about rendering, not about a projection finishing in between
     first = await render(client, "redis and atlas")
     info_before = await client.call("system.info")
     for _ in range(5):
