@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
@@ -27,6 +28,10 @@ class Settings(BaseModel):
     model_max_tokens: int = Field(4096, ge=256)
     model_concurrency: int = Field(2, ge=1, le=32)
     host_llm_timeout: float = Field(180.0, gt=0)
+    # 'auto': the direct route when model_base_url is set, else the host's model; a block whose model jobs fail gets
+    # rule-written views and events meanwhile (marked 'fallback', upgraded when the model answers again).
+    # 'none': zero-model mode: L0–L2 and events are written by rule, no model call is ever made.
+    model_route: Literal["auto", "none"] = "auto"
 
     job_max_attempts: int = Field(5, ge=1, le=100)
     job_backoff_base: float = Field(5.0, ge=0)
@@ -64,6 +69,11 @@ class Settings(BaseModel):
     @property
     def direct_model_route(self) -> bool:
         return bool(self.model_base_url)
+
+    @property
+    def zero_model(self) -> bool:
+        """No model call at all: every model-written view and event comes from the rules."""
+        return self.model_route == "none"
 
 
 class SettingsError(ValueError):

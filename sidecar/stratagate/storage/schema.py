@@ -9,6 +9,7 @@ from stratagate.storage.schema_context import CONTEXT_SQL
 from stratagate.storage.schema_dense import DENSE_SQL
 from stratagate.storage.schema_evidence import EVIDENCE_SQL
 from stratagate.storage.schema_leases import LEASES_SQL
+from stratagate.storage.schema_maintain import MAINTAIN_SQL
 from stratagate.storage.schema_privacy import PRIVACY_SQL
 
 MIGRATION_1 = """
@@ -334,6 +335,6 @@ CREATE TABLE graph_projection(
 """
 
 MIGRATIONS: list[str] = [
-    MIGRATION_1, MIGRATION_2, MIGRATION_3, EVIDENCE_SQL, DENSE_SQL, PRIVACY_SQL, LEASES_SQL, CONTEXT_SQL
+    MIGRATION_1, MIGRATION_2, MIGRATION_3, EVIDENCE_SQL, DENSE_SQL, PRIVACY_SQL, LEASES_SQL, CONTEXT_SQL, MAINTAIN_SQL
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
