@@ -93,7 +93,8 @@ _ROWS: list[dict[str, object]] = [
     },
     {
         "id": "en.decision_against", "lang": "en", "type": "decision", "polarity": "negative",
-        "patterns": [rf"\b{_WE}\s+(?:have\s+)?decided\s+(?:not\s+to|against)\b", r"\blet'?s not\s+(?:use|go with|adopt)\b",
+        "patterns": [rf"\b{_WE}\s+(?:have\s+)?decided\s+(?:not\s+to|against)\b",
+                     r"\blet'?s not\s+(?:use|go with|adopt)\b",
                      rf"\b{_WE}\s+(?:won't|will not|shall not)\s+(?:use|adopt|support)\b"],
         "examples": ["We decided not to use Redis.", "Let's not use Docker here.", "We won't support IE11."],
         "counterexamples": ["We decided to use Redis.", "I won't be long."],
@@ -103,7 +104,7 @@ _ROWS: list[dict[str, object]] = [
         "patterns": [
             rf"\b(?:{_WE}|{_I})\s+(?:plan|planning|intend|aim|hope|want)\s+to\b",
             rf"\b(?:{_WE}|{_I})\s+(?:are|am|'re|'m)?\s*going to\b",
-            rf"\b(?:we|i)(?:'ll|\s+will|\s+shall|\s+need to|\s+have to|\s+must)\s+"
+            r"\b(?:we|i)(?:'ll|\s+will|\s+shall|\s+need to|\s+have to|\s+must)\s+"
             r"(?:finish|ship|release|deliver|complete|launch|deploy|start|begin|write|build|add|migrate|publish|"
             r"prepare|review|implement|set up|get)\b",
             r"\b(?:the\s+)?(?:plan|next step|goal|deadline)\s+is\b",
@@ -155,8 +156,9 @@ _ROWS: list[dict[str, object]] = [
     },
     {
         "id": "en.fact_uses", "lang": "en", "type": "fact",
-        "patterns": [rf"\b{_WE}\s+(?:currently\s+|still\s+|already\s+|now\s+)?(?:use|uses|using|are using|is using|rely on|"
-                     r"relies on|depend on|depends on|run on|runs on|is built (?:with|on)|are built (?:with|on))\b"],
+        "patterns": [rf"\b{_WE}\s+(?:currently\s+|still\s+|already\s+|now\s+)?"
+                     r"(?:use|uses|using|are using|is using|rely on|relies on|depend on|depends on|run on|runs on|"
+                     r"is built (?:with|on)|are built (?:with|on))\b"],
         "examples": ["We use npm.", "The project uses PostgreSQL 16.", "We're using GitHub Actions."],
         "counterexamples": ["They use npm.", "Use npm to install it."],
     },
