@@ -76,6 +76,8 @@ _ROWS: list[dict[str, object]] = [
         "patterns": [
             r"\b(?:switch(?:ed|es|ing)?|mov(?:e|ed|es|ing)|migrat(?:e|ed|es|ing)|transition(?:ed|ing)?)\s+"
             r"(?:over\s+|back\s+)?(?:(?:from|off)\s+\S+(?:\s+\S+)?\s+)?to\b",
+            r"\b(?:switch(?:ed|es|ing)?|mov(?:e|ed|es|ing)|migrat(?:e|ed|es|ing))\s+(?:the|our|this)\s+"
+            r"(?:project|repo|codebase|build|tests|test suite|app|ci)\s+(?:over\s+)?(?:from\s+\S+\s+)?to\b",
             r"\breplac(?:e|ed|es|ing)\s+\S+(?:\s+\S+){0,3}\s+(?:with|by)\b",
             r"\bfrom now on\b", r"\bgoing forward,?\s+(?:we|i)\b",
         ],
@@ -235,13 +237,22 @@ CUES: tuple[CueRow, ...] = tuple(CueRow.model_validate(row) for row in _ROWS)
 """The cue table, validated at import (a broken row fails loudly, in every test)."""
 
 
-@dataclass(frozen=True)
-class Sentence:
-    """One sentence of a text: ``text == source[start:end]`` (verbatim, stripped of surrounding spaces)."""
+class Sentence(str):
+    """One sentence of a text, a ``str`` equal to ``source[start:end]`` (verbatim, stripped of surrounding spaces)."""
 
-    text: str
+    __slots__ = ("end", "start")
     start: int
     end: int
+
+    def __new__(cls, text: str, start: int, end: int) -> Sentence:
+        self = super().__new__(cls, text)
+        self.start = start
+        self.end = end
+        return self
+
+    @property
+    def text(self) -> str:
+        return str(self)
 
 
 @dataclass(frozen=True)
@@ -257,8 +268,11 @@ class Cue:
 
 # A sentence ends at ASCII .!?; followed by space or the end, at CJK 。！？； (no space needed), or at a line break.
 _BOUNDARY = re.compile(r"(?<=[.!?;])(?=\s|$)|(?<=[。！？；])|\n+")
-_QUESTION = re.compile(r"[?？]\s*$|^\s*(?:should|shall|do|does|did|can|could|would|will|is|are)\s+(?:we|i|you)\b|"
+_QUESTION = re.compile(r"[?？]\s*$|^\s*(?:should|shall|do|does|did|can|could|would|will|is|are)\s+(?:we|i)\b|"
                        r"吗[。！]?\s*$|要不要|是否", re.I)
+# A question that asks for something ("can you switch us to pnpm?", "请改用 pnpm 吗") is a request, not open.
+_REQUEST = re.compile(r"^\s*(?:can|could|would|will) you\b|^\s*please\b|请|能不能", re.I)
+_FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 _NOISE = re.compile(r"^[\s\W_]*$")
 _MARKER = re.compile(r"(?:[-*+•]|\d{1,3}[.)])\s+")
 
@@ -266,7 +280,16 @@ _MARKER = re.compile(r"(?:[-*+•]|\d{1,3}[.)])\s+")
 def sentences(text: str) -> list[Sentence]:
     """The sentences of ``text`` with offsets; markdown list markers and blank pieces are skipped."""
     out: list[Sentence] = []
-    cuts = [(m.start(), m.end()) for m in _BOUNDARY.finditer(text)]
+    # Code fences are pasted code, never statements: they cut the text and are skipped whole.
+    cuts = sorted([(m.start(), m.end()) for m in _BOUNDARY.finditer(text)] +
+                  [(m.start(), m.end()) for m in _FENCE.finditer(text)])
+    merged: list[tuple[int, int]] = []
+    for a, b in cuts:
+        if merged and a < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+        else:
+            merged.append((a, b))
+    cuts = merged
     pos = 0
     for cut_start, cut_end in [*cuts, (len(text), len(text))]:
         start, end = pos, cut_start
@@ -284,7 +307,8 @@ def sentences(text: str) -> list[Sentence]:
 
 
 def is_question(sentence: str) -> bool:
-    return bool(_QUESTION.search(sentence))
+    """An open question decides nothing; a request phrased as one ("could you switch us to pnpm?") is kept."""
+    return bool(_QUESTION.search(sentence)) and not _REQUEST.search(sentence)
 
 
 def classify(sentence: str) -> Cue | None:
@@ -309,7 +333,20 @@ def cue_sentences(text: str) -> list[tuple[Sentence, Cue]]:
 
 
 def language(text: str) -> Lang:
-    """'zh' when the text has more CJK characters than Latin letters, else 'en' (for titles in its language)."""
-    cjk = len(re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff]", text))
+    """'zh' when CJK characters are a fifth or more of the letters, else 'en' (a CJK character carries a word)."""
+    cjk = len(re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]", text))
     latin = len(re.findall(r"[A-Za-z]", text))
-    return "zh" if cjk * 2 > latin else "en"
+    return "zh" if cjk and cjk * 5 >= cjk + latin else "en"
+
+
+def key_kind(sentence: str, lang: Lang | None = None) -> CueType | None:
+    """The cue type of a sentence (decision, preference, plan, change or fact), None when it is none. ``lang`` is
+    accepted for callers that know it; every row is tried anyway (Chinese text names English tools)."""
+    del lang
+    cue = classify(sentence)
+    return cue.type if cue is not None else None
+
+
+def is_key_sentence(sentence: str, lang: Lang | None = None) -> bool:
+    """A decision, preference, plan, change or stated-fact sentence: a block's key fact written by rule."""
+    return key_kind(sentence, lang) is not None
