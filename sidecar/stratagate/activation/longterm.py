@@ -8,7 +8,7 @@ Rules (each one tested):
 - Nothing stale poses as current: a superseded event only appears when pinned, labelled with its status and
   successor, and the successor comes with it; forgotten and archived events never appear; disputed ones are
   labelled. Supersession overrides pins. A current event that replaced another names it in its heading
-  (``current · replaces evt_3 "We use npm"``), so the superseded/current pair is visible without the old one's
+  (``current · replaces evt_3 · "We use npm"``), so the superseded/current pair is visible without the old one's
   slot; the label is dropped only when the entry would not fit the budget otherwise.
 - Events created during the session's open (unsealed) turns are skipped: the host still shows those turns.
 - Reading never writes: activation does not reinforce anything (only use receipts do).
@@ -136,14 +136,15 @@ def _day(stamp: str | None) -> str | None:
     return stamp[:10] if stamp else None
 
 
-def _replaced_label(replaced: list[EventRow]) -> str | None:
-    """'replaces evt_3 "We use npm"' for the newest event this one superseded (+ how many before it)."""
+def _replaced_label(replaced: list[EventRow]) -> list[Any]:
+    """Heading fields naming the newest event this one superseded: 'replaces evt_3', '"We use npm"' (quoted as a
+    stored name, so its words never read as labels), and how many were replaced before it."""
     if not replaced:
-        return None
+        return []
     last = replaced[-1]
     title = last.title if len(last.title) <= REPLACED_TITLE_CHARS else last.title[: REPLACED_TITLE_CHARS - 1] + "…"
-    more = f" (+{len(replaced) - 1} earlier)" if len(replaced) > 1 else ""
-    return f'replaces {last.public_id} "{title}"{more}'
+    more = f"+{len(replaced) - 1} earlier" if len(replaced) > 1 else None
+    return [f"replaces {last.public_id}", Named(title), more]
 
 
 def _event_heading(ev: EventRow, successor: EventRow | None, replaced: list[EventRow] | None = None) -> str:
@@ -153,10 +154,10 @@ def _event_heading(ev: EventRow, successor: EventRow | None, replaced: list[Even
         parts.append(f"SUPERSEDED by {by}: history, not current")
     elif ev.status == "disputed":
         parts.append("DISPUTED: conflicting evidence, not settled")
-        parts.append(_replaced_label(replaced or []))
+        parts.extend(_replaced_label(replaced or []))
     else:
         parts.append("current")
-        parts.append(_replaced_label(replaced or []))
+        parts.extend(_replaced_label(replaced or []))
     if ev.pinned:
         parts.append("pinned")
     if ev.criticality in ("safety", "identity"):
