@@ -272,6 +272,9 @@ def _read_zh(sentence: str) -> list[Claim]:
     return []
 
 
+_OPENER = re.compile(
+    r"^(?:actually|ok(?:ay)?|so|well|then|also|alright|right|yes|yeah|hmm+|oh|and|but)\b[,!]?\s+", re.I
+)
 _HAS_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -285,6 +288,7 @@ def read_claims(text: str) -> list[Claim]:
         if _HAS_CJK.search(sentence):
             claims.extend(_read_zh(sentence))
             continue
+        sentence = _OPENER.sub("", sentence)  # "Actually, replace npm with pnpm": the opener is no subject
         for kind, pattern in _PATTERNS:
             m = pattern.match(sentence)
             if m is None:

@@ -168,8 +168,10 @@ _ROWS: list[dict[str, object]] = [
     {
         "id": "zh.change_switch", "lang": "zh", "type": "change",
         "patterns": [r"改用|换成|换用|改成用|切换到|切换成|切到|迁移到|迁到|转用|替换为|替换成|代替|取代",
+                     r"用.{1,30}?替换",
                      r"从现在起|从今以后|今后一律|以后(?:都|就|一律)(?:用|使用)"],
-        "examples": ["改用 pnpm。", "我们把 npm 换成 pnpm", "测试框架切换到 Vitest", "从现在起周五部署。"],
+        "examples": ["改用 pnpm。", "我们把 npm 换成 pnpm", "测试框架切换到 Vitest", "从现在起周五部署。",
+                     "用 Vitest 替换 Jest"],
         "counterexamples": ["我们用 npm。", "换个话题吧"],
     },
     {
