@@ -22,6 +22,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 CueType = Literal["decision", "preference", "plan", "change", "fact"]
+Kind = CueType  # the name blocks/extractive.py uses
+KINDS: tuple[CueType, ...] = ("change", "decision", "plan", "preference", "fact")
 Polarity = Literal["positive", "negative"]
 Lang = Literal["en", "zh"]
 
