@@ -78,13 +78,15 @@ _ROWS: list[dict[str, object]] = [
         "patterns": [
             r"\b(?:switch(?:ed|es|ing)?|mov(?:e|ed|es|ing)|migrat(?:e|ed|es|ing)|transition(?:ed|ing)?)\s+"
             r"(?:over\s+|back\s+)?(?:(?:from|off)\s+\S+(?:\s+\S+)?\s+)?to\b",
-            r"\b(?:switch(?:ed|es|ing)?|mov(?:e|ed|es|ing)|migrat(?:e|ed|es|ing))\s+(?:the|our|this)\s+"
-            r"(?:project|repo|codebase|build|tests|test suite|app|ci)\s+(?:over\s+)?(?:from\s+\S+\s+)?to\b",
+            r"\b(?:switch(?:ed|es|ing)?|migrat(?:e|ed|es|ing))\s+(?:the|our|this|my)\s+(?:[\w.-]+\s+){1,3}?"
+            r"(?:over\s+)?(?:from\s+\S+\s+)?to\b",
+            r"\bmov(?:e|ed|es|ing)\s+(?:the|our|this)\s+(?:project|repo|codebase|build|tests|test suite|app|ci)\s+"
+            r"(?:over\s+)?(?:from\s+\S+\s+)?to\b",
             r"\breplac(?:e|ed|es|ing)\s+\S+(?:\s+\S+){0,3}\s+(?:with|by)\b",
             r"\bfrom now on\b", r"\bgoing forward,?\s+(?:we|i)\b",
         ],
         "examples": ["Let's switch to pnpm.", "We moved from Jest to Vitest", "Replace webpack with Vite.",
-                     "From now on we deploy on Fridays."],
+                     "From now on we deploy on Fridays.", "Please switch the package manager to pnpm"],
         "counterexamples": ["The light switch is broken.", "I moved the file into src/.", "Change the colour."],
     },
     {
@@ -166,6 +168,19 @@ _ROWS: list[dict[str, object]] = [
         "examples": ["We use npm.", "The project uses PostgreSQL 16.", "We're using GitHub Actions."],
         "counterexamples": ["They use npm.", "Use npm to install it."],
     },
+    {
+        # Last of the English rows: a future time with nothing else to go on ("prototype next week") is a plan.
+        "id": "en.plan_when", "lang": "en", "type": "plan",
+        "patterns": [
+            r"\b(?:next|coming)\s+(?:week|month|sprint|quarter|year|release|monday|tuesday|wednesday|thursday|friday|"
+            r"saturday|sunday)\b",
+            r"\b(?:tomorrow|tonight|later today)\b",
+            r"\bby\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|the end of|end of|eod|eow)\b",
+            r"\b(?:deadline|due (?:on|by)|milestone)\b",
+        ],
+        "examples": ["Prototype next week.", "Notes on the wiki by Friday.", "The demo is tomorrow."],
+        "counterexamples": ["We shipped it last week.", "Yesterday went fine."],
+    },
     # --- Chinese ---------------------------------------------------------------------------------------------
     {
         "id": "zh.change_switch", "lang": "zh", "type": "change",
@@ -234,6 +249,12 @@ _ROWS: list[dict[str, object]] = [
         "patterns": [rf"{_ZH_WE}(?:现在|目前|一直|都|还|也)*(?:在)?(?:用|使用|依赖|基于|跑在)"],
         "examples": ["我们用 npm。", "项目目前使用 PostgreSQL", "我们一直在用 GitHub Actions"],
         "counterexamples": ["用 npm 安装", "他们用 npm"],
+    },
+    {
+        "id": "zh.plan_when", "lang": "zh", "type": "plan",
+        "patterns": [r"下(?:周|个?星期|个?月|季度|一版)|明天|后天|今晚|月底|年底|截止|里程碑"],
+        "examples": ["原型下周", "明天再检查一遍"],
+        "counterexamples": ["上周完成了原型", "昨天很顺利"],
     },
 ]
 
