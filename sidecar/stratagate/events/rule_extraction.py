@@ -137,7 +137,8 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _title(sentence: str) -> str:
-    return _clip(sentence.rstrip(_TRAILING) or sentence, TITLE_CHARS)
+    """The sentence itself when short (so recall shows it once, not as title and summary), else its head."""
+    return sentence if len(sentence) <= TITLE_CHARS else _clip(sentence.rstrip(_TRAILING) or sentence, TITLE_CHARS)
 
 
 def _time_wording(sentence: str, said: datetime) -> str | None:
