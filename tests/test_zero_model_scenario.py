@@ -26,7 +26,9 @@ ZH = "project:商店:fedcba9876543210"
 @pytest.fixture
 async def client(tmp_path: Path) -> AsyncIterator[SidecarClient]:
     c = await SidecarClient.start(
-        tmp_path / "memory.db", env={"STRATAGATE_MODEL_ROUTE": "none"}, args=["--block-turns", "1"]
+        # The dense channel is not part of the scenario (its embedding job would only slow the settling down).
+        tmp_path / "memory.db", env={"STRATAGATE_MODEL_ROUTE": "none", "STRATAGATE_DENSE": "off"},
+        args=["--block-turns", "1"],
     )
     yield c
     await c.close()
