@@ -15,11 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import model_env, summary_arguments
+from stratagate.app import App
 from stratagate.blocks.extractive import extractive_summary
 from stratagate.blocks.source import SourceMessage
 from stratagate.blocks.summarize import requeue_fallbacks
+from stratagate.config import Settings
+from stratagate.jobs.runner import PermanentJobError
 from stratagate.storage.db import Database
-from stratagate.text.cues import is_key_sentence, key_kind, language, sentences
+from stratagate.text.cues import language
 from support.model_server import ScriptedModelServer, auto_tool_call, http_error, tool_call
 from support.sidecar import SidecarClient
 
@@ -92,34 +95,6 @@ def test_single_topic_title_is_the_request_as_a_headline():
     assert s.title == "Switch the package manager to pnpm; prototype next week"
 
 
-@pytest.mark.parametrize(
-    ("sentence", "lang", "kind"),
-    [
-        ("Let's switch to pnpm.", "en", "change"),
-        ("We will use Postgres for storage.", "en", "decision"),
-        ("I prefer tabs over spaces.", "en", "preference"),
-        ("Finish the prototype next week.", "en", "plan"),
-        ("Should we switch to pnpm?", "en", None),
-        ("The build passed.", "en", None),
-        ("改用 pnpm。", "zh", "change"),
-        ("我喜欢用两个空格缩进。", "zh", "preference"),
-        ("下周完成原型。", "zh", "plan"),
-        ("我们决定用 Postgres。", "zh", "decision"),
-        ("要不要换成 pnpm 吗？", "zh", None),
-    ],
-)
-def test_key_sentence_cues(sentence: str, lang: str, kind: str | None):
-    assert key_kind(sentence, lang) == kind  # type: ignore[arg-type]
-    assert is_key_sentence(sentence, lang) is (kind is not None)  # type: ignore[arg-type]
-
-
-def test_sentences_are_verbatim_pieces():
-    text = "Use node.js v1.2 here. Then run it!\n- switch to pnpm\n```\nnpm i\n```\n下周完成原型。好的"
-    parts = sentences(text)
-    assert parts == ["Use node.js v1.2 here.", "Then run it!", "switch to pnpm", "下周完成原型。", "好的"]
-    assert all(p in text for p in parts)
-
-
 NOTES = ("Tool calls:", "No text", "工具调用：", "本块没有文字")
 _texts = st.one_of(
     st.text(max_size=300),
@@ -152,6 +127,13 @@ def test_huge_block_is_fast_and_bounded():
 
 
 # --- zero-model mode over JSON-RPC ------------------------------------------------------------------------------------
+
+
+def test_zero_model_app_never_builds_a_model_gateway(tmp_path: Path):
+    app = App(Settings(db=tmp_path / "m.db", model_route="none", dense=False))
+    with pytest.raises(PermanentJobError, match="zero-model mode"):
+        app.gateway()  # a stage that still asks for the model fails at once instead of calling it
+    assert app._gateway is None and app.model_route() == "none:rules"
 
 
 class NoModelHost:
@@ -243,6 +225,7 @@ def flaky(model_server: ScriptedModelServer) -> FlakyModel:
 
 
 def _job_notes(client: SidecarClient, kind: str, block: str, status: str) -> Callable[[], list[dict[str, Any]]]:
+    """The jobs.changed notes of one job in one status."""
     return lambda: [n["params"] for n in client.notifications if n["method"] == "jobs.changed"
                     and n["params"]["kind"] == kind and n["params"]["subject"] == block
                     and n["params"]["status"] == status]
@@ -280,7 +263,8 @@ async def test_failed_model_gives_fallback_views_then_a_restart_upgrades_them(
         upgraded = await _views(client, block)
         assert upgraded[0]["view"].startswith("Turns 1–2")  # the scripted model's title
         assert {lv: upgraded[lv]["view"] for lv in (3, 4, 5)} == {lv: fallback[lv]["view"] for lv in (3, 4, 5)}
-        # The block's extraction runs again on the model's views.
+        # The block's extraction runs again on the model's views (re-queued by the upgrade's commit; it was done in
+        # the first process, so this run is that re-queue's).
         await client.wait_for(_job_notes(client, "event_extraction", block, "done"))
         info = await client.call("system.info")
         assert info["counts"]["block_views"] == {"model": 1, "extractive": 0, "fallback": 0}
