@@ -262,7 +262,7 @@ async def test_a_pass_is_recorded_reports_and_deletes_nothing(tmp_path: Path):
         report = result["report"]
         assert report["merges"] == {"done": 1, "undone": 0, "open": 1}
         assert report["events"]["by_status"]["superseded"] == 1 and report["events"]["by_status"]["active"] == 1
-        assert report["maintenance"]["last_run"]["id"] == 1
+        assert report["schedule"]["last_run"]["id"] == 1
         assert set(report["jobs"]) >= {MAINTENANCE, "block_summary"}
         for table, n in counts.items():
             assert await mstore.count(db.reader, table) >= n, f"maintenance deleted rows of {table}"
@@ -295,7 +295,7 @@ async def test_the_schedule_at_start_and_after_a_run(tmp_path: Path):
         assert run is not None and (run["trigger"], run["status"]) == ("start", "done")
         job = await mstore.job_row(db.reader)
         assert job is not None and job["status"] == "queued" and job["next_run_at"] > time.time() + 23.9 * 3600
-        assert (await stats.report(db.reader, s.db, 24))["maintenance"]["job_status"] == "queued"
+        assert (await stats.report(db.reader, s.db, 24))["schedule"]["job_status"] == "queued"
         # A start within the interval changes nothing; a start after it makes the job due soon after.
         started = await maintenance._newest_start(db.reader)
         assert started is not None
@@ -376,7 +376,7 @@ async def test_rpc_stats_run_unmerge_and_restore(tmp_path: Path):
         assert bad.value.code == -32602 and "dry_run" in bad.value.message
         report = await client.call("system.stats")
         assert report["merges"] == {"done": 2, "undone": 2, "open": 0}
-        assert report["maintenance"]["last_run"]["trigger"] == "manual"
+        assert report["schedule"]["last_run"]["trigger"] == "manual"
         assert report["sizes"]["tables"]["events"] == 4 and report["sizes"]["db_bytes"] > 0
     finally:
         await client.close()
@@ -400,10 +400,10 @@ async def test_the_scheduled_job_runs_in_the_sidecar_when_due(tmp_path: Path):
         note = await client.wait_notification("jobs.changed", lambda p: p["kind"] == MAINTENANCE, timeout=60)
         assert note["status"] == "queued" and note["error"] is None  # ran, and queued itself for the next interval
         report = await client.call("system.stats")
-        assert report["maintenance"]["last_run"]["trigger"] == "start"
-        assert report["maintenance"]["last_run"]["status"] == "done"
+        assert report["schedule"]["last_run"]["trigger"] == "start"
+        assert report["schedule"]["last_run"]["status"] == "done"
         assert report["merges"]["open"] == 2
-        assert report["maintenance"]["next_run_at"] > "2026"
+        assert report["schedule"]["next_run_at"] > "2026"
     finally:
         await client.close()
 

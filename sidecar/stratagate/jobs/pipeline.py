@@ -101,7 +101,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         kind=MAINTENANCE,
         subject_prefix="db",
-        subject="the database (one job for every namespace; after a run it queues itself for the next interval)",
+        subject="the database, always 1 (one job for every namespace; after a run it queues itself again)",
         handler="stratagate.maintenance.run:job_handler",
         queued_by=("the sidecar's start when no run is younger than STRATAGATE_MAINTENANCE_INTERVAL_HOURS",),
     ),

@@ -74,7 +74,7 @@ async def report(conn: aiosqlite.Connection, db_path: Path, interval_hours: floa
             "tables": {name: await store.count(conn, name) for name in plain},
         },
         "job_health": await store.job_health(conn),
-        "maintenance": {
+        "schedule": {
             "interval_hours": interval_hours,
             "last_run": None if last is None else dict(last),
             "job_status": None if job is None else job["status"],

@@ -115,7 +115,7 @@ class StatsRun(Result):
     error: str | None
 
 
-class StatsMaintenance(Result):
+class StatsSchedule(Result):
     interval_hours: Number
     last_run: StatsRun | None
     job_status: Literal["queued", "running", "done", "failed"] | None
@@ -134,7 +134,7 @@ class StatsResult(Result):
     merges: StatsMerges
     sizes: StatsSizes
     job_health: StatsJobHealth
-    maintenance: StatsMaintenance
+    schedule: StatsSchedule
 
 
 class MergeRef(Result):
