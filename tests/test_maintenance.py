@@ -218,6 +218,30 @@ async def test_unmerge_refuses_what_is_not_an_open_merge(tmp_path: Path):
         await db.close()
 
 
+async def test_a_forgotten_survivor_keeps_its_duplicate_and_erasing_it_erases_the_duplicate(tmp_path: Path):
+    from stratagate.erase import erase_subject
+
+    db = await open_db(tmp_path / "memory.db")
+    try:
+        a = await add_event(db, "The project uses npm for its packages.")
+        b = await add_event(db, "The project uses npm for its packages!")
+        await consolidate.apply(db, await consolidate.plan(db.reader), "system", None, "test")
+        async with db.transaction() as conn:
+            survivor = await events.get_event(conn, a)
+            assert survivor is not None
+            await events.forget(conn, survivor, "user", None)
+        with pytest.raises(Exception, match="is forgotten; restore"):
+            await consolidate.unmerge_event(db, f"evt_{b}", NS, "user")  # its words restate a forgotten memory
+        result = await erase_subject(db, NS, f"evt_{a}", "user", max_attempts=3, count=len)
+        assert result["counts"]["merged_duplicates"] == [f"evt_{b}"]
+        duplicate = await events.get_event(db.reader, b)
+        assert duplicate is not None and duplicate.narrative == "[erased]" and duplicate.status == "forgotten"
+        erased = await db.fetchall("SELECT subject_id FROM erasures ORDER BY subject_id")
+        assert [r["subject_id"] for r in erased] == [f"evt_{a}", f"evt_{b}"]
+    finally:
+        await db.close()
+
+
 # --- re-projection ----------------------------------------------------------------------------------------------
 
 

@@ -201,6 +201,13 @@ async def unmerge(conn: aiosqlite.Connection, merged: EventRow, actor: Actor) ->
             f"{merged.public_id} is {merged.status} now, no longer merged into {ids.make('evt', survivor_key)}; "
             "only a merged duplicate that is still superseded by its survivor can be unmerged"
         )
+    survivor = await events.get_event(conn, survivor_key)
+    if survivor is not None and survivor.status == "forgotten":
+        # Its words restate a forgotten memory: admission would refuse them too (a tombstone's near duplicate).
+        raise invalid_params(
+            f"{survivor.public_id}, which {merged.public_id} was merged into, is forgotten; restore "
+            f"{survivor.public_id} first (memory_restore), then unmerge"
+        )
     before = json.loads(row["merged_before"])
     removed = await store.delete_copied(conn, survivor_key, json.loads(row["added_sources"]),
                                         before.get("graph_links", []))

@@ -127,6 +127,16 @@ async def open_merge_of(conn: aiosqlite.Connection, merged_id: int) -> sqlite3.R
     )
 
 
+async def open_duplicates_of(conn: aiosqlite.Connection, survivor_id: int) -> list[int]:
+    """The events merged into ``survivor_id`` and not unmerged: copies of the same memory."""
+    rows = await _all(
+        conn,
+        "SELECT merged_id FROM event_merges WHERE survivor_id = ? AND undone_at IS NULL ORDER BY merged_id",
+        (survivor_id,),
+    )
+    return [int(r[0]) for r in rows]
+
+
 async def is_open_survivor(conn: aiosqlite.Connection, event_id: int) -> bool:
     row = await _one(
         conn, "SELECT 1 FROM event_merges WHERE survivor_id = ? AND undone_at IS NULL LIMIT 1", (event_id,)
