@@ -272,8 +272,23 @@ async def test_stale_facts_and_unprojected_events_are_repaired(tmp_path: Path):
 # --- a whole pass -----------------------------------------------------------------------------------------------
 
 
-async def test_a_pass_is_recorded_reports_and_deletes_nothing(tmp_path: Path):
-    settings_ = Settings(db=tmp_path / "memory.db", dense=False)
+async def test_a_pass_is_recorded_reports_and_deletes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from stratagate.blocks import summarize
+    from stratagate.events import extraction
+
+    calls: list[tuple[str, int]] = []
+
+    def fake(side: str, n: int) -> Any:
+        async def requeue(db: Database, max_attempts: int) -> int:
+            calls.append((side, max_attempts))
+            return n
+
+        return requeue
+
+    # The upgrade triggers of fallback blocks and events (zblocks', zevents'), whatever they do, are called once.
+    monkeypatch.setattr(summarize, "requeue_fallbacks", fake("blocks", 3), raising=False)
+    monkeypatch.setattr(extraction, "requeue_fallbacks", fake("events", 1), raising=False)
+    settings_ = Settings(db=tmp_path / "memory.db", dense=False, job_max_attempts=4)
     db = await open_db(settings_.db)
     try:
         await add_event(db, "The project uses npm for its packages.")
@@ -282,6 +297,8 @@ async def test_a_pass_is_recorded_reports_and_deletes_nothing(tmp_path: Path):
         counts = {t: await mstore.count(db.reader, t) for t in plain}
         result = await maintenance.run_pass(db, settings_, "manual", "user")
         assert result["merged"] == 1 and result["run_id"] == 1 and result["dry_run"] is False
+        assert result["fallbacks_requeued"] == {"blocks": 3, "events": 1}
+        assert calls == [("blocks", 4), ("events", 4)]
         assert set(result["optimize"]["fts_optimized"]) == {"message_fts", "event_fts", "graph_fts"}
         report = result["report"]
         assert report["merges"] == {"done": 1, "undone": 0, "open": 1}

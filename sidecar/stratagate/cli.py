@@ -389,8 +389,9 @@ def _print_maintenance(result: dict[str, Any], as_json: bool) -> None:
               f" ns={m['namespace']})")
     for key, values in result["reprojection"].items():
         print(f"{key}: {_ids(values)}")
-    if result["fallbacks_requeued"] is not None:
-        print(f"fallback blocks requeued: {result['fallbacks_requeued']}")
+    for side, n in result["fallbacks_requeued"].items():
+        if n is not None:
+            print(f"fallback {side} requeued: {n}")
 
 
 def maintenance_command(args: argparse.Namespace, settings: Any) -> int:

@@ -24,6 +24,7 @@ import aiosqlite
 
 from stratagate.blocks import summarize
 from stratagate.config import Settings
+from stratagate.events import extraction
 from stratagate.jobs.pipeline import StageDeps
 from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.maintenance import consolidate, optimize, reproject, stats, store
@@ -47,13 +48,14 @@ def _lock(db: Database) -> asyncio.Lock:
     return lock
 
 
-async def _requeue_fallbacks(db: Database, max_attempts: int) -> int | None:
-    """The upgrade trigger of blocks on rule-written fallback views (zblocks' ``requeue_fallbacks``); None while the
-    blocks package does not provide it."""
-    requeue = getattr(summarize, "requeue_fallbacks", None)
-    if requeue is None:
-        return None
-    return int(await requeue(db, max_attempts))
+async def _requeue_fallbacks(db: Database, max_attempts: int) -> dict[str, int | None]:
+    """The upgrade triggers of rule-written fallback output: blocks' views (``blocks.summarize``) and blocks' events
+    (``events.extraction``) get their model jobs again. None for a side whose package does not provide one."""
+    out: dict[str, int | None] = {}
+    for side, module in (("blocks", summarize), ("events", extraction)):
+        requeue = getattr(module, "requeue_fallbacks", None)
+        out[side] = None if requeue is None else int(await requeue(db, max_attempts))
+    return out
 
 
 async def dry_run(conn: aiosqlite.Connection, settings: Settings, trigger: str = "manual") -> dict[str, Any]:
@@ -67,7 +69,7 @@ async def dry_run(conn: aiosqlite.Connection, settings: Settings, trigger: str =
         "merges": [m.public() for m in merges],
         "merged": len(merges),
         "reprojection": stale.public(),
-        "fallbacks_requeued": None,
+        "fallbacks_requeued": {"blocks": None, "events": None},
         "optimize": await optimize.plan(conn),
         "report": await stats.report(conn, settings.db, settings.maintenance_interval_hours),
     }

@@ -154,7 +154,7 @@ class MaintenanceRunResult(Result):
     merges: list[MergeRef]
     merged: int
     reprojection: dict[str, list[str]]
-    fallbacks_requeued: int | None
+    fallbacks_requeued: dict[str, int | None]
     optimize: JsonObject
     report: StatsResult
 
