@@ -19,6 +19,7 @@ short transaction, so a pass that races a capture or another pass merges nothing
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from collections import Counter, defaultdict
@@ -104,35 +105,45 @@ def _candidate_pairs(rows: list[Any]) -> set[tuple[int, int]]:
     return pairs
 
 
+def _plan_namespace(namespace_id: int, name: str, rows: list[dict[str, Any]]) -> list[Merge]:
+    """The merges of one namespace's active events (pure; run in a worker thread: tokenising thousands of events
+    must not stall the event loop)."""
+    out: list[Merge] = []
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[_group(row)].append(row)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        neighbours: dict[int, list[int]] = defaultdict(list)
+        for i, j in _candidate_pairs(members):
+            neighbours[min(i, j)].append(max(i, j))
+        taken: set[int] = set()
+        for i, survivor in enumerate(members):  # survivors first: pinned, then the oldest
+            if i in taken:
+                continue
+            for j in sorted(neighbours[i]):
+                other = members[j]
+                if j in taken or other["pinned"]:
+                    continue
+                score = similarity(survivor, other)
+                if score is None:
+                    continue
+                taken.update((i, j))
+                out.append(Merge(namespace_id=namespace_id, namespace=name, survivor_id=int(survivor["id"]),
+                                 merged_id=int(other["id"]), similarity=score[0], match=score[1]))
+    return out
+
+
 async def plan(conn: aiosqlite.Connection) -> list[Merge]:
     """Every merge a pass would make now, in the order it would make them. Reads only."""
     out: list[Merge] = []
     for namespace_id in await store.namespace_ids(conn):
-        rows = await store.active_events(conn, namespace_id)
-        groups: dict[tuple[Any, ...], list[Any]] = defaultdict(list)
-        for row in rows:
-            groups[_group(row)].append(row)
+        rows = [dict(r) for r in await store.active_events(conn, namespace_id)]
+        if len(rows) < 2:
+            continue
         name = await namespace_name(conn, namespace_id) or ""
-        for members in groups.values():
-            if len(members) < 2:
-                continue
-            neighbours: dict[int, list[int]] = defaultdict(list)
-            for i, j in _candidate_pairs(members):
-                neighbours[min(i, j)].append(max(i, j))
-            taken: set[int] = set()
-            for i, survivor in enumerate(members):  # survivors first: pinned, then the oldest
-                if i in taken:
-                    continue
-                for j in sorted(neighbours[i]):
-                    other = members[j]
-                    if j in taken or other["pinned"]:
-                        continue
-                    score = similarity(survivor, other)
-                    if score is None:
-                        continue
-                    taken.update((i, j))
-                    out.append(Merge(namespace_id=namespace_id, namespace=name, survivor_id=int(survivor["id"]),
-                                     merged_id=int(other["id"]), similarity=score[0], match=score[1]))
+        out += await asyncio.to_thread(_plan_namespace, namespace_id, name, rows)
     return out
 
 

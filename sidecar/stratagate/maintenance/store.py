@@ -344,8 +344,12 @@ async def tables(conn: aiosqlite.Connection) -> tuple[list[str], list[str]]:
     return plain, fts
 
 
-async def fts_optimize(conn: aiosqlite.Connection, table: str) -> None:
-    await conn.execute(f'INSERT INTO "{table}"("{table}") VALUES (\'optimize\')')
+async def fts_merge_step(conn: aiosqlite.Connection, table: str, pages: int) -> bool:
+    """One bounded FTS5 merge step over every level (a negative page count: as ``optimize`` would, in pieces);
+    True while it still found work (SQLite's rule: fewer than two changed rows means the index is merged)."""
+    before = conn.total_changes
+    await conn.execute(f'INSERT INTO "{table}"("{table}", rank) VALUES (\'merge\', ?)', (-abs(pages),))
+    return conn.total_changes - before >= 2
 
 
 async def pragma(conn: aiosqlite.Connection, name: str) -> int:
