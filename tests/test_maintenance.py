@@ -395,7 +395,9 @@ def _prepare(path: Path) -> None:
 async def test_rpc_stats_run_unmerge_and_restore(tmp_path: Path):
     db = tmp_path / "memory.db"
     await asyncio.to_thread(_prepare, db)
-    client = await SidecarClient.start(db, env={"STRATAGATE_DENSE": "off", "STRATAGATE_MODEL_ROUTE": "none"})
+    # Interval 0: no scheduled pass can interleave with the manual ones this test makes, however slow the machine.
+    client = await SidecarClient.start(db, env={"STRATAGATE_DENSE": "off", "STRATAGATE_MODEL_ROUTE": "none",
+                                                "STRATAGATE_MAINTENANCE_INTERVAL_HOURS": "0"})
     try:
         dry = await client.call("maintenance.run", {"dry_run": True})
         assert dry["dry_run"] is True and dry["run_id"] is None and dry["merged"] == 2
