@@ -242,6 +242,26 @@ async def test_a_forgotten_survivor_keeps_its_duplicate_and_erasing_it_erases_th
         await db.close()
 
 
+async def test_unmerging_after_the_survivor_was_replaced_leaves_the_duplicate_replaced_too(tmp_path: Path):
+    db = await open_db(tmp_path / "memory.db")
+    try:
+        a = await add_event(db, "The project uses npm for its packages.")
+        b = await add_event(db, "The project uses npm for its packages!")
+        assert len(await consolidate.apply(db, await consolidate.plan(db.reader), "system", None, "test")) == 1
+        # Then the decision changes (its projection would supersede by slot as well; here it is said explicitly).
+        c = await add_event(db, "The project switched to pnpm for its packages.", type_="change", project=False)
+        async with db.transaction() as conn:
+            old, new = await events.get_event(conn, a), await events.get_event(conn, c)
+            assert old is not None and new is not None
+            await events.supersede(conn, old, new, "user")
+        result = await consolidate.unmerge_event(db, f"evt_{b}", NS, "user")
+        assert result["event"]["status"] == "superseded" and result["event"]["successor_id"] == f"evt_{c}"
+        merge = await db.fetchone("SELECT undone_at FROM event_merges")
+        assert merge is not None and merge["undone_at"] is not None
+    finally:
+        await db.close()
+
+
 # --- re-projection ----------------------------------------------------------------------------------------------
 
 

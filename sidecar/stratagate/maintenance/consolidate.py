@@ -230,6 +230,12 @@ async def unmerge(conn: aiosqlite.Connection, merged: EventRow, actor: Actor) ->
     await audit(conn, merged.namespace_id, actor, "event.unmerged", "event", merged.public_id, merged.lifecycle(),
                 after.lifecycle() | {"note": {"from": ids.make("evt", survivor_key), "merge": int(row["id"]),
                                               "sources_removed": removed}})
+    if survivor is not None and survivor.status == "superseded" and survivor.successor_id is not None:
+        # What the survivor said was replaced since the merge (npm → pnpm): so is the duplicate, after the undo.
+        successor = await events.get_event(conn, survivor.successor_id)
+        if successor is not None and successor.status in ("active", "disputed"):
+            await events.supersede(conn, after, successor, actor)
+            after = await events.get_event(conn, merged.id) or after
     return {
         "event": after.public(),
         "survivor": ids.make("evt", survivor_key),
