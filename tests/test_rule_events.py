@@ -117,6 +117,130 @@ CASES = [
     Case("zh questions are not events", [["要不要改用 pnpm？", "好的，谢谢"]], []),
 ]
 
+# Phrasings no earlier test used (issue 12's acceptance runs unseen conversations): state, decisions, changes,
+# preferences and plans with many time wordings, then the sentences that must NOT become current events.
+UNSEEN = [
+    Case("en topic subjects: CI runs on, moving CI to", [["Our CI runs on Jenkins right now."],
+                                                          ["We're moving CI to GitHub Actions."]], [
+        Want("fact", "Our CI runs on Jenkins right now.", uses="jenkins"),
+        Want("change", "We're moving CI to GitHub Actions.", supersedes=[0], uses="github actions"),
+    ]),
+    Case("en written with, replace … please", [["Tests are written with Jest."], ["Replace Jest with Vitest please."]], [
+        Want("fact", "Tests are written with Jest.", uses="jest"),
+        Want("change", "Replace Jest with Vitest please.", supersedes=[0], uses="vitest"),
+    ]),
+    Case("en let's go with, then instead of", [["Let's go with PostgreSQL for the database."],
+                                                ["Actually, we'll use SQLite instead of PostgreSQL."]], [
+        Want("decision", "Let's go with PostgreSQL for the database.", uses="postgresql"),
+        Want("change", "Actually, we'll use SQLite instead of PostgreSQL.", supersedes=[0], uses="sqlite"),
+    ]),
+    Case("en the database is, migrate the database to", [["The database is MySQL."],
+                                                          ["Migrate the database to Postgres."]], [
+        Want("fact", "The database is MySQL.", uses="mysql"),
+        Want("change", "Migrate the database to Postgres.", supersedes=[0], uses="postgresql"),
+    ]),
+    Case("en we're on, switching … over to", [["We're on Yarn for now."], ["We are switching over to pnpm."]], [
+        Want("fact", "We're on Yarn for now.", uses="yarn"),
+        Want("change", "We are switching over to pnpm.", supersedes=[0], uses="pnpm"),
+    ]),
+    Case("en bundled with, swap … for", [["The frontend is bundled with Webpack."], ["Swap webpack for Vite."]], [
+        Want("fact", "The frontend is bundled with Webpack.", uses="webpack"),
+        Want("change", "Swap webpack for Vite.", supersedes=[0], uses="vite"),
+    ]),
+    Case("en we've moved off", [["Deploys go through CircleCI."], ["We've moved off CircleCI."]], [
+        Want("fact", "Deploys go through CircleCI.", uses="circleci"),
+        Want("change", "We've moved off CircleCI.", supersedes=[0]),
+    ]),
+    Case("en from now on use", [["We're using npm."], ["From now on use pnpm for installs."]], [
+        Want("fact", "We're using npm.", uses="npm"),
+        Want("change", "From now on use pnpm for installs.", supersedes=[0], uses="pnpm"),
+    ]),
+    Case("en we'll use / we have decided", [["We'll use Redis for the cache.", "We have decided to adopt Ruff."]], [
+        Want("decision", "We'll use Redis for the cache.", uses="redis"),
+        Want("decision", "We have decided to adopt Ruff.", uses="ruff"),
+    ]),
+    Case("en preferences", [["I really prefer pytest over unittest.", "I'd rather keep functions small.",
+                             "I don't like long PR descriptions."]], [
+        Want("preference", "I really prefer pytest over unittest.", scope="user"),
+        Want("preference", "I'd rather keep functions small.", scope="user"),
+        Want("preference", "I don't like long PR descriptions.", scope="user"),
+    ]),
+    Case("en plans with deadlines", [[
+        "We plan to ship v2 by the end of March.", "I want to finish the migration by Friday.",
+        "We're going to release the beta in two weeks.", "The goal is to launch by the end of next month.",
+        "We need to freeze the API within two weeks.", "Let's deliver the report by EOD.",
+    ]], [
+        Want("plan", "We plan to ship v2 by the end of March.", window=("2027-03-01", "2027-04-01")),
+        Want("plan", "I want to finish the migration by Friday.", window=("2026-05-08", "2026-05-09")),
+        Want("plan", "We're going to release the beta in two weeks.", window=("2026-05-18", "2026-05-25")),
+        Want("plan", "The goal is to launch by the end of next month.", window=("2026-06-01", "2026-07-01")),
+        Want("plan", "We need to freeze the API within two weeks.", window=("2026-05-06", "2026-05-20")),
+        Want("plan", "Let's deliver the report by EOD.", window=("2026-05-06", "2026-05-07")),
+    ]),
+    Case("en plans: a dated release, the end of the week, mid-month", [[
+        "We will publish the docs before the release on May 20.", "Finish the review by the end of the week.",
+        "We aim to migrate the tests by mid-June.",
+    ]], [
+        Want("plan", "We will publish the docs before the release on May 20.", window=("2026-05-20", "2026-05-21")),
+        Want("plan", "Finish the review by the end of the week.", window=("2026-05-04", "2026-05-11")),
+        Want("plan", "We aim to migrate the tests by mid-June.", window=("2026-06-01", "2026-07-01")),
+    ]),
+    Case("en not current: questions, hypotheticals, quotes, negations", [[
+        "Should we switch to pnpm?", "What if we used Bun instead", "We could move to Vite at some point.",
+        "Maybe switch to Vitest later.", "The docs say \"switch to pnpm for speed\".",
+        "We're not moving to GitHub Actions.", "He said we should migrate to Postgres.",
+        "I'm thinking about replacing Jest with Vitest.", "Move the meeting to Friday.",
+        "The tests are flaky.", "Our CI is slow today.",
+    ]], [
+        Want("decision", "We're not moving to GitHub Actions."),
+    ]),
+    Case("zh topic first, then 换成 (the probe)", [["我们的测试框架用 Jest。"], ["换成 Vitest 吧。"]], [
+        Want("fact", "我们的测试框架用 Jest。", uses="jest"),
+        Want("change", "换成 Vitest 吧。", supersedes=[0], uses="vitest"),
+    ]),
+    Case("zh 决定用, 改用", [["数据库决定用 PostgreSQL。"], ["数据库改用 SQLite。"]], [
+        Want("decision", "数据库决定用 PostgreSQL。", uses="postgresql"),
+        Want("change", "数据库改用 SQLite。", supersedes=[0], uses="sqlite"),
+    ]),
+    Case("zh 是, 迁移到", [["数据库是 MySQL"], ["数据库迁移到 PostgreSQL"]], [
+        Want("fact", "数据库是 MySQL", uses="mysql"),
+        Want("change", "数据库迁移到 PostgreSQL", supersedes=[0], uses="postgresql"),
+    ]),
+    Case("zh 跑在, 把…从…迁到", [["CI 跑在 Jenkins 上"], ["把 CI 从 Jenkins 迁到 GitHub Actions"]], [
+        Want("fact", "CI 跑在 Jenkins 上", uses="jenkins"),
+        Want("change", "把 CI 从 Jenkins 迁到 GitHub Actions", supersedes=[0], uses="github actions"),
+    ]),
+    Case("zh 采用, 不用…了，用…", [["前端采用 Webpack 打包。"], ["不用 Webpack 了，用 Vite"]], [
+        Want("decision", "前端采用 Webpack 打包。", uses="webpack"),
+        Want("change", "不用 Webpack 了，用 Vite", supersedes=[0], uses="vite"),
+    ]),
+    Case("zh 使用, 就用, 以后都用", [["我们使用 yarn 管理依赖。"], ["包管理就用 npm 吧"], ["以后都用 pnpm"]], [
+        Want("fact", "我们使用 yarn 管理依赖。", uses="yarn"),
+        Want("decision", "包管理就用 npm 吧", conflicts=[0], uses="npm"),
+        Want("change", "以后都用 pnpm", supersedes=[0, 1], uses="pnpm"),  # both of the disputed pair
+    ]),
+    Case("zh preferences", [["我比较喜欢用 Vim。", "我习惯先写测试。", "我不喜欢太长的函数。"]], [
+        Want("preference", "我比较喜欢用 Vim。", scope="user"),
+        Want("preference", "我习惯先写测试。", scope="user"),
+        Want("preference", "我不喜欢太长的函数。", scope="user"),
+    ]),
+    Case("zh plans with deadlines", [[
+        "我们计划月底前发布 2.0。", "下周三之前完成迁移。", "两周内上线新版本。", "打算年底前交付。",
+        "预计下个月底完成重构。", "计划三天之内修复这个问题。",
+    ]], [
+        Want("plan", "我们计划月底前发布 2.0。", window=("2026-05-01", "2026-06-01")),
+        Want("plan", "下周三之前完成迁移。", window=("2026-05-13", "2026-05-14")),
+        Want("plan", "两周内上线新版本。", window=("2026-05-06", "2026-05-20")),
+        Want("plan", "打算年底前交付。", window=("2026-01-01", "2027-01-01")),
+        Want("plan", "预计下个月底完成重构。", window=("2026-06-01", "2026-07-01")),
+        Want("plan", "计划三天之内修复这个问题。", window=("2026-05-06", "2026-05-09")),
+    ]),
+    Case("zh not current: questions, hypotheticals, quotes, others", [[
+        "要不要换成 Vitest？", "如果改用 pnpm 会更快", "我们在考虑迁移到 PostgreSQL", "也许以后用 Bun",
+        "听说他们改用 Vite 了", "他们的测试框架用 Jest", "数据库很慢", "测试框架用什么？",
+    ]], []),
+]
+
 
 def _message(i: int, text: str, role: str = "user") -> SourceMessage:
     return SourceMessage(id=i, turn_seq=i, role=role, content=text, created_at=SAID)  # type: ignore[arg-type]
@@ -162,7 +286,7 @@ def run_conversation(case: Case) -> list[tuple[object, list[int], list[int]]]:
     return got
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", CASES + UNSEEN, ids=[c.name for c in CASES + UNSEEN])
 def test_conversation_table(case: Case):
     got = run_conversation(case)
     assert [(d.type, d.scope, d.quotes) for d, _, _ in got] == [(w.type, w.scope, [w.quote]) for w in case.want]

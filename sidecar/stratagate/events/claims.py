@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from stratagate.events import lexicon
+from stratagate.text.cues import TOPIC, ZH_TOPIC
 
 NodeKind = Literal["person", "project", "organization", "tool", "place", "concept"]
 NODE_KINDS: tuple[str, ...] = ("person", "project", "organization", "tool", "place", "concept")
@@ -99,6 +100,9 @@ _PROJECT_SUBJECTS = re.compile(
     r"the codebase|this codebase|our codebase|it|let's|let’s|lets|let us|we've|we're|we'll|we'd)$",
     re.I,
 )
+# A part of the project ("Our CI runs on Jenkins", "Tests are written with Jest") is the project's choice of tool.
+_TOPIC_SUBJECT = re.compile(rf"^(?:(?:our|the|this|my)\s+)?(?:{TOPIC})$", re.I)
+_TOPIC_OBJ = rf"(?:(?:the|our|this|my)\s+)?(?:{TOPIC})\s+"
 _USER_SUBJECTS = re.compile(r"^(?:i|me|the user|user|my|i'm|i've|i'll|i'd)$", re.I)
 # Words between the subject and the verb: "we (have) decided to use X", "we're going to use X".
 _VERB_PREFIX = (
@@ -113,7 +117,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "switch",
         re.compile(
             rf"^(?:(?P<subj>.+?)\s+)?{_VERB_PREFIX}(?:switch(?:es|ed|ing)?|mov(?:e|es|ed|ing)|migrat(?:e|es|ed|ing)|"
-            rf"chang(?:e|es|ed|ing)|went|go(?:es|ing)?)\s+(?:over\s+)?(?:(?:from|off)\s+(?P<old>[\w.+#@/-]+(?:\s+[\w.+#@/-]+)?)\s+)?"
+            rf"chang(?:e|es|ed|ing)|went|go(?:es|ing)?|port(?:s|ed|ing)?)\s+(?:{_TOPIC_OBJ})?(?:over\s+)?(?:(?:from|off)\s+(?P<old>[\w.+#@/-]+(?:\s+[\w.+#@/-]+)?)\s+)?"
             rf"to\s+(?:using\s+)?{_OBJ}{_END}",
             re.I,
         ),
@@ -121,8 +125,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "replace",
         re.compile(
-            rf"^(?:(?P<subj>.+?)\s+)?{_VERB_PREFIX}replac(?:e|es|ed|ing)\s+(?P<old>[\w.+#@/-]+(?:\s+[\w.+#@/-]+)?)"
-            rf"\s+(?:with|by)\s+{_OBJ}{_END}",
+            rf"^(?:(?P<subj>.+?)\s+)?{_VERB_PREFIX}(?:replac(?:e|es|ed|ing)|swap(?:s|ped|ping)?(?:\s+out)?)\s+(?P<old>[\w.+#@/-]+(?:\s+[\w.+#@/-]+)?)"
+            rf"\s+(?:with|by|for)\s+{_OBJ}{_END}",
             re.I,
         ),
     ),
@@ -130,7 +134,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "stop",
         re.compile(
             rf"^(?:(?P<subj>.+?)\s+)?{_VERB_PREFIX}(?:stop(?:s|ped)?\s+using|no longer use(?:s)?|"
-            rf"dropp(?:ed)?|drop(?:s)?|remov(?:e|es|ed))\s+{_OBJ}{_END}",
+            rf"dropp(?:ed)?|drop(?:s)?|remov(?:e|es|ed)|(?:mov|migrat|switch)(?:e|es|ed|ing)?\s+(?:away\s+from|off(?:\s+of)?))"
+            rf"\s+{_OBJ}{_END}",
             re.I,
         ),
     ),
@@ -148,7 +153,18 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         re.compile(
             rf"^(?P<subj>.+?)?\s*{_VERB_PREFIX}(?:uses|use|is using|are using|using|rel(?:y|ies) on|adopt(?:s|ed)?|"
             rf"go(?:ing)? with|went with|stick(?:ing)? with|settled on|standardi[sz]e on|"
-            rf"(?:is|are) built (?:with|on)|runs on|run on)\s+{_OBJ}{_END}",
+            rf"(?:is|are) built (?:with|on)|runs on|run on|(?:is|are) (?:running|run|hosted|deployed) on|"
+            rf"(?:is|are) (?:written|built|done|handled|managed|tested|bundled|stored) (?:with|in|using|on)|"
+            rf"go(?:es)? through)\s+(?:all\s+)?{_OBJ}{_END}",
+            re.I,
+        ),
+    ),
+    (
+        # "The database is PostgreSQL", "Our test runner: Vitest", "We're on Node 20": a known tool only.
+        "copula",
+        re.compile(
+            rf"^(?:(?P<subj>(?:(?:our|the|this)\s+)?(?:{TOPIC}))(?:\s+of choice)?\s*(?:is|are|:)|"
+            rf"(?P<subj2>we're|we are|we've been)\s+(?:currently\s+|still\s+|now\s+)?on)\s+{_OBJ}{_END}",
             re.I,
         ),
     ),
@@ -195,7 +211,7 @@ _TRAILING = re.compile(r"[\s.,;:!?'\"`)\]]+$")
 def _subject(raw: str | None) -> tuple[str, str | None] | None:
     """Name and kind of a sentence subject; None when it is not something a node can be made of."""
     text = _TRAILING.sub("", (raw or "").strip())
-    if not text or _PROJECT_SUBJECTS.match(text):
+    if not text or _PROJECT_SUBJECTS.match(text) or _TOPIC_SUBJECT.match(text):
         return PROJECT, "project"
     if _USER_SUBJECTS.match(text):
         return USER, "person"
@@ -230,6 +246,13 @@ def _object(raw: str, *, known_only: bool, max_words: int = 2, loose: bool = Fal
 _ZH_TOK = r"[A-Za-z0-9][A-Za-z0-9.+#@/_-]*(?:\s[A-Z][A-Za-z0-9.+#@/_-]*)?"
 _ZH_SUBJ = r"(?P<subj>我们|咱们|团队|项目|这个项目|本项目|我们项目|我(?!们))"
 _ZH_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    # "不用 Jest 了，用 Vitest": what ended, then what replaces it.
+    (
+        "replace",
+        re.compile(
+            rf"不(?:再)?(?:用|使用)\s*(?P<old>{_ZH_TOK})\s*了?\s*[，,、]\s*(?:改|换|就|都)?(?:用|使用)\s*(?P<obj>{_ZH_TOK})"
+        ),
+    ),
     (
         "stop",
         re.compile(rf"(?:不再|别再|停止)(?:用|使用|依赖)\s*(?P<obj>{_ZH_TOK})|(?:停用|弃用)\s*(?P<obj2>{_ZH_TOK})"),
@@ -246,9 +269,11 @@ _ZH_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "uses",
         re.compile(
             rf"^{_ZH_SUBJ}?[^不没别他她你，,]{{0,12}}?(?:现在|目前|一直|都|还|也|决定|就|统一|确定|以后|还是)*(?:在)?"
-            rf"(?<![不没别])(?:用|使用|采用|依赖)\s*(?P<obj>{_ZH_TOK})"
+            rf"(?<![不没别])(?:用|使用|采用|依赖|跑在|部署在|基于)\s*(?P<obj>{_ZH_TOK})"
         ),
     ),
+    # "数据库是 PostgreSQL", "测试框架选的是 Vitest": a known tool only.
+    ("copula", re.compile(rf"^(?:{_ZH_SUBJ}的?)?{ZH_TOPIC}\s*(?:是|为|用的是|选的是)\s*(?P<obj>{_ZH_TOK})")),
     (
         "prefers",
         re.compile(
@@ -267,7 +292,9 @@ def _read_zh(sentence: str) -> list[Claim]:
             continue
         groups = m.groupdict()
         raw = groups.get("obj") or groups.get("obj2") or ""
-        obj = _object(raw, known_only=kind in ("switch", "replace", "stop"), max_words=2, loose=kind == "prefers")
+        obj = _object(raw, known_only=kind in ("switch", "replace", "stop", "copula"), max_words=2,
+                      loose=kind == "prefers")
+        kind = "uses" if kind == "copula" else kind
         if obj is None:
             return []
         name, subject_kind = (USER, "person") if groups.get("subj") == _ZH_USER else (PROJECT, "project")
@@ -310,18 +337,19 @@ def read_claims(text: str) -> list[Claim]:
             m = pattern.match(sentence)
             if m is None:
                 continue
-            subject = _subject(m.groupdict().get("subj"))
+            subject = _subject(m.groupdict().get("subj") or m.groupdict().get("subj2"))
             # Moving, going and switching "to" something is only about tools when the tool is a known one
             # ("we moved to Berlin" is not a tool change); other relations take any short name.
             obj = _object(
                 m.group("obj"),
-                known_only=kind in ("switch", "replace", "stop", "instead"),
+                known_only=kind in ("switch", "replace", "stop", "instead", "copula"),
                 max_words=3 if kind == "prefers" else 2,
                 loose=kind == "prefers",
             )
             if subject is None or obj is None:
                 break
             name, subject_kind = subject
+            kind = "uses" if kind == "copula" else kind
             if kind in ("switch", "replace", "instead"):
                 old = m.groupdict().get("old")
                 if old and (old_name := _object(old, known_only=True)):

@@ -77,6 +77,32 @@ _TABLE: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "java": ("concept", "programming language", ()),
 }
 
+# What each category is called in other words, English and Chinese: indexed with the category so "测试框架用什么？"
+# or "which CI do we use?" finds "换成 Vitest 吧" (whose own words never name the category).
+CATEGORY_LABELS: dict[str, tuple[str, ...]] = {
+    "package manager": ("包管理器", "包管理", "依赖管理"),
+    "python package manager": ("包管理器", "包管理", "依赖管理"),
+    "build tool": ("构建工具", "构建"),
+    "bundler": ("打包工具", "构建工具", "打包"),
+    "test runner": ("test framework", "testing", "tests", "测试框架", "测试工具", "测试"),
+    "ci service": ("ci", "continuous integration", "pipeline", "持续集成", "流水线"),
+    "version control": ("版本控制",),
+    "database": ("db", "数据库"),
+    "container runtime": ("container", "容器"),
+    "orchestrator": ("orchestration", "编排"),
+    "linter": ("lint", "代码检查"),
+    "formatter": ("formatting", "格式化"),
+    "framework": ("框架",),
+    "runtime": ("运行时", "运行环境"),
+    "programming language": ("language", "编程语言", "语言"),
+}
+
+
+def labels(category: str) -> list[str]:
+    """A category and its other names, for search indexes."""
+    return [category, *CATEGORY_LABELS.get(category, ())]
+
+
 # Everyday words that are also tool names: only taken as the tool where a sentence says it is used, never
 # added to a search index from free text ("a black cat" is not about a formatter).
 AMBIGUOUS = frozenset(
@@ -141,7 +167,8 @@ def find_all(words: list[str]) -> list[tuple[int, int, Known]]:
 
 
 def category_terms(text: str) -> list[str]:
-    """The categories of the known entities a text mentions ('npm' → 'package manager'), for search indexes."""
+    """The categories of the known entities a text mentions ('npm' → 'package manager', '包管理器'), with their other
+    names (``labels``), for search indexes."""
     import re
 
     words = re.findall(r"[\w.+#-]+", text)
@@ -149,6 +176,7 @@ def category_terms(text: str) -> list[str]:
     for start, end, known in find_all(words):
         if " ".join(words[start:end]).casefold() in AMBIGUOUS:
             continue
-        if known.category not in cats:
-            cats.append(known.category)
+        for label in labels(known.category):
+            if label not in cats:
+                cats.append(label)
     return cats

@@ -89,10 +89,10 @@ def _fts_text(ev: NewEvent) -> str:
     for claim in ev.claims:
         for key in ("object", "subject"):
             known = lexicon.lookup(str(claim.get(key) or ""))
-            if known is not None and known.category not in categories:
-                categories.append(known.category)
+            if known is not None:
+                categories.extend(c for c in lexicon.labels(known.category) if c not in categories)
         if claim.get("slot"):
-            categories.append(str(claim["slot"]))
+            categories.extend(c for c in lexicon.labels(str(claim["slot"])) if c not in categories)
     # Field weights by repetition (one FTS column): a word in the title counts 3×, in the summary 2×, BM25's
     # term-frequency saturation keeps it from swamping the rest. Occurrence and mention dates become date tokens.
     dates = [d[:10] for d in (ev.happened_start, ev.mentioned_at) if d]

@@ -29,6 +29,10 @@ Calendar rules used by :func:`resolve`:
   whole expression ("2027"), so counts such as "deleted 2026 rows" are not years. Chinese "2026年" always is.
 - ISO datetimes ("2026-05-11T09:30:00+08:00") are ``"instant"``: the window is one unit of the finest field
   written (a minute, a second or a microsecond). Without an offset the mention's timezone is assumed.
+- Deadlines. "by March", "by the end of March", "before March", "mid-June" are that month (the first on or
+  after the mention's month); "end of the week/month/year", "EOD"/"EOW"/"EOM" the current unit; "end of next
+  month" is next month; "月底"/"月末" this month, "年底"/"年末" this year ("3月底", "下个月底" read the month
+  named). "within two weeks" / "两周内" is the range from the mention day to that many units on.
 - Vague wording ("soon", "later", "someday", "a few days ago", "一会儿", "过几天", "两三天后") resolves to
   precision ``"unknown"`` with no window and ``basis="unknown"``. Nothing is guessed.
 
@@ -442,6 +446,46 @@ def _en_named_month(m: re.Match[str], ctx: _Ctx) -> _Win:
     return _month(year, month, ctx, "relative")
 
 
+@_rule(
+    rf"\b(?:(?:by|until|till|before)\s+(?:the\s+)?(?:(?:end|middle|start|beginning)\s+of\s+|mid-?\s*|early\s+|late\s+)?"
+    rf"|(?:the\s+)?(?:end|middle|start|beginning)\s+of\s+|mid-)(?:the\s+month\s+of\s+)?{_MON}(?!\s*,?\s*\d)",
+    _I,
+)
+def _en_deadline_month(m: re.Match[str], ctx: _Ctx) -> _Win | None:
+    """ "by March", "by the end of March", "mid-June": that month, the first on or after the mention's."""
+    if _modal_may(m):
+        return None
+    month, today = _month_of(m), ctx.today
+    return _month(today.year + (month < today.month), month, ctx, "relative")
+
+
+@_rule(r"\b(?:the\s+)?end\s+of\s+(?:the\s+|this\s+)?(?P<unit>day|week|month|year|quarter)\b|\b(?P<abbr>eod|eow|eom|eoy)\b", _I)
+def _en_end_of(m: re.Match[str], ctx: _Ctx) -> _Win:
+    """ "by the end of the week", "EOD": the current unit (the end is a deadline, the window is the unit)."""
+    unit = m["unit"] or {"eod": "day", "eow": "week", "eom": "month", "eoy": "year"}[m["abbr"].lower()]
+    return _shift(unit.lower(), 0, ctx)
+
+
+def _within(unit: str, n: int, ctx: _Ctx) -> _Win:
+    start = _midnight(ctx.today, ctx)
+    if unit == "day":
+        end = _midnight(ctx.today + timedelta(days=n), ctx)
+    elif unit == "week":
+        end = _midnight(ctx.today + timedelta(weeks=n), ctx)
+    else:
+        months = n * (12 if unit == "year" else 1)
+        y, mo = _add_months(ctx.today.year, ctx.today.month, months)
+        end = _midnight(date(y, mo, min(ctx.today.day, 28)), ctx)
+    return _Win(start, end, "range", "relative")
+
+
+@_rule(rf"\bwithin\s+(?:the\s+next\s+)?{_EN_NUM}\s+{_UNIT}\b", _I)
+def _en_within(m: re.Match[str], ctx: _Ctx) -> _Win | None:
+    """ "within two weeks": from the mention day to that many units on (a range)."""
+    n = _number(m["n"])
+    return _within(m["unit"].lower(), n, ctx) if n else None
+
+
 @_rule(rf"\b{_MON}\s*(?P<d>\d{{1,2}}){_ORD}(?:\s*,\s*|\s+)(?P<y>\d{{4}})\b", _I)
 def _en_mdy(m: re.Match[str], ctx: _Ctx) -> _Win:
     return _day(date(int(m["y"]), _month_of(m), int(m["d"])), ctx, "explicit")
@@ -564,6 +608,25 @@ def _cn_weekend(m: re.Match[str], ctx: _Ctx) -> _Win | None:
     if m["pre"] is None and m.group(0).startswith("个"):
         return None
     return _shift("weekend", _CN_PREFIX[m["pre"] or ""], ctx)
+
+
+@_rule(rf"{_CN_NUM}(?P<unit>[天日]|个?(?:周|星期|礼拜)|个月)(?:之内|以内|内)")
+def _cn_within(m: re.Match[str], ctx: _Ctx) -> _Win | None:
+    """ "两周内", "三天之内": from the mention day to that many units on (a range)."""
+    unit = {"天": "day", "日": "day", "个月": "month"}.get(m["unit"], "week")
+    n = _number(m["n"])
+    return _within(unit, n, ctx) if n else None
+
+
+@_rule(r"月底|月末")
+def _cn_month_end(m: re.Match[str], ctx: _Ctx) -> _Win:
+    """ "月底前": this month (a month named before it, "3月底" / "下个月底", starts earlier and wins)."""
+    return _shift("month", 0, ctx)
+
+
+@_rule(r"年底|年末")
+def _cn_year_end(m: re.Match[str], ctx: _Ctx) -> _Win:
+    return _shift("year", 0, ctx)
 
 
 @_rule(rf"{_CN_PRE}个?月")

@@ -64,15 +64,48 @@ class CueRow(BaseModel):
 _WE = r"(?:we|we've|we're|we'll|we'd|our team|the team|the project|this project|our project|the repo|our repo)"
 _I = r"(?:i|i'm|i've|i'll|i'd)"
 _ZH_WE = r"(?:我们|咱们|团队|项目|这个项目|本项目|我们项目)"
+# Parts of a project a tool is chosen for: the subject of "Our CI runs on Jenkins" / "测试框架用 Jest".
+_TOPIC = (
+    r"ci|ci/cd|the ci|ci pipeline|pipeline|builds?|the build|tests?|unit tests|e2e tests|test runner|test framework|"
+    r"testing|test suite|database|db|datastore|storage|cache|caching|queue|package manager|packages|dependencies|"
+    r"bundler|bundling|linter|linting|formatter|formatting|frontend|front end|backend|back end|server|api|app|"
+    r"deploys?|deployments?|hosting|infra|infrastructure|stack|tech stack|orm|framework|runtime|docs|"
+    r"documentation|monitoring|logging|auth|authentication|container(?:s)?|orchestration|repo|codebase|code"
+)
+TOPIC = _TOPIC
+"""The topics as a regex alternation (no anchors), for events/claims.py: a topic subject is the project."""
+ZH_TOPIC = r"(?:测试框架|测试工具|测试|单元测试|数据库|缓存|包管理器?|依赖管理|打包工具|构建工具|构建|打包|CI|持续集成|流水线|前端|" \
+    r"后端|服务端|框架|部署|运行时|代码检查|格式化工具|格式化|消息队列|队列|容器|编排|文档|监控|日志|认证|鉴权|存储)"
+_CALENDAR = (
+    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|"
+    r"august|september|october|november|december|tomorrow|next|the next|q[1-4])\b"
+)
+_ZH_TOPIC = ZH_TOPIC[3:-1]
 _ZH_TIME = (
     r"(?:下周[一二三四五六日天]?|下个?星期[一二三四五六日天]?|下个?月|下个?季度|明天|后天|明年|月底|年底|周末|本周[一二三四五六日天]?|"
-    r"这周[一二三四五六日天]?|周[一二三四五六日天]|星期[一二三四五六日天]|\d{1,2}月\d{1,2}[日号]|\d{4}-\d{2}-\d{2})"
+    r"这周[一二三四五六日天]?|周[一二三四五六日天]|星期[一二三四五六日天]|\d{1,2}月\d{1,2}[日号]|\d{4}-\d{2}-\d{2}|"
+    r"[\d一二两三四五六七八九十]+(?:天|周|个?星期|个月)(?:之内|以内|内|后|之后)|月末|年末)"
 )
 _ZH_DONE = r"(?:完成|做完|搞定|上线|发布|交付|提交|写完|实现|推出)"
 
-# The table. Order matters (first match wins): changes, negated decisions, plans, preferences, decisions, facts.
+# The table. Order matters (first match wins): negated decisions ("we won't switch"), changes, plans, preferences,
+# decisions, facts.
 _ROWS: list[dict[str, object]] = [
     # --- English ---------------------------------------------------------------------------------------------
+    {
+        "id": "en.decision_against", "lang": "en", "type": "decision", "polarity": "negative",
+        "patterns": [rf"\b{_WE}\s+(?:have\s+)?decided\s+(?:not\s+to|against)\b",
+                     r"\blet'?s not\s+(?:use|go with|adopt|switch|move|migrate|replace)\b",
+                     rf"\b{_WE}\s+(?:won't|will not|shall not)\s+(?:use|adopt|support)\b",
+                     rf"\b(?:{_WE}|{_I})\s+(?:won't|will not|shall not|aren't|are not|am not|not|"
+                     r"don't|do not|didn't|did not|never)\s+(?:going to\s+|want to\s+|plan to\s+)?"
+                     r"(?:switch|switching|move|moving|migrate|migrating|replace|replacing)\b",
+                     r"\bdecided against\b",
+                     r"^\s*(?:please\s+)?(?:don't|do not|never)\s+(?:switch|move|migrate|replace|use)\b"],
+        "examples": ["We decided not to use Redis.", "Let's not use Docker here.", "We won't support IE11.",
+                     "We're not moving to GitHub Actions.", "Don't switch to pnpm."],
+        "counterexamples": ["We decided to use Redis.", "I won't be long."],
+    },
     {
         "id": "en.change_switch", "lang": "en", "type": "change",
         "patterns": [
@@ -82,12 +115,20 @@ _ROWS: list[dict[str, object]] = [
             r"(?:over\s+)?(?:from\s+\S+\s+)?to\b",
             r"\bmov(?:e|ed|es|ing)\s+(?:the|our|this)\s+(?:project|repo|codebase|build|tests|test suite|app|ci)\s+"
             r"(?:over\s+)?(?:from\s+\S+\s+)?to\b",
+            # "moving CI to GitHub Actions", "migrate the database to Postgres": a topic, then a name-like target
+            # (not a day or a month: "move the meeting to Friday" is no change of tool).
+            rf"\b(?:switch|mov|migrat|port)(?:e|ed|es|ing)?\s+(?:(?:the|our|this|my)\s+)?(?:[\w.-]+\s+){{1,3}}?"
+            rf"(?:over\s+)?(?:(?:from|off)\s+\S+(?:\s+\S+)?\s+)?(?:on)?to\s+(?:using\s+)?(?!{_CALENDAR})(?-i:[A-Z0-9])",
+            r"\b(?:mov|migrat|switch)(?:e|ed|es|ing)?\s+(?:away\s+from|off(?:\s+of)?)\s+\S+",
             r"\breplac(?:e|ed|es|ing)\s+\S+(?:\s+\S+){0,3}\s+(?:with|by)\b", r"\binstead of\b",
-            r"\bfrom now on\b", r"\bgoing forward,?\s+(?:we|i)\b",
+            r"\bfrom now on\b", r"\bgoing forward,?\s+(?:we|i)\b", r"\b(?:starting|beginning) (?:today|now)\b",
+            r"\bswap(?:ped|ping|s)?\s+\S+(?:\s+\S+)?\s+(?:for|with|out for)\b",
         ],
         "examples": ["Let's switch to pnpm.", "We moved from Jest to Vitest", "Replace webpack with Vite.",
-                     "From now on we deploy on Fridays.", "Please switch the package manager to pnpm"],
-        "counterexamples": ["The light switch is broken.", "I moved the file into src/.", "Change the colour."],
+                     "From now on we deploy on Fridays.", "Please switch the package manager to pnpm",
+                     "We're moving CI to GitHub Actions.", "We've moved off Jenkins.", "Swap Jest for Vitest."],
+        "counterexamples": ["The light switch is broken.", "I moved the file into src/.", "Change the colour.",
+                            "Move the meeting to Friday.", "I moved the file to src/utils."],
     },
     {
         "id": "en.change_stop", "lang": "en", "type": "change", "polarity": "negative",
@@ -96,14 +137,6 @@ _ROWS: list[dict[str, object]] = [
                      r"(?=\S*[A-Za-z])\S+\s+(?:entirely|completely|for good)\b"],
         "examples": ["We no longer use npm.", "We stopped using Jest last month."],
         "counterexamples": ["We still use npm.", "The bus stop is near."],
-    },
-    {
-        "id": "en.decision_against", "lang": "en", "type": "decision", "polarity": "negative",
-        "patterns": [rf"\b{_WE}\s+(?:have\s+)?decided\s+(?:not\s+to|against)\b",
-                     r"\blet'?s not\s+(?:use|go with|adopt)\b",
-                     rf"\b{_WE}\s+(?:won't|will not|shall not)\s+(?:use|adopt|support)\b"],
-        "examples": ["We decided not to use Redis.", "Let's not use Docker here.", "We won't support IE11."],
-        "counterexamples": ["We decided to use Redis.", "I won't be long."],
     },
     {
         "id": "en.plan_intent", "lang": "en", "type": "plan",
@@ -149,10 +182,11 @@ _ROWS: list[dict[str, object]] = [
         "patterns": [
             rf"\b(?:{_WE}|{_I})\s+(?:have\s+|'ve\s+)?(?:decided|agreed|settled on|chose|chosen|picked|went with)\b",
             r"\blet'?s (?:use|go with|stick with|adopt|pick|choose|keep|standardi[sz]e on)\b",
-            rf"\b{_WE}\s+(?:will|'ll|shall|should)\s+(?:use|go with|stick with|adopt|keep)\b",
+            rf"\b(?:{_WE}\s+(?:will|shall|should)|we'll|i'll|i will)\s+(?:use|go with|stick with|adopt|keep)\b",
             r"\b(?:decision|decided)\s*:", r"\bwe(?:'re| are) going with\b",
         ],
-        "examples": ["Let's use pnpm for this repo.", "We decided to use PostgreSQL.", "Decision: keep the monorepo."],
+        "examples": ["Let's use pnpm for this repo.", "We decided to use PostgreSQL.", "Decision: keep the monorepo.",
+                     "We'll use Redis for the cache."],
         "counterexamples": ["Let's see.", "Did we decide?", "The decision is pending?"],
     },
     {
@@ -171,6 +205,23 @@ _ROWS: list[dict[str, object]] = [
         "counterexamples": ["They use npm.", "Use npm to install it.", "We are using too much memory."],
     },
     {
+        # A part of the project as the subject, and a name as the object: "Our CI runs on Jenkins", "Tests are
+        # written with Jest", "The database is PostgreSQL", "Our stack: React".
+        "id": "en.fact_topic", "lang": "en", "type": "fact",
+        "patterns": [
+            rf"^(?:(?:our|the|this|my)\s+)?(?:{_TOPIC})\s+(?:currently\s+|still\s+|now\s+|all\s+)?"
+            r"(?:uses?|is using|are using|runs? on|(?:is|are) (?:running|run|hosted|deployed) on|"
+            r"(?:is|are) (?:written|built|done|handled|managed|tested|bundled|stored) (?:with|in|by|on|using)|"
+            r"(?:is|are)|lives? in|go(?:es)? through|:)\s+(?:on\s+)?(?:all\s+)?(?-i:[A-Z])",
+            r"^(?:we're|we are|we've been|i'm|i am)\s+(?:currently\s+|still\s+)?(?:on|using)\s+(?-i:[A-Z0-9])",
+        ],
+        "examples": ["Our CI runs on Jenkins right now.", "Tests are written with Jest.", "The database is PostgreSQL.",
+                     "We're on Node 20.", "Deploys go through GitHub Actions."],
+        "counterexamples": ["The tests are flaky.", "Our CI is slow today.", "The database is down.",
+                            "Tests are written by hand.", "The tests are 5 minutes slower.",
+                            "Builds are broken."],
+    },
+    {
         # Last of the English rows: a future time with nothing else to go on ("prototype next week") is a plan.
         "id": "en.plan_when", "lang": "en", "type": "plan",
         "patterns": [
@@ -179,18 +230,27 @@ _ROWS: list[dict[str, object]] = [
             r"\b(?:tomorrow|tonight|later today)\b",
             r"\bby\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|the end of|end of|eod|eow)\b",
             r"\b(?:deadline|due (?:on|by)|milestone)\b",
+            r"\bwithin\s+(?:the\s+next\s+)?\w+\s+(?:days?|weeks?|months?)\b",
+            r"\bin\s+(?:\d+|a|one|two|three|four|five|six|a couple of)\s+(?:days?|weeks?|months?)\b",
+            r"\bby\s+(?:eod|eow|eom|mid-?\s*\w+|early\s+\w+|late\s+\w+|january|february|march|april|june|july|"
+            r"august|september|october|november|december|Q[1-4])\b",
+            r"\bbefore\s+the\s+(?:release|launch|deadline|demo|freeze)\b",
         ],
-        "examples": ["Prototype next week.", "Notes on the wiki by Friday.", "The demo is tomorrow."],
+        "examples": ["Prototype next week.", "Notes on the wiki by Friday.", "The demo is tomorrow.",
+                     "We need to freeze the API within two weeks.", "Docs by the end of March.",
+                     "Beta in two weeks."],
         "counterexamples": ["We shipped it last week.", "Yesterday went fine."],
     },
     # --- Chinese ---------------------------------------------------------------------------------------------
     {
         "id": "zh.change_switch", "lang": "zh", "type": "change",
         "patterns": [r"改用|换成|换用|改成|改为|切换到|切换成|切到|迁移到|迁到|转用|替换为|替换成|代替|取代",
-                     r"用.{1,30}?替换",
+                     r"用.{1,30}?替换", r"不(?:再)?用\s*[A-Za-z0-9][^，,。；]*?了?[，,、]\s*(?:改|换|就|都)?(?:用|使用)",
+                     r"(?:从|把)\s*[A-Za-z0-9][^，,。]*?(?:迁|换|转|切)",
                      r"从现在起|从今以后|今后|以后(?:都|就|一律|统一)?(?:用|使用|改用)"],
         "examples": ["改用 pnpm。", "我们把 npm 换成 pnpm", "测试框架切换到 Vitest", "从现在起周五部署。",
-                     "用 Vitest 替换 Jest", "不用 npm 了，改成 pnpm"],
+                     "用 Vitest 替换 Jest", "不用 npm 了，改成 pnpm",
+                     "不用 Jest 了，用 Vitest", "把 CI 从 Jenkins 迁到 GitHub Actions"],
         "counterexamples": ["我们用 npm。", "换个话题吧"],
     },
     {
@@ -212,7 +272,7 @@ _ROWS: list[dict[str, object]] = [
             rf"{_ZH_TIME}[^。！？!?]{{0,12}}?(?:之前|前|内)?[^。！？!?了]{{0,8}}?{_ZH_DONE}(?!了)",
             rf"(?:要|会|得|需要|必须)[^。！？!?]{{0,6}}?{_ZH_DONE}[^。！？!?了]{{0,10}}{_ZH_TIME}",
         ],
-        "examples": ["下周完成原型。", "我们计划重写解析器", "明天之前要上线", "需要完成原型，下周五"],
+        "examples": ["下周完成原型。", "我们计划重写解析器", "明天之前要上线", "需要完成原型，下周五", "两周内上线新版本。"],
         "counterexamples": ["上周完成了原型。", "原型完成了"],
     },
     {
@@ -251,6 +311,18 @@ _ROWS: list[dict[str, object]] = [
         "patterns": [rf"{_ZH_WE}(?:现在|目前|一直|都|还是|还|也|就)*(?:在)?(?:用|使用|依赖|基于|跑在)"],
         "examples": ["我们用 npm。", "项目目前使用 PostgreSQL", "我们一直在用 GitHub Actions", "我们还是用 yarn 吧"],
         "counterexamples": ["用 npm 安装", "他们用 npm"],
+    },
+    {
+        # A topic first, then what it uses: "我们的测试框架用 Jest", "CI 跑在 Jenkins 上", "数据库是 PostgreSQL".
+        "id": "zh.fact_topic", "lang": "zh", "type": "fact",
+        "patterns": [
+            rf"^(?:{_ZH_WE}的?)?(?:{_ZH_TOPIC})\s*(?:现在|目前|一直|都|还是|也)*(?:在)?"
+            r"(?:用的是|用|使用|采用|基于|跑在|部署在|是|为|选的是|选用)\s*(?:的是\s*)?[A-Za-z0-9]",
+            rf"^{_ZH_WE}的[\u4e00-\u9fff]{{1,8}}?(?:现在|目前|一直|都|还是|也)*(?:用的是|用|使用|采用|基于|跑在|是)\s*"
+            r"[A-Za-z0-9]",
+        ],
+        "examples": ["我们的测试框架用 Jest。", "数据库是 PostgreSQL", "CI 跑在 Jenkins 上", "我们的部署工具用 Ansible"],
+        "counterexamples": ["他们的测试框架用 Jest", "数据库很慢", "用 npm 安装"],
     },
     {
         "id": "zh.plan_when", "lang": "zh", "type": "plan",
@@ -299,6 +371,20 @@ _QUESTION = re.compile(r"[?？]\s*$|^\s*(?:should|shall|do|does|did|can|could|wo
                        r"吗[。！]?\s*$|要不要|是否", re.I)
 # A question that asks for something ("can you switch us to pnpm?", "请改用 pnpm 吗") is a request, not open.
 _REQUEST = re.compile(r"^\s*(?:can|could|would|will) you\b|^\s*please\b|请|能不能", re.I)
+# Hypotheticals, musings and reported speech state nothing current: "what if we used Bun", "we could move to
+# pnpm", "maybe switch to Vite later", "he said we should migrate", "如果改用 pnpm", "我们在考虑换成 Vitest".
+_HYPOTHETICAL = re.compile(
+    r"^\s*(?:what if|what about|how about|maybe|perhaps|if|suppose|supposing|imagine|in case|i wonder|wondering|"
+    r"not sure|do you think|any thoughts|someday|one day|ideally)\b|"
+    r"\b(?:we|i)\s+(?:could|might|may)\s+(?:\w+\s+)?(?:switch|move|migrate|use|go|try|replace|consider|adopt)\b|"
+    r"\b(?:thinking about|thinking of|considering|debating|wondering|evaluating|if we)\b|"
+    r"\b(?:he|she|they|someone|somebody|the docs?|the article|the blog|people|the readme)\s+"
+    r"(?:said|says|suggested|suggests|recommend(?:s|ed)?|thinks?|claims?)\b|"
+    r"如果|假如|要是|假设|万一|也许|或许|可能会?|考虑|要不(?!要)|是不是|会不会|不如|听说|据说|他们说|有人说",
+    re.I,
+)
+# A quoted phrase is someone else's words (or an example), not the user's statement: it is blanked before matching.
+_QUOTED = re.compile(r"\"[^\"]*\s[^\"]*\"|“[^”]*\s[^”]*”|「[^」]*」|『[^』]*』|`[^`]*\s[^`]*`|(?<!\w)'[^']*\s[^']*'(?!\w)")
 _FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 _NOISE = re.compile(r"^[\s\W_]*$")
 _MARKER = re.compile(r"(?:[-*+•]|\d{1,3}[.)])\s+")
@@ -343,6 +429,9 @@ def classify(sentence: str) -> Cue | None:
     if not sentence.strip() or len(sentence) > MAX_SENTENCE or is_question(sentence):
         return None
     folded = sentence.replace("’", "'")  # curly apostrophes match the table's straight ones
+    if _HYPOTHETICAL.search(folded):
+        return None
+    folded = _QUOTED.sub(lambda m: " " * len(m.group(0)), folded)
     for row in CUES:
         if row.matches(folded):
             return Cue(row.id, row.lang, row.type, row.scope, row.polarity)
