@@ -125,7 +125,8 @@ UNSEEN = [
         Want("fact", "Our CI runs on Jenkins right now.", uses="jenkins"),
         Want("change", "We're moving CI to GitHub Actions.", supersedes=[0], uses="github actions"),
     ]),
-    Case("en written with, replace … please", [["Tests are written with Jest."], ["Replace Jest with Vitest please."]], [
+    Case("en written with, replace … please", [["Tests are written with Jest."],
+                                                ["Replace Jest with Vitest please."]], [
         Want("fact", "Tests are written with Jest.", uses="jest"),
         Want("change", "Replace Jest with Vitest please.", supersedes=[0], uses="vitest"),
     ]),

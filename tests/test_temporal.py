@@ -241,6 +241,33 @@ CASES = [
     ("原型下周完成", WED, "2026-05-11", "2026-05-18", "week", "relative", "下周"),
     ("我们next week再说", WED, "2026-05-11", "2026-05-18", "week", "relative", "next week"),
     ("Ship it later today", WED, "2026-05-06", "2026-05-07", "day", "relative", "today"),
+    # Deadlines: "by <month>" is that month (first on or after the mention's), "end of <unit>" the current unit,
+    # "within N units" the range from the mention day; 月底/年底 this month/year, N周内 a range.
+    ("We plan to ship v2 by the end of March", WED, "2027-03-01", "2027-04-01", "month", "relative",
+     "by the end of March"),
+    ("by March", WED, "2027-03-01", "2027-04-01", "month", "relative", "by March"),
+    ("done by May", WED, "2026-05-01", "2026-06-01", "month", "relative", "by May"),
+    ("before June", WED, "2026-06-01", "2026-07-01", "month", "relative", "before June"),
+    ("until the end of July", WED, "2026-07-01", "2026-08-01", "month", "relative", "until the end of July"),
+    ("the beginning of August", WED, "2026-08-01", "2026-09-01", "month", "relative", "the beginning of August"),
+    ("migrate by mid-June", WED, "2026-06-01", "2026-07-01", "month", "relative", "by mid-June"),
+    ("end of next month", WED, "2026-06-01", "2026-07-01", "month", "relative", "next month"),
+    ("by the end of the week", WED, "2026-05-04", "2026-05-11", "week", "relative", "the end of the week"),
+    ("by the end of this month", WED, "2026-05-01", "2026-06-01", "month", "relative", "the end of this month"),
+    ("end of the year", WED, "2026-01-01", "2027-01-01", "year", "relative", "end of the year"),
+    ("send it by EOD", WED, "2026-05-06", "2026-05-07", "day", "relative", "EOD"),
+    ("by EOW", WED, "2026-05-04", "2026-05-11", "week", "relative", "EOW"),
+    ("in two weeks", WED, "2026-05-18", "2026-05-25", "week", "relative", "in two weeks"),
+    ("by Friday", WED, "2026-05-08", "2026-05-09", "day", "relative", "Friday"),
+    ("before the release on May 20", WED, "2026-05-20", "2026-05-21", "day", "explicit", "May 20"),
+    ("freeze the API within two weeks", WED, "2026-05-06", "2026-05-20", "range", "relative", "within two weeks"),
+    ("within the next 3 days", WED, "2026-05-06", "2026-05-09", "range", "relative", "within the next 3 days"),
+    ("我们计划月底前发布", WED, "2026-05-01", "2026-06-01", "month", "relative", "月底"),
+    ("打算年底交付", WED, "2026-01-01", "2027-01-01", "year", "relative", "年底"),
+    ("3月底", WED, "2026-03-01", "2026-04-01", "month", "explicit", "3月"),
+    ("下个月底完成", WED, "2026-06-01", "2026-07-01", "month", "relative", "下个月"),
+    ("两周内上线", WED, "2026-05-06", "2026-05-20", "range", "relative", "两周内"),
+    ("三天之内修复", WED, "2026-05-06", "2026-05-09", "range", "relative", "三天之内"),
 ]  # fmt: skip
 
 
@@ -261,7 +288,7 @@ VAGUE = [
     "every Friday", "on Fridays", "each month", "in an hour", "deleted 2026 rows", "you may 2 go", "June",
     "一会儿", "以后", "将来", "最近", "改天", "回头", "过几天", "过两天", "不久", "前几天", "几天后", "十几天后",
     "几十天后", "两三天后", "三五天后", "近期", "过阵子", "每周五", "每周末", "两周一次", "这周期", "以前天气很好",
-    "然后年底再说", "2026年前", "两月", "",
+    "然后年底再说", "2026年前", "两月", "by may", "you may end up", "within a few days", "",
 ]  # fmt: skip
 
 

@@ -459,7 +459,10 @@ def _en_deadline_month(m: re.Match[str], ctx: _Ctx) -> _Win | None:
     return _month(today.year + (month < today.month), month, ctx, "relative")
 
 
-@_rule(r"\b(?:the\s+)?end\s+of\s+(?:the\s+|this\s+)?(?P<unit>day|week|month|year|quarter)\b|\b(?P<abbr>eod|eow|eom|eoy)\b", _I)
+@_rule(
+    r"\b(?:the\s+)?end\s+of\s+(?:the\s+|this\s+)?(?P<unit>day|week|month|year|quarter)\b|\b(?P<abbr>eod|eow|eom|eoy)\b",
+    _I,
+)
 def _en_end_of(m: re.Match[str], ctx: _Ctx) -> _Win:
     """ "by the end of the week", "EOD": the current unit (the end is a deadline, the window is the unit)."""
     unit = m["unit"] or {"eod": "day", "eow": "week", "eom": "month", "eoy": "year"}[m["abbr"].lower()]
@@ -618,13 +621,13 @@ def _cn_within(m: re.Match[str], ctx: _Ctx) -> _Win | None:
     return _within(unit, n, ctx) if n else None
 
 
-@_rule(r"月底|月末")
+@_rule(r"(?<!然后)(?:月底|月末)")  # "然后" is "then", not a time
 def _cn_month_end(m: re.Match[str], ctx: _Ctx) -> _Win:
     """ "月底前": this month (a month named before it, "3月底" / "下个月底", starts earlier and wins)."""
     return _shift("month", 0, ctx)
 
 
-@_rule(r"年底|年末")
+@_rule(r"(?<!然后)(?:年底|年末)")
 def _cn_year_end(m: re.Match[str], ctx: _Ctx) -> _Win:
     return _shift("year", 0, ctx)
 

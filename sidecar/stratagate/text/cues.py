@@ -74,8 +74,11 @@ _TOPIC = (
 )
 TOPIC = _TOPIC
 """The topics as a regex alternation (no anchors), for events/claims.py: a topic subject is the project."""
-ZH_TOPIC = r"(?:测试框架|测试工具|测试|单元测试|数据库|缓存|包管理器?|依赖管理|打包工具|构建工具|构建|打包|CI|持续集成|流水线|前端|" \
-    r"后端|服务端|框架|部署|运行时|代码检查|格式化工具|格式化|消息队列|队列|容器|编排|文档|监控|日志|认证|鉴权|存储)"
+ZH_TOPIC = (
+    r"(?:测试框架|测试工具|测试|单元测试|数据库|缓存|包管理器?|依赖管理|打包工具|构建工具|构建|打包|CI|"
+    r"持续集成|流水线|前端|后端|服务端|框架|部署|运行时|代码检查|格式化工具|格式化|消息队列|队列|容器|"
+    r"编排|文档|监控|日志|认证|鉴权|存储)"
+)
 _CALENDAR = (
     r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|"
     r"august|september|october|november|december|tomorrow|next|the next|q[1-4])\b"
@@ -245,7 +248,8 @@ _ROWS: list[dict[str, object]] = [
     {
         "id": "zh.change_switch", "lang": "zh", "type": "change",
         "patterns": [r"改用|换成|换用|改成|改为|切换到|切换成|切到|迁移到|迁到|转用|替换为|替换成|代替|取代",
-                     r"用.{1,30}?替换", r"不(?:再)?用\s*[A-Za-z0-9][^，,。；]*?了?[，,、]\s*(?:改|换|就|都)?(?:用|使用)",
+                     r"用.{1,30}?替换",
+                     r"不(?:再)?用\s*[A-Za-z0-9][^，,。；]*?了?[，,、]\s*(?:改|换|就|都)?(?:用|使用)",
                      r"(?:从|把)\s*[A-Za-z0-9][^，,。]*?(?:迁|换|转|切)",
                      r"从现在起|从今以后|今后|以后(?:都|就|一律|统一)?(?:用|使用|改用)"],
         "examples": ["改用 pnpm。", "我们把 npm 换成 pnpm", "测试框架切换到 Vitest", "从现在起周五部署。",
@@ -272,7 +276,8 @@ _ROWS: list[dict[str, object]] = [
             rf"{_ZH_TIME}[^。！？!?]{{0,12}}?(?:之前|前|内)?[^。！？!?了]{{0,8}}?{_ZH_DONE}(?!了)",
             rf"(?:要|会|得|需要|必须)[^。！？!?]{{0,6}}?{_ZH_DONE}[^。！？!?了]{{0,10}}{_ZH_TIME}",
         ],
-        "examples": ["下周完成原型。", "我们计划重写解析器", "明天之前要上线", "需要完成原型，下周五", "两周内上线新版本。"],
+        "examples": ["下周完成原型。", "我们计划重写解析器", "明天之前要上线", "需要完成原型，下周五",
+                     "两周内上线新版本。"],
         "counterexamples": ["上周完成了原型。", "原型完成了"],
     },
     {
@@ -321,7 +326,8 @@ _ROWS: list[dict[str, object]] = [
             rf"^{_ZH_WE}的[\u4e00-\u9fff]{{1,8}}?(?:现在|目前|一直|都|还是|也)*(?:用的是|用|使用|采用|基于|跑在|是)\s*"
             r"[A-Za-z0-9]",
         ],
-        "examples": ["我们的测试框架用 Jest。", "数据库是 PostgreSQL", "CI 跑在 Jenkins 上", "我们的部署工具用 Ansible"],
+        "examples": ["我们的测试框架用 Jest。", "数据库是 PostgreSQL", "CI 跑在 Jenkins 上",
+                     "我们的部署工具用 Ansible"],
         "counterexamples": ["他们的测试框架用 Jest", "数据库很慢", "用 npm 安装"],
     },
     {
@@ -384,7 +390,9 @@ _HYPOTHETICAL = re.compile(
     re.I,
 )
 # A quoted phrase is someone else's words (or an example), not the user's statement: it is blanked before matching.
-_QUOTED = re.compile(r"\"[^\"]*\s[^\"]*\"|“[^”]*\s[^”]*”|「[^」]*」|『[^』]*』|`[^`]*\s[^`]*`|(?<!\w)'[^']*\s[^']*'(?!\w)")
+_QUOTED = re.compile(
+    r"\"[^\"]*\s[^\"]*\"|“[^”]*\s[^”]*”|「[^」]*」|『[^』]*』|`[^`]*\s[^`]*`|(?<!\w)'[^']*\s[^']*'(?!\w)"
+)
 _FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 _NOISE = re.compile(r"^[\s\W_]*$")
 _MARKER = re.compile(r"(?:[-*+•]|\d{1,3}[.)])\s+")
