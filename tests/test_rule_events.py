@@ -195,6 +195,23 @@ UNSEEN = [
     ]], [
         Want("decision", "We're not moving to GitHub Actions."),
     ]),
+    Case("en in favour of, X not Y, switched the bundler", [["Our bundler is Webpack.", "Tests are run with Mocha.",
+                                                          "We'll be using npm."],
+                                                         ["We've switched the bundler to esbuild.",
+                                                          "We're dropping Mocha in favour of Vitest.",
+                                                          "Use pnpm, not npm."]], [
+        Want("fact", "Our bundler is Webpack.", uses="webpack"),
+        Want("fact", "Tests are run with Mocha.", uses="mocha"),
+        Want("decision", "We'll be using npm.", uses="npm"),
+        Want("change", "We've switched the bundler to esbuild.", supersedes=[0], uses="esbuild"),
+        Want("change", "We're dropping Mocha in favour of Vitest.", supersedes=[1], uses="vitest"),
+        Want("change", "Use pnpm, not npm.", supersedes=[2], uses="pnpm"),
+    ]),
+    Case("en more that is not current", [[
+        "Maybe we should try Bun?", "If we switch to pnpm, installs get faster.",
+        "I don't think we should replace Jest",
+        "Not sure if we should move to Deno.", "We might go with Vite.", "Someone suggested we use Yarn.",
+    ]], []),
     Case("zh topic first, then 换成 (the probe)", [["我们的测试框架用 Jest。"], ["换成 Vitest 吧。"]], [
         Want("fact", "我们的测试框架用 Jest。", uses="jest"),
         Want("change", "换成 Vitest 吧。", supersedes=[0], uses="vitest"),
@@ -238,8 +255,13 @@ UNSEEN = [
     ]),
     Case("zh not current: questions, hypotheticals, quotes, others", [[
         "要不要换成 Vitest？", "如果改用 pnpm 会更快", "我们在考虑迁移到 PostgreSQL", "也许以后用 Bun",
-        "听说他们改用 Vite 了", "他们的测试框架用 Jest", "数据库很慢", "测试框架用什么？",
+        "听说他们改用 Vite 了", "他们的测试框架用 Jest", "数据库很慢", "测试框架用什么？", "不如换成 Bun 试试",
+        "我们是不是该用 Redis？",
     ]], []),
+    Case("zh two topic words, 改为使用", [["后端框架用 Django。"], ["后端框架改为使用 FastAPI。"]], [
+        Want("fact", "后端框架用 Django。", uses="django"),
+        Want("change", "后端框架改为使用 FastAPI。", supersedes=[0], uses="fastapi"),
+    ]),
 ]
 
 

@@ -107,7 +107,7 @@ _USER_SUBJECTS = re.compile(r"^(?:i|me|the user|user|my|i'm|i've|i'll|i'd)$", re
 # Words between the subject and the verb: "we (have) decided to use X", "we're going to use X".
 _VERB_PREFIX = (
     r"(?:(?:now|currently|also|still|will|should|must|shall|to|we'll|we will|let's|lets|please|decided|agreed|"
-    r"chose|want|plan|need|going|are|'re|have|'ve|finally|definitely)\s+)*"
+    r"chose|want|plan|need|going|are|'re|have|'ve|finally|definitely|be)\s+)*"
 )
 _END = r"(?:\s+(?:for|instead|because|since|as|from now|going forward|from|in order|so that|which|that)\b.*)?$"
 _OBJ = r"(?P<obj>[\w.+#@/-]+(?:\s+[\w.+#@/-]+){0,3}?)"
@@ -143,8 +143,19 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "instead",
         re.compile(
             rf"^(?:(?P<subj>.+?)\s+)?{_VERB_PREFIX}(?:use|uses|using|go with|going with|went with|stick with|pick|"
-            rf"picked|choose|chose|adopt|adopted)\s+{_OBJ}\s+instead of\s+(?P<old>[\w.+#@/-]+(?:\s+[\w.+#@/-]+)?)"
+            rf"picked|choose|chose|adopt|adopted)\s+{_OBJ},?\s+(?:instead of|rather than|not)\s+"
+            rf"(?P<old>[\w.+#@/-]+(?:\s+[\w.+#@/-]+)?)"
             rf"(?:\s+.*)?$",
+            re.I,
+        ),
+    ),
+    (
+        # "We're dropping Jest in favour of Vitest": what ended, then what replaces it.
+        "replace",
+        re.compile(
+            rf"^(?:(?P<subj>.+?)\s+)?{_VERB_PREFIX}(?:dropp(?:ed|ing)|drop(?:s)?|ditch(?:ed|ing|es)?|leav(?:e|es|ing)|"
+            rf"abandon(?:ed|ing|s)?|deprecat(?:e|ed|ing)|mov(?:e|ed|ing) off|switch(?:ed|ing)? from)?\s*"
+            rf"(?P<old>[\w.+#@/-]+(?:\s+[\w.+#@/-]+)?)\s+in fav(?:ou)?r of\s+{_OBJ}{_END}",
             re.I,
         ),
     ),
@@ -154,7 +165,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             rf"^(?P<subj>.+?)?\s*{_VERB_PREFIX}(?:uses|use|is using|are using|using|rel(?:y|ies) on|adopt(?:s|ed)?|"
             rf"go(?:ing)? with|went with|stick(?:ing)? with|settled on|standardi[sz]e on|"
             rf"(?:is|are) built (?:with|on)|runs on|run on|(?:is|are) (?:running|run|hosted|deployed) on|"
-            rf"(?:is|are) (?:written|built|done|handled|managed|tested|bundled|stored) (?:with|in|using|on)|"
+            rf"(?:is|are) (?:written|built|done|handled|managed|tested|bundled|stored|run) (?:with|in|using|on)|"
             rf"go(?:es)? through)\s+(?:all\s+)?{_OBJ}{_END}",
             re.I,
         ),
@@ -208,10 +219,11 @@ _ARTICLES = re.compile(r"^(?:the|a|an|our|my|their|its|his|her)\s+", re.I)
 _TRAILING = re.compile(r"[\s.,;:!?'\"`)\]]+$")
 
 
-def _subject(raw: str | None) -> tuple[str, str | None] | None:
-    """Name and kind of a sentence subject; None when it is not something a node can be made of."""
+def _subject(raw: str | None, *, topics: bool = False) -> tuple[str, str | None] | None:
+    """Name and kind of a sentence subject; None when it is not something a node can be made of. With ``topics``
+    (a choice of tool), a part of the project ("our CI", "tests") is the project itself."""
     text = _TRAILING.sub("", (raw or "").strip())
-    if not text or _PROJECT_SUBJECTS.match(text) or _TOPIC_SUBJECT.match(text):
+    if not text or _PROJECT_SUBJECTS.match(text) or (topics and _TOPIC_SUBJECT.match(text)):
         return PROJECT, "project"
     if _USER_SUBJECTS.match(text):
         return USER, "person"
@@ -273,7 +285,7 @@ _ZH_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     # "数据库是 PostgreSQL", "测试框架选的是 Vitest": a known tool only.
-    ("copula", re.compile(rf"^(?:{_ZH_SUBJ}的?)?{ZH_TOPIC}\s*(?:是|为|用的是|选的是)\s*(?P<obj>{_ZH_TOK})")),
+    ("copula", re.compile(rf"^(?:{_ZH_SUBJ}的?)?{ZH_TOPIC}{{1,2}}\s*(?:是|为|用的是|选的是)\s*(?P<obj>{_ZH_TOK})")),
     (
         "prefers",
         re.compile(
@@ -314,6 +326,7 @@ def _read_zh(sentence: str) -> list[Claim]:
     return []
 
 
+_TOOL_KINDS = frozenset({"switch", "replace", "stop", "instead", "uses", "copula"})
 _OPENER = re.compile(
     r"^(?:(?:actually|ok(?:ay)?|so|well|then|also|alright|right|yes|yeah|hmm+|oh|and|but|going forward|from now on|"
     r"from today|starting today)\b[,!]?\s+)+",
@@ -337,7 +350,8 @@ def read_claims(text: str) -> list[Claim]:
             m = pattern.match(sentence)
             if m is None:
                 continue
-            subject = _subject(m.groupdict().get("subj") or m.groupdict().get("subj2"))
+            # Only a choice of tool makes a topic the project: "The API depends on Redis" stays about the API.
+            subject = _subject(m.groupdict().get("subj") or m.groupdict().get("subj2"), topics=kind in _TOOL_KINDS)
             # Moving, going and switching "to" something is only about tools when the tool is a known one
             # ("we moved to Berlin" is not a tool change); other relations take any short name.
             obj = _object(

@@ -125,11 +125,13 @@ _ROWS: list[dict[str, object]] = [
             r"\b(?:mov|migrat|switch)(?:e|ed|es|ing)?\s+(?:away\s+from|off(?:\s+of)?)\s+\S+",
             r"\breplac(?:e|ed|es|ing)\s+\S+(?:\s+\S+){0,3}\s+(?:with|by)\b", r"\binstead of\b",
             r"\bfrom now on\b", r"\bgoing forward,?\s+(?:we|i)\b", r"\b(?:starting|beginning) (?:today|now)\b",
-            r"\bswap(?:ped|ping|s)?\s+\S+(?:\s+\S+)?\s+(?:for|with|out for)\b",
+            r"\bswap(?:ped|ping|s)?\s+\S+(?:\s+\S+)?\s+(?:for|with|out for)\b", r"\bin fav(?:ou)?r of\b",
+            r"^(?:please\s+)?(?:use|go with|pick)\s+\S+(?:\s+\S+)?,?\s+(?:not|rather than)\s+\S+",
         ],
         "examples": ["Let's switch to pnpm.", "We moved from Jest to Vitest", "Replace webpack with Vite.",
                      "From now on we deploy on Fridays.", "Please switch the package manager to pnpm",
-                     "We're moving CI to GitHub Actions.", "We've moved off Jenkins.", "Swap Jest for Vitest."],
+                     "We're moving CI to GitHub Actions.", "We've moved off Jenkins.", "Swap Jest for Vitest.",
+                     "We're dropping Jest in favour of Vitest.", "Use pnpm, not npm."],
         "counterexamples": ["The light switch is broken.", "I moved the file into src/.", "Change the colour.",
                             "Move the meeting to Friday.", "I moved the file to src/utils."],
     },
@@ -185,7 +187,8 @@ _ROWS: list[dict[str, object]] = [
         "patterns": [
             rf"\b(?:{_WE}|{_I})\s+(?:have\s+|'ve\s+)?(?:decided|agreed|settled on|chose|chosen|picked|went with)\b",
             r"\blet'?s (?:use|go with|stick with|adopt|pick|choose|keep|standardi[sz]e on)\b",
-            rf"\b(?:{_WE}\s+(?:will|shall|should)|we'll|i'll|i will)\s+(?:use|go with|stick with|adopt|keep)\b",
+            rf"\b(?:{_WE}\s+(?:will|shall|should)|we'll|i'll|i will)\s+"
+            r"(?:be\s+using|use|go with|stick with|adopt|keep)\b",
             r"\b(?:decision|decided)\s*:", r"\bwe(?:'re| are) going with\b",
         ],
         "examples": ["Let's use pnpm for this repo.", "We decided to use PostgreSQL.", "Decision: keep the monorepo.",
@@ -214,7 +217,7 @@ _ROWS: list[dict[str, object]] = [
         "patterns": [
             rf"^(?:(?:our|the|this|my)\s+)?(?:{_TOPIC})\s+(?:currently\s+|still\s+|now\s+|all\s+)?"
             r"(?:uses?|is using|are using|runs? on|(?:is|are) (?:running|run|hosted|deployed) on|"
-            r"(?:is|are) (?:written|built|done|handled|managed|tested|bundled|stored) (?:with|in|by|on|using)|"
+            r"(?:is|are) (?:written|built|done|handled|managed|tested|bundled|stored|run) (?:with|in|by|on|using)|"
             r"(?:is|are)|lives? in|go(?:es)? through|:)\s+(?:on\s+)?(?:all\s+)?(?-i:[A-Z])",
             r"^(?:we're|we are|we've been|i'm|i am)\s+(?:currently\s+|still\s+)?(?:on|using)\s+(?-i:[A-Z0-9])",
         ],
@@ -238,10 +241,14 @@ _ROWS: list[dict[str, object]] = [
             r"\bby\s+(?:eod|eow|eom|mid-?\s*\w+|early\s+\w+|late\s+\w+|january|february|march|april|june|july|"
             r"august|september|october|november|december|Q[1-4])\b",
             r"\bbefore\s+the\s+(?:release|launch|deadline|demo|freeze)\b",
+            # A future word and a date: "We'll cut the RC on June 3", "The launch is planned for Q3".
+            r"\b(?:will|'ll|going to|planned|scheduled|due|expected|set)\b.*\b(?:on|by|for|before|in|until)\s+"
+            r"(?:the\s+)?(?:\d|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|q[1-4]\b|mon|tue|wed|thu|fri|sat|sun)",
         ],
         "examples": ["Prototype next week.", "Notes on the wiki by Friday.", "The demo is tomorrow.",
                      "We need to freeze the API within two weeks.", "Docs by the end of March.",
-                     "Beta in two weeks."],
+                     "Beta in two weeks.", "We'll cut the release candidate on June 3.",
+                     "The launch is planned for Q3."],
         "counterexamples": ["We shipped it last week.", "Yesterday went fine."],
     },
     # --- Chinese ---------------------------------------------------------------------------------------------
@@ -321,13 +328,13 @@ _ROWS: list[dict[str, object]] = [
         # A topic first, then what it uses: "我们的测试框架用 Jest", "CI 跑在 Jenkins 上", "数据库是 PostgreSQL".
         "id": "zh.fact_topic", "lang": "zh", "type": "fact",
         "patterns": [
-            rf"^(?:{_ZH_WE}的?)?(?:{_ZH_TOPIC})\s*(?:现在|目前|一直|都|还是|也)*(?:在)?"
+            rf"^(?:{_ZH_WE}的?)?(?:{_ZH_TOPIC}){{1,2}}\s*(?:现在|目前|一直|都|还是|也)*(?:在)?"
             r"(?:用的是|用|使用|采用|基于|跑在|部署在|是|为|选的是|选用)\s*(?:的是\s*)?[A-Za-z0-9]",
             rf"^{_ZH_WE}的[\u4e00-\u9fff]{{1,8}}?(?:现在|目前|一直|都|还是|也)*(?:用的是|用|使用|采用|基于|跑在|是)\s*"
             r"[A-Za-z0-9]",
         ],
         "examples": ["我们的测试框架用 Jest。", "数据库是 PostgreSQL", "CI 跑在 Jenkins 上",
-                     "我们的部署工具用 Ansible"],
+                     "我们的部署工具用 Ansible", "后端框架用 Django。"],
         "counterexamples": ["他们的测试框架用 Jest", "数据库很慢", "用 npm 安装"],
     },
     {
