@@ -204,6 +204,10 @@ def _print_import(command: str, result: dict[str, Any], as_json: bool) -> None:
         print(f"merged: {_ids(result['merged'])}")
         print(f"suppressed: {result['suppressed']}")
         print(f"skipped_inactive: {result['skipped_inactive']}")
+        struck = result["struck_refs"]
+        print(f"skipped_struck: {result['skipped_struck']}" + (f" ({', '.join(struck)})" if struck else ""))
+        if result["partly_struck_refs"]:
+            print(f"partly_struck (struck words left out): {', '.join(result['partly_struck_refs'])}")
         for warning in result["warnings"]:
             print(f"warning: {warning}")
 
