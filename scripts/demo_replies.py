@@ -32,6 +32,7 @@ _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _EVENT_HEAD = re.compile(r"^\[(evt_\d+) · ([a-z]+) · (.*)\]$")
 _NODE_HEAD = re.compile(r"^\[(nod_\d+) · ([^\]]*?) · \"(.*)\"\]$")
 _BLOCK_HEAD = re.compile(r"^\[(blk_\d+)\b")
+_REPLACES = re.compile(r"replaces (evt_\d+) · \"(.*?)\"(?: · |$)")
 _WINDOW = re.compile(r"\b(planned|happened|cancelled|when) (\d{4}-\d{2}-\d{2}(?:–\d{4}-\d{2}-\d{2})?)")
 _CLAUSE_END = re.compile(r"[,，;；:：]")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s")
@@ -95,6 +96,7 @@ class RecalledEvent:
     title: str
     successor: str | None = None
     window: str | None = None  # "planned 2026-05-11–2026-05-17"
+    replaces: str | None = None  # the event this one superseded: 'evt_1 “We use npm”'
 
 
 @dataclass
@@ -132,6 +134,7 @@ def read_recall(text: str) -> Recall:
             status = "superseded" if "SUPERSEDED" in labels else "disputed" if "DISPUTED" in labels else "current"
             successor = re.search(r"SUPERSEDED by (evt_\d+)", labels)
             window = _WINDOW.search(labels)
+            replaces = _REPLACES.search(labels)
             recall.events.append(
                 RecalledEvent(
                     id=event.group(1),
@@ -140,6 +143,7 @@ def read_recall(text: str) -> Recall:
                     title=body[0] if body else "",
                     successor=successor.group(1) if successor else None,
                     window=f"{window.group(1)} {window.group(2)}" if window else None,
+                    replaces=f"{replaces.group(1)} “{replaces.group(2)}”" if replaces else None,
                 )
             )
         elif _NODE_HEAD.match(line):
@@ -189,6 +193,8 @@ def _event_line(ev: RecalledEvent, zh: bool) -> str:
         label = {"current": "current", "superseded": "superseded", "disputed": "disputed"}[ev.status]
         if ev.successor:
             label += f" by {ev.successor}"
+    if ev.replaces:
+        label += f"，取代了 {ev.replaces}" if zh else f", replaces {ev.replaces}"
     window = f", {ev.window}" if ev.window else ""
     return f"- {ev.title} ({ev.id}, {ev.type}, {label}{window})"
 
