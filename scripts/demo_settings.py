@@ -3,7 +3,8 @@
 * ``settings.yaml`` of the demo DSH home: DSH's model is the offline demo model (scripts/demo_model.py);
 * the environment of ``dsh web``: the demo provider's dummy key, and for StrataGate zero-model mode
   (``STRATAGATE_MODEL_ROUTE=none``: no block summary or extraction goes to the demo model, the sidecar writes them
-  by rule) with small blocks so memory shows within a few turns (``STRATAGATE_BLOCK_TURNS``, unless already set).
+  by rule) with one turn per block (``STRATAGATE_BLOCK_TURNS``, unless already set), so memory shows from the second
+  message on and each change meets the statement it replaces in an earlier block.
 
 CLI (start.sh): ``demo_settings.py write --home H --base-url U`` writes settings.yaml and prints ``KEY=VALUE``
 lines to export; ``demo_settings.py remove --home H`` deletes a settings.yaml this module wrote (DEEPSEEK_API_KEY
@@ -19,7 +20,7 @@ from pathlib import Path
 
 MARK = "stratagate-demo"  # the provider id; also how remove() recognises a file written here
 KEY_ENV = "STRATAGATE_DEMO_KEY"
-DEMO_BLOCK_TURNS = "2"
+DEMO_BLOCK_TURNS = "1"
 
 
 def settings_yaml(base_url: str) -> str:
