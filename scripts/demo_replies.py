@@ -1,8 +1,9 @@
 """What the offline demo model says (scripts/demo_model.py serves it): replies that acknowledge the user.
 
 No language model is involved. An agent step is answered from what its request holds, and only that: the user's
-newest message (restated briefly) and the memory StrataGate recalled into the system prompt (the
-``<stratagate-memory>`` section: events with their status and time window, graph facts, earlier blocks). The first
+newest message (restated briefly) and the memory StrataGate recalled for the step (the ``<stratagate-memory>``
+section DSH carries in the step's runtime context: events with their status and time window, graph facts, earlier
+blocks). The first
 reply of a session says once that this is a demo model. A title request gets the first user message cut to a
 short title. Chinese messages get Chinese replies.
 
@@ -63,6 +64,16 @@ def system_text(body: dict[str, Any]) -> str:
     return "\n".join(
         content_text(m.get("content")) for m in _messages(body) if m.get("role") in ("system", "developer")
     )
+
+
+def memory_text(body: dict[str, Any]) -> str:
+    """The memory StrataGate recalled for THIS step: the newest message holding a ``<stratagate-memory>`` section
+    (DSH puts it in the step's runtime-context message; earlier steps' contexts stay in the history)."""
+    for message in reversed(_messages(body)):
+        text = content_text(message.get("content"))
+        if MEMORY_OPEN in text:
+            return text
+    return ""
 
 
 def is_title_request(body: dict[str, Any]) -> bool:
@@ -228,7 +239,7 @@ def agent_reply(body: dict[str, Any]) -> str:
         return earlier[-1]  # the shim's turn-end reminder: nothing new to say
     zh = is_chinese(newest)
     said = _first_sentence(newest)
-    recall = read_recall(system_text(body))
+    recall = read_recall(memory_text(body))
     parts: list[str] = []
     if not earlier:
         parts.append(

@@ -57,11 +57,14 @@ def title_body(first: str) -> dict[str, Any]:
     return {"messages": [{"role": "system", "content": TITLE_SYSTEM}, {"role": "user", "content": framed}]}
 
 
-def agent_body(*turns: tuple[str, str], system: str = DSH_SYSTEM) -> dict[str, Any]:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
-    for role, text in turns:
+def agent_body(*turns: tuple[str, str], memory: str = "", earlier_memory: str = "") -> dict[str, Any]:
+    """An agent step as DSH sends it: the recalled memory rides in the step's runtime-context user message."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": DSH_SYSTEM}]
+    for index, (role, text) in enumerate(turns):
         messages.append({"role": role, "content": [{"type": "text", "text": text}]})
-    messages.append({"role": "user", "content": "Current runtime context.\ncwd: /tmp/x"})
+        if index == 0 and earlier_memory:  # an earlier step's context stays in the history
+            messages.append({"role": "user", "content": "Current runtime context.\n" + earlier_memory})
+    messages.append({"role": "user", "content": "Current runtime context.\ncwd: /tmp/x\n" + memory})
     tools = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]
     return {"messages": messages, "tools": tools}
 
@@ -95,13 +98,17 @@ def test_first_reply_restates_and_says_once_it_is_a_demo():
 
 
 def test_reply_reports_only_what_recall_brought():
-    body = agent_body(("user", "What do we use?"), system=DSH_SYSTEM + "\n\n" + RECALL)
+    stale = "<stratagate-memory>\n[evt_9 · fact · current · said 2026-05-01]\n│ stale\n</stratagate-memory>"
+    body = agent_body(
+        ("user", "We use npm."), ("assistant", "ok"), ("user", "What do we use?"), memory=RECALL, earlier_memory=stale
+    )
     text = agent_reply(body)
     assert "- Switch to pnpm (evt_2, change, current, replaces evt_1 “We use npm for this project”)" in text
     assert "- We use npm for this project (evt_1, decision, superseded by evt_2)" in text
     assert "- Finish the prototype next week (evt_3, plan, current, planned 2026-05-11–2026-05-17)" in text
     assert "knowledge graph: project uses pnpm (since 2026-05-06)" in text
     assert "earlier blocks of conversation: 1" in text
+    assert "stale" not in text  # only this step's recall
     recall = read_recall(RECALL)
     assert [(e.id, e.status) for e in recall.events] == [
         ("evt_2", "current"),

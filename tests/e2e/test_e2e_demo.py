@@ -36,7 +36,7 @@ DEMO_TEST_ENV = {
 }
 MESSAGES = [
     "We use npm for this project.",
-    "Let's switch to pnpm, npm is too slow.",
+    "Let's switch to pnpm.",
     "We need to finish the prototype next week.",
     "Keep the README short.",
 ]
@@ -165,12 +165,19 @@ def test_offline_demo_acknowledges_titles_and_recalls_what_changed(demo_home: Ds
     assert pnpm[0]["status"] == "active", events
     assert plan[0]["time_status"] == "planned", events
 
-    # The last turn's recall, as the demo model read it from the request and repeated it: pnpm current, naming the
-    # npm event it replaced (or npm shown on its own line as superseded by pnpm), and the plan with its window.
-    lines = recall_reply.splitlines()
-    current = [ln for ln in lines if f"(evt_{pnpm[0]['id']}, " in ln]
-    assert current and ", current" in current[0], recall_reply
-    assert f"replaces evt_{npm[0]['id']}" in current[0] or any(
-        f"(evt_{npm[0]['id']}, " in ln and f"superseded by evt_{pnpm[0]['id']}" in ln for ln in lines
-    ), recall_reply
-    assert re.search(r"prototype.*\(evt_\d+, plan, current, planned \d{4}-\d{2}-\d{2}", recall_reply), recall_reply
+    # Recall, as the demo model read it from each step's request and repeated it. The turn after the plan was
+    # stored recalls pnpm current, naming the npm event it replaced (or npm on its own line as superseded by it),
+    # and the plan with its window; the question about npm and the prototype recalls the plan.
+    npm_id, pnpm_id = f"evt_{npm[0]['id']}", f"evt_{pnpm[0]['id']}"
+    after = replies[3].splitlines()
+    current = [ln for ln in after if f"({pnpm_id}, " in ln]
+    assert current and ", current" in current[0], replies[3]
+    assert f"replaces {npm_id}" in current[0] or any(
+        f"({npm_id}, " in ln and f"superseded by {pnpm_id}" in ln for ln in after
+    ), replies[3]
+    plan_line = r"prototype.*\(evt_\d+, plan, current, planned \d{4}-\d{2}-\d{2}"
+    assert re.search(plan_line, replies[3]), replies[3]
+    assert re.search(plan_line, recall_reply), recall_reply
+    # Nothing stale poses as current: once pnpm is stored, no recall shows the npm event as current.
+    for text in [*replies[2:], recall_reply]:
+        assert not any(f"({npm_id}, " in ln and ", current" in ln for ln in text.splitlines()), text
