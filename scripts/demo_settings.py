@@ -3,8 +3,8 @@
 * ``settings.yaml`` of the demo DSH home: DSH's model is the offline demo model (scripts/demo_model.py);
 * the environment of ``dsh web``: the demo provider's dummy key, and for StrataGate zero-model mode
   (``STRATAGATE_MODEL_ROUTE=none``: no block summary or extraction goes to the demo model, the sidecar writes them
-  by rule) with one turn per block (``STRATAGATE_BLOCK_TURNS``, unless already set), so memory shows from the second
-  message on and each change meets the statement it replaces in an earlier block.
+  by rule) with one turn per block (``STRATAGATE_BLOCK_TURNS``, unless already set): recall leaves out the turns of
+  the open block, so with one-turn blocks memory shows from the second message on.
 
 CLI (start.sh): ``demo_settings.py write --home H --base-url U`` writes settings.yaml and prints ``KEY=VALUE``
 lines to export; ``demo_settings.py remove --home H`` deletes a settings.yaml this module wrote (DEEPSEEK_API_KEY
