@@ -99,16 +99,20 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = SETTLE_SECOND
 
 
 def settled(home: DshHome, blocks: int) -> bool:
-    """``blocks`` blocks sealed and ready, and no job left to run (summaries, extraction, graph, embeddings)."""
+    """``blocks`` blocks sealed and ready, their events extracted, and no job left to run (summaries, extraction,
+    graph, embeddings). The extraction check closes the gap between a summary job's commit and its follow-up."""
     if not home.db_path.exists():
         return False
     ready = home.query("SELECT count(*) AS n FROM blocks WHERE status = 'ready'")[0]["n"]
+    unextracted = home.query(
+        "SELECT count(*) AS n FROM blocks WHERE status = 'ready' AND has_durable_facts = 1 AND events_source IS NULL"
+    )[0]["n"]
     # Due work only: a periodic job (maintenance) waits queued for its next run.
     busy = home.query(
         "SELECT count(*) AS n FROM jobs WHERE status = 'running'"
         " OR (status = 'queued' AND next_run_at <= CAST(strftime('%s', 'now') AS INTEGER))"
     )[0]["n"]
-    return ready >= blocks and busy == 0
+    return ready >= blocks and unextracted == 0 and busy == 0
 
 
 def title_of(session: WebSession) -> str | None:
