@@ -19,7 +19,7 @@ from stratagate.blocks.extractive import extractive_summary
 from stratagate.blocks.source import SourceMessage
 from stratagate.blocks.summarize import requeue_fallbacks
 from stratagate.storage.db import Database
-from stratagate.text.cues import is_key_sentence, key_kind, language, sentences
+from stratagate.text.cues import language
 from support.model_server import ScriptedModelServer, auto_tool_call, http_error, tool_call
 from support.sidecar import SidecarClient
 
@@ -90,34 +90,6 @@ def test_chinese_block_gets_a_chinese_summary():
 def test_single_topic_title_is_the_request_as_a_headline():
     s = extractive_summary(messages([("Please switch the package manager to pnpm; prototype next week", "Sure.")]))
     assert s.title == "Switch the package manager to pnpm; prototype next week"
-
-
-@pytest.mark.parametrize(
-    ("sentence", "lang", "kind"),
-    [
-        ("Let's switch to pnpm.", "en", "change"),
-        ("We will use Postgres for storage.", "en", "decision"),
-        ("I prefer tabs over spaces.", "en", "preference"),
-        ("Finish the prototype next week.", "en", "plan"),
-        ("Should we switch to pnpm?", "en", None),
-        ("The build passed.", "en", None),
-        ("改用 pnpm。", "zh", "change"),
-        ("我喜欢用两个空格缩进。", "zh", "preference"),
-        ("下周完成原型。", "zh", "plan"),
-        ("我们决定用 Postgres。", "zh", "decision"),
-        ("要不要换成 pnpm 吗？", "zh", None),
-    ],
-)
-def test_key_sentence_cues(sentence: str, lang: str, kind: str | None):
-    assert key_kind(sentence, lang) == kind  # type: ignore[arg-type]
-    assert is_key_sentence(sentence, lang) is (kind is not None)  # type: ignore[arg-type]
-
-
-def test_sentences_are_verbatim_pieces():
-    text = "Use node.js v1.2 here. Then run it!\n- switch to pnpm\n```\nnpm i\n```\n下周完成原型。好的"
-    parts = sentences(text)
-    assert parts == ["Use node.js v1.2 here.", "Then run it!", "switch to pnpm", "下周完成原型。", "好的"]
-    assert all(p in text for p in parts)
 
 
 NOTES = ("Tool calls:", "No text", "工具调用：", "本块没有文字")

@@ -31,9 +31,10 @@ MAX_FACTS = 20
 MAX_ASSISTANT_FACTS = 5
 MAX_TOPICS = 40
 MAX_TAGS = 6
-SCAN_CHARS = 50_000  # of one message: a pasted log is not read to its end for topics
-TAG_SCAN_CHARS = 20_000
-SENTENCES_PER_MESSAGE = 200
+SCAN_CHARS = 4_000  # of one message: a pasted log is not read to its end for topics
+TAG_SCAN_CHARS = 40_000  # of the whole block, for the language and the tags
+CJK_SCAN_CHARS = 4_000
+SENTENCES_PER_MESSAGE = 60
 
 _GREETING = re.compile(r"^(?:hi|hello|hey|good (?:morning|afternoon|evening)|你好|您好|嗨|早上好|晚上好)\b\W*$", re.I)
 _TAG_PREFIX = re.compile(r"^\s*(?:\[[^\]\n]{0,40}\]\s*)+")  # "[e2e] …", "[run 7] …": a harness label, not a topic
@@ -68,7 +69,7 @@ class _Sentence:
 def extractive_summary(messages: Sequence[SourceMessage]) -> BlockSummary:
     """The rule-written views of a block; never raises on any text (tests/test_zero_model_blocks.py)."""
     said = [(i, m) for i, m in enumerate(messages) if m.role != "tool" and m.content.strip()]
-    lang = language(" ".join(m.content[:TAG_SCAN_CHARS] for _, m in said))
+    lang = language(_sample([m for _, m in said], TAG_SCAN_CHARS))
     parsed = {i: _sentences(i, m.content, lang) for i, m in said}
     topics = _topics([(i, m) for i, m in said if m.role == "user"], parsed)
     key = [s for i, m in said for s in parsed[i] if s.kind is not None and (m.role == "user" or s.kind != "plan")]
@@ -89,8 +90,16 @@ def _sentences(index: int, text: str, lang: Lang) -> list[_Sentence]:
     for n, sentence in enumerate(sentences(_TAG_PREFIX.sub("", text[:SCAN_CHARS]))[:SENTENCES_PER_MESSAGE]):
         if is_filler(sentence) or _GREETING.match(sentence):
             continue
-        out.append(_Sentence(sentence, key_kind(sentence, lang), (index, n)))
+        # A "sentence" this long is pasted text (a log, code), not a statement: never a key fact.
+        kind = key_kind(sentence, lang) if len(sentence) <= FACT_MAX else None
+        out.append(_Sentence(str(sentence), kind, (index, n)))
     return out
+
+
+def _sample(said: list[SourceMessage], limit: int) -> str:
+    """The block's words up to ``limit`` characters, spread over its messages (not just the first long paste)."""
+    per = max(200, limit // max(1, len(said)))
+    return "\n".join(m.content[:per] for m in said)[:limit]
 
 
 def _norm(text: str) -> str:
@@ -215,9 +224,10 @@ def _tags(said: list[SourceMessage], lang: Lang) -> list[str]:
     """Salient terms: words said in user requests count double, technical-looking words (pnpm, node.js, v2) more."""
     scores: Counter[str] = Counter()
     spelling: dict[str, str] = {}
+    per = max(200, TAG_SCAN_CHARS // max(1, len(said)))
     for m in said:
         weight = 2 if m.role == "user" else 1
-        for word in _TAG_WORD.findall(_TAG_PREFIX.sub("", m.content[:TAG_SCAN_CHARS])):
+        for word in _TAG_WORD.findall(_TAG_PREFIX.sub("", m.content[:per])):
             low = word.lower()
             if len(low) < 2 or len(low) > 40 or low.isdigit() or low in STOPWORDS_EN or low in GENERIC:
                 continue
@@ -236,13 +246,12 @@ def _tags(said: list[SourceMessage], lang: Lang) -> list[str]:
 def _cjk_terms(said: list[SourceMessage]) -> Counter[str]:
     """Chinese terms without a segmenter: 2–4 character pieces said at least twice, longest first."""
     counts: Counter[str] = Counter()
-    for m in said:
-        for run in _CJK_RUN.findall(m.content[:TAG_SCAN_CHARS]):
-            for n in (4, 3, 2):
-                for i in range(len(run) - n + 1):
-                    piece = run[i : i + n]
-                    if not (_CJK_STOP & set(piece)):
-                        counts[piece] += 1
+    for run in _CJK_RUN.findall(_sample(said, CJK_SCAN_CHARS)):
+        for n in (4, 3, 2):
+            for i in range(len(run) - n + 1):
+                piece = run[i : i + n]
+                if not (_CJK_STOP & set(piece)):
+                    counts[piece] += 1
     chosen: Counter[str] = Counter()
     for piece, n in sorted(counts.items(), key=lambda kv: (-len(kv[0]), -kv[1], kv[0])):
         # Pieces of one phrase overlap ("两个空格", "个空格缩"): keep the first of them only.

@@ -8,6 +8,7 @@ replaces the fallback views (``'model'``, audited with ``upgraded_from``) and re
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -117,7 +118,7 @@ class BlockSummarizer:
                 await mark_done(conn, job)
             return []
         if self._settings.zero_model:  # never touches the gateway: no model route is ever created
-            summary = extractive_summary(await block_messages(self._db, job.namespace_id, block["id"]))
+            summary = await self._rules(job, block)
             return await self._store(job, block, summary, RULES_ROUTE, "extractive")
         # The model reads the near-verbatim view; L3 when L4 is too long for one call.
         transcript = block["l4"] if block["l4_tokens"] <= TRANSCRIPT_TOKEN_BUDGET else block["l3"]
@@ -140,11 +141,16 @@ class BlockSummarizer:
             raise  # the job backs off and retries: a later success upgrades the fallback views
         return await self._store(job, block, summary, gateway.describe(), "model", upgrade)
 
+    async def _rules(self, job: JobRow, block: Any) -> BlockSummary:
+        messages = await block_messages(self._db, job.namespace_id, block["id"])
+        # Pure but not free on a block of long pastes (~0.5 s for megabytes): off the event loop.
+        return await asyncio.to_thread(extractive_summary, messages)
+
     async def _fallback(self, job: JobRow, block: Any, exc: Exception) -> None:
         """The model failed: the rules write the views now (marked ``fallback``), committed before the error goes
         back to the runner. A failure here must not hide the model's error, so it is only logged."""
         try:
-            summary = extractive_summary(await block_messages(self._db, job.namespace_id, block["id"]))
+            summary = await self._rules(job, block)
             error = preview(str(exc) or type(exc).__name__, 500)
             await self._store(job, block, summary, RULES_ROUTE, "fallback", error=error)
         except Exception:
