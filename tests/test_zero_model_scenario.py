@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from conftest import turn
+from conftest import model_env, summary_arguments, turn
+from support.model_server import ScriptedModelServer, auto_tool_call, http_error, tool_call
 from support.sidecar import SidecarClient
 
 EN = "project:shop:0123456789abcdef"
@@ -31,22 +32,24 @@ async def client(tmp_path: Path) -> AsyncIterator[SidecarClient]:
     await c.close()
 
 
-async def settled(c: SidecarClient) -> None:
+async def settled(c: SidecarClient, failed: bool = False) -> None:
     """Until nothing is queued or running (summaries, extraction, projection, embeddings), re-checked at each
     jobs.changed notification: no sleeps."""
     while True:
         seen = len(c.notifications)
         jobs = (await c.call("system.info"))["counts"]["jobs"]
         if jobs["queued"] == 0 and jobs["running"] == 0:
-            assert jobs.get("failed", 0) == 0, jobs
+            assert failed or jobs.get("failed", 0) == 0, jobs
             return
         await c.wait_for(lambda n=seen: len(c.notifications) > n, timeout=60)
 
 
-async def converse(c: SidecarClient, ns: str, pairs: list[tuple[str, str]]) -> None:
+async def converse(c: SidecarClient, ns: str, pairs: list[tuple[str, str]], failed: bool = False) -> None:
+    """One turn (= one block) at a time, each block's jobs finished before the next turn: a later block's related
+    events are then the earlier blocks' (as in a conversation with a human pace), whatever the job order."""
     for i, (user, assistant) in enumerate(pairs, 1):
         await c.call("turn.capture", turn(i, namespace=ns, user=user, assistant=assistant))
-    await settled(c)
+        await settled(c, failed)
 
 
 async def events(c: SidecarClient, ns: str) -> dict[str, dict[str, Any]]:
@@ -65,7 +68,9 @@ def next_iso_week(mentioned_at: str) -> tuple[datetime, datetime]:
     return monday + timedelta(days=7), monday + timedelta(days=14)
 
 
-async def check_scenario(c: SidecarClient, db: Path, ns: str, old: str, new: str, plan: str, query: str) -> None:
+async def check_scenario(
+    c: SidecarClient, db: Path, ns: str, old: str, new: str, plan: str, query: str, mode: str = "none"
+) -> None:
     blocks = (await c.tool(ns, "s1", "memory_get_blocks", {}))["blocks"]
     assert len(blocks) == 3 and all(b["status"] == "ready" for b in blocks)
 
@@ -101,11 +106,14 @@ async def check_scenario(c: SidecarClient, db: Path, ns: str, old: str, new: str
     npm_node = next(h for h in npm_hits if h["name"] == "npm")
     assert not any(f["statement"].endswith("uses npm") for f in npm_node["current_state"])
 
-    # Zero-model mode: nothing was asked of a model, every block and event is marked as written by rule.
+    # Every block and event is marked as written by rule: in zero-model mode, or as the fallback of a failed model.
     info = await c.call("system.info")
-    assert info["model_mode"] == "none"
+    assert info["model_mode"] == mode
     routes, marks = rule_marks(db)
-    assert routes == {("rules:events", "rules")} and marks == {("extractive", "rules")}
+    if mode == "none":
+        assert routes == {("rules:events", "rules")} and marks == {("extractive", "rules")}
+    else:
+        assert routes == {("rules:events", "fallback")} and marks == {("fallback", "fallback")}
 
 
 def rule_marks(db: Path) -> tuple[set[tuple[str, str]], set[tuple[str | None, str | None]]]:
@@ -140,3 +148,50 @@ async def test_chinese_npm_then_pnpm_then_a_plan(client: SidecarClient, tmp_path
         (plan, "明白，原型下周完成。"),
     ])
     await check_scenario(client, tmp_path / "memory.db", ZH, old, new, plan, "用哪个包管理器 pnpm npm 安装依赖？")
+
+
+class DownThenBack:
+    """Every model request fails (HTTP 500) while ``down``; then summaries are answered and extraction finds
+    nothing new (the fallback's rule events stay)."""
+
+    def __init__(self) -> None:
+        self.down = True
+        self.summary = auto_tool_call(summary_arguments)
+
+    def __call__(self, body: dict[str, Any]) -> Any:
+        if self.down:
+            return http_error(500, "model is down")
+        if body["tool_choice"]["function"]["name"] == "stratagate_extract_events":
+            return tool_call("stratagate_extract_events", {"events": []})
+        return self.summary(body)
+
+
+async def test_a_failing_model_falls_back_to_the_rules_and_a_restart_upgrades(
+    tmp_path: Path, model_server: ScriptedModelServer
+):
+    model = DownThenBack()
+    model_server.default = model
+    db = tmp_path / "memory.db"
+    env = model_env(model_server, STRATAGATE_JOB_MAX_ATTEMPTS="1")
+    old, new, plan = "We use npm for this repo.", "Let's switch to pnpm.", "We need to finish the prototype next week."
+    c = await SidecarClient.start(db, env=env, args=["--block-turns", "1"])
+    try:
+        await converse(c, EN, [(old, "Noted."), (new, "Okay."), (plan, "Got it.")], failed=True)
+        await check_scenario(c, db, EN, old, new, plan, "which package manager do we install with?", mode="auto")
+        before = await events(c, EN)
+    finally:
+        await c.close()
+
+    model.down = False  # the next start re-queues the failed jobs of fallback blocks: the upgrade
+    c = await SidecarClient.start(db, env=env, args=["--block-turns", "1"])
+    try:
+        await settled(c)
+        after = await events(c, EN)
+        assert {q: (e["id"], e["status"]) for q, e in after.items()} == {
+            q: (e["id"], e["status"]) for q, e in before.items()
+        }
+    finally:
+        await c.close()
+    routes, marks = rule_marks(db)
+    assert marks == {("model", "model")}
+    assert ("rules:events", "fallback") in routes and any(source == "model" for _, source in routes)

@@ -143,11 +143,13 @@ def job_handler(deps: StageDeps) -> EventExtractor:
 
 async def recover_jobs(db: Database, max_attempts: int) -> int:
     """Extraction jobs of ready blocks with durable facts that never got one (the summary's follow-up was lost to a
-    crash between its commit and the runner's follow-up transaction). Idempotent."""
-    return await enqueue_missing(
+    crash between its commit and the runner's follow-up transaction), and a fresh try for the blocks whose events
+    are still the rule fallback (the model may be back). Idempotent."""
+    missing = await enqueue_missing(
         db, EVENT_EXTRACTION, "SELECT id, namespace_id FROM blocks WHERE status = 'ready' AND has_durable_facts = 1",
         max_attempts,
     )
+    return missing + await requeue_fallbacks(db, max_attempts)
 
 
 async def requeue_fallbacks(db: Database, max_attempts: int) -> int:
@@ -342,7 +344,10 @@ class EventExtractor:
             on_exact_duplicate="merge",
             unknown_target="skip",  # _check kept only ids of the related events shown
             projection_reason=f"extraction {block_ref}",
-            projection_jobs=False,  # a job handler: the projection jobs are the follow-ups it returns
+            # A job handler returns the projection jobs as follow-ups; the fallback of a failing attempt re-raises,
+            # so nothing it returns is queued: admission queues them in this transaction instead. (Its embeddings
+            # come from the dense channel's backlog catch-up.)
+            projection_jobs=source == "fallback",
             note={"block": block_ref},
         )
         async with self._db.transaction() as conn:

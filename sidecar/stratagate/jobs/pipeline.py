@@ -80,6 +80,8 @@ STAGES: tuple[Stage, ...] = (
         handler="stratagate.events.extraction:job_handler",
         follow_ups=(GRAPH_PROJECTION, EMBEDDING),
         recover="stratagate.events.extraction:recover_jobs",
+        recovers="re-derived at start if lost between a handler's commit and its queuing; failed ones re-queued at "
+        "start while its block's events are the rule fallback",
     ),
     Stage(
         kind=GRAPH_PROJECTION,

@@ -130,11 +130,13 @@ _ROWS: list[dict[str, object]] = [
     },
     {
         "id": "en.preference_user", "lang": "en", "type": "preference", "scope": "user",
-        "patterns": [rf"\b{_I}\s+(?:really\s+|strongly\s+|usually\s+|always\s+)?(?:prefer|like|love|favou?r)\b",
+        "patterns": [rf"\b{_I}\s+(?:really\s+|strongly\s+|usually\s+|always\s+)?(?:prefer|like|love|favou?r)\b"
+                     r"(?!\s+(?:it|this|that|them|these|those|not)\b)",
                      r"\bi(?:\s+would|'d)\s+rather\b", r"\bmy (?:preference|favou?rite)\b",
                      rf"\b{_I}\s+always\s+(?:use|want|write)\b", r"\bplease always\b"],
         "examples": ["I prefer tabs over spaces.", "I'd rather use Python.", "Please always write tests first."],
-        "counterexamples": ["Do you prefer tabs?", "It looks like rain.", "The user likes it?"],
+        "counterexamples": ["Do you prefer tabs?", "It looks like rain.", "The user likes it?", "I like it!",
+                            "I love this, thanks!"],
     },
     {
         "id": "en.preference_team", "lang": "en", "type": "preference",
@@ -164,9 +166,9 @@ _ROWS: list[dict[str, object]] = [
         "id": "en.fact_uses", "lang": "en", "type": "fact",
         "patterns": [rf"\b{_WE}\s+(?:currently\s+|still\s+|already\s+|now\s+)?"
                      r"(?:use|uses|using|are using|is using|rely on|relies on|depend on|depends on|run on|runs on|"
-                     r"is built (?:with|on)|are built (?:with|on))\b"],
+                     r"is built (?:with|on)|are built (?:with|on))\b(?!\s+(?:too|so|a lot|lots|it|this|that)\b)"],
         "examples": ["We use npm.", "The project uses PostgreSQL 16.", "We're using GitHub Actions."],
-        "counterexamples": ["They use npm.", "Use npm to install it."],
+        "counterexamples": ["They use npm.", "Use npm to install it.", "We are using too much memory."],
     },
     {
         # Last of the English rows: a future time with nothing else to go on ("prototype next week") is a plan.
