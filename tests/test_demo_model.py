@@ -214,3 +214,17 @@ def test_demo_settings_write_print_and_remove(tmp_path: Path):
     (tmp_path / "other" / "settings.yaml").write_text("agent-default-model: {}\n")
     assert not demo_settings.remove(tmp_path / "other")  # not ours: kept
     assert demo_settings.remove(home) and not (home / "settings.yaml").exists()
+
+
+def test_first_run_scripts_parse_and_bootstrap_modes_are_explicit(tmp_path: Path):
+    for script in ("start.sh", "bootstrap.sh", "test.sh"):
+        assert subprocess.run(["bash", "-n", str(REPO / "scripts" / script)], check=False).returncode == 0, script
+    bad = subprocess.run(
+        ["bash", str(REPO / "scripts" / "bootstrap.sh"), "--bogus"], capture_output=True, text=True, check=False
+    )
+    assert bad.returncode == 2 and "unknown argument --bogus" in bad.stderr
+    # npm start installs the demo set (no test tools); npm test (and so .ci/run) the test tools.
+    assert "bootstrap.sh --demo" in (REPO / "scripts" / "start.sh").read_text()
+    test_sh = (REPO / "scripts" / "test.sh").read_text()
+    assert "bash scripts/bootstrap.sh\n" in test_sh and "--demo" not in test_sh
+    assert "npm test" in (REPO / ".ci" / "run").read_text()
