@@ -57,7 +57,7 @@ ANNOTATION_WORDS: Final = frozenset(
 )
 
 _CODE_SPAN: Final = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
-_STRIKE: Final = re.compile(r"(?<!~)~~(?=[^\s~])(.+?)(?<=[^\s~])~~(?!~)", re.DOTALL)
+_TILDES: Final = re.compile(r"(?<!~)~~(?!~)")  # exactly two tildes (a longer run is no strike delimiter)
 _REMARK: Final = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|（[^（）]*）|【[^【】]*】")
 _WORD: Final = re.compile(r"[^\W_]+")
 
@@ -65,7 +65,20 @@ _WORD: Final = re.compile(r"[^\W_]+")
 def struck_spans(text: str) -> list[tuple[int, int]]:
     """The ``[start, end)`` offsets of every ``~~…~~`` run in ``text`` (tildes included), outside code spans."""
     masked = _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), text)
-    return [(m.start(), m.end()) for m in _STRIKE.finditer(masked)]
+    spans: list[tuple[int, int]] = []
+    opened: int | None = None
+    # One pass over the delimiters (linear in the text): an opener is followed by a non-space, a closer preceded by
+    # one, and a closer ends the nearest open strike with some text in between.
+    for delim in _TILDES.finditer(masked):
+        start, end = delim.start(), delim.end()
+        can_open = end < len(masked) and not masked[end].isspace()
+        can_close = start > 0 and not masked[start - 1].isspace()
+        if opened is not None and can_close and start > opened + 2:
+            spans.append((opened, end))
+            opened = None
+        elif can_open:
+            opened = start
+    return spans
 
 
 def without_spans(text: str, spans: list[tuple[int, int]]) -> str:
