@@ -59,6 +59,7 @@ ANNOTATION_WORDS: Final = frozenset(
 _CODE_SPAN: Final = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
 _TILDES: Final = re.compile(r"(?<!~)~~(?!~)")  # exactly two tildes (a longer run is no strike delimiter)
 _REMARK: Final = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|（[^（）]*）|【[^【】]*】")
+_REMARK_DEPTH: Final = 4
 _WORD: Final = re.compile(r"[^\W_]+")
 
 
@@ -96,6 +97,9 @@ def is_struck_out(text: str, spans: list[tuple[int, int]]) -> bool:
     if not spans:
         return False
     rest = without_spans(text, spans)
-    while (cut := _REMARK.sub(" ", rest)) != rest:  # nested remarks: "(old (2023))"
+    for _ in range(_REMARK_DEPTH):  # nested remarks, "(old (2023))", a few levels deep (bounded work)
+        cut = _REMARK.sub(" ", rest)
+        if cut == rest:
+            break
         rest = cut
     return all(word.casefold() in ANNOTATION_WORDS for word in _WORD.findall(rest))
