@@ -12,6 +12,7 @@ Standard library only: the demo runs from a checkout whose .venv holds only the 
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from dataclasses import dataclass, field
@@ -122,7 +123,8 @@ class Recall:
 
 
 def _unquote(lines: list[str]) -> list[str]:
-    return [ln[len(BAR) :].strip() for ln in lines if ln.startswith(BAR) and ln[len(BAR) :].strip()]
+    """A quoted body's lines without the bar; the rendering rule's entities (``&lt;``) read back as characters."""
+    return [html.unescape(ln[len(BAR) :].strip()) for ln in lines if ln.startswith(BAR) and ln[len(BAR) :].strip()]
 
 
 def read_recall(text: str) -> Recall:

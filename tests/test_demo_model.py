@@ -42,7 +42,7 @@ Long-term memory relevant to this step (events):
 
 Knowledge graph, current state (facts held today; disputed ones marked):
 [nod_1 · tool · package manager · "pnpm"]
-│ project uses pnpm (since 2026-05-06)
+│ project uses pnpm &amp; corepack (since 2026-05-06)
 
 Earlier blocks of this session (oldest first):
 [blk_1 · turns 1–2 · L2 key facts · ready · sealed 2026-05-06]
@@ -106,7 +106,7 @@ def test_reply_reports_only_what_recall_brought():
     assert "- Switch to pnpm (evt_2, change, current, replaces evt_1 “We use npm for this project”)" in text
     assert "- We use npm for this project (evt_1, decision, superseded by evt_2)" in text
     assert "- Finish the prototype next week (evt_3, plan, current, planned 2026-05-11–2026-05-17)" in text
-    assert "knowledge graph: project uses pnpm (since 2026-05-06)" in text
+    assert "knowledge graph: project uses pnpm & corepack (since 2026-05-06)" in text  # entities read back
     assert "earlier blocks of conversation: 1" in text
     assert "stale" not in text  # only this step's recall
     recall = read_recall(RECALL)
