@@ -15,9 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import model_env, summary_arguments
+from stratagate.app import App
 from stratagate.blocks.extractive import extractive_summary
 from stratagate.blocks.source import SourceMessage
 from stratagate.blocks.summarize import requeue_fallbacks
+from stratagate.config import Settings
+from stratagate.jobs.runner import PermanentJobError
 from stratagate.storage.db import Database
 from stratagate.text.cues import language
 from support.model_server import ScriptedModelServer, auto_tool_call, http_error, tool_call
@@ -126,6 +129,13 @@ def test_huge_block_is_fast_and_bounded():
 # --- zero-model mode over JSON-RPC ------------------------------------------------------------------------------------
 
 
+def test_zero_model_app_never_builds_a_model_gateway(tmp_path: Path):
+    app = App(Settings(db=tmp_path / "m.db", model_route="none", dense=False))
+    with pytest.raises(PermanentJobError, match="zero-model mode"):
+        app.gateway()  # a stage that still asks for the model fails at once instead of calling it
+    assert app._gateway is None and app.model_route() == "none:rules"
+
+
 class NoModelHost:
     """The fake DSH host: any host.llm.complete fails the test."""
 
@@ -215,6 +225,7 @@ def flaky(model_server: ScriptedModelServer) -> FlakyModel:
 
 
 def _job_notes(client: SidecarClient, kind: str, block: str, status: str) -> Callable[[], list[dict[str, Any]]]:
+    """The jobs.changed notes of one job in one status."""
     return lambda: [n["params"] for n in client.notifications if n["method"] == "jobs.changed"
                     and n["params"]["kind"] == kind and n["params"]["subject"] == block
                     and n["params"]["status"] == status]
@@ -252,7 +263,8 @@ async def test_failed_model_gives_fallback_views_then_a_restart_upgrades_them(
         upgraded = await _views(client, block)
         assert upgraded[0]["view"].startswith("Turns 1–2")  # the scripted model's title
         assert {lv: upgraded[lv]["view"] for lv in (3, 4, 5)} == {lv: fallback[lv]["view"] for lv in (3, 4, 5)}
-        # The block's extraction runs again on the model's views.
+        # The block's extraction runs again on the model's views (re-queued by the upgrade's commit; it was done in
+        # the first process, so this run is that re-queue's).
         await client.wait_for(_job_notes(client, "event_extraction", block, "done"))
         info = await client.call("system.info")
         assert info["counts"]["block_views"] == {"model": 1, "extractive": 0, "fallback": 0}

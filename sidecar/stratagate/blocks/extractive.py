@@ -38,14 +38,14 @@ SENTENCES_PER_MESSAGE = 60
 
 _GREETING = re.compile(r"^(?:hi|hello|hey|good (?:morning|afternoon|evening)|你好|您好|嗨|早上好|晚上好)\b\W*$", re.I)
 _TAG_PREFIX = re.compile(r"^\s*(?:\[[^\]\n]{0,40}\]\s*)+")  # "[e2e] …", "[run 7] …": a harness label, not a topic
-_MARKUP = re.compile(r"[`*_#>]+")
+_MARKUP = re.compile(r"`+|\*{1,3}(?=\S)|(?<=\S)\*{1,3}|^[#>]+\s*")
 _LEAD_EN = re.compile(
-    r"^(?:(?:ok(?:ay)?|so|hey|hi|well|alright|also|and|then|now|great|thanks)\b[,!.:]?\s+)*"
+    r"^(?:(?:ok(?:ay)?|so|hey|hi|well|alright|also|and|then|now|great|thanks|actually|btw|anyway)\b[,!.:]?\s+)*"
     r"(?:(?:please|pls|let'?s|can you|could you|would you|i want (?:you )?to|i'?d like (?:you )?to|we should|"
     r"we need to|you should)\s+)?(?:please\s+)?",
     re.IGNORECASE,
 )
-_LEAD_ZH = re.compile(r"^(?:(?:好的?|那么?|嗯|另外|还有|然后|请|麻烦你?|帮我|咱们)[，,、\s]*)+")
+_LEAD_ZH = re.compile(r"^(?:(?:好的?|那(?:么|就)?|嗯|另外|还有|然后|其实|请|麻烦你?|帮我|咱们)[，,、\s]*)+")
 _TRAILING = " \t.。!！?？;；,，:：…、~～"
 _TAG_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+#/-]*[A-Za-z0-9+#]|[A-Za-z]")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]{2,}")
@@ -55,7 +55,8 @@ GENERIC = frozenset(
     thank thanks hi hello good great done next week weeks month today tomorrow time work working now still much
     many well really actually maybe something anything one two new old first last see look try add fix change
     switch move please can could should yes okay instead back finish start same way help don't it's i'm i'll
-    we'll let's that's there's what's here's sounds right more less just very bit lot""".split()
+    we'll let's that's there's what's here's sounds right more less just very bit lot prefer prefers decided decide
+    plan plans planned though actually instead""".split()
 )
 
 
@@ -221,26 +222,30 @@ def _tool_names(messages: Sequence[SourceMessage]) -> list[str]:
 
 
 def _tags(said: list[SourceMessage], lang: Lang) -> list[str]:
-    """Salient terms: words said in user requests count double, technical-looking words (pnpm, node.js, v2) more."""
+    """Salient terms: the user's words first (once per message, so a repeated paste or canned reply cannot dominate),
+    technical-looking ones (node.js, api/user.test.ts, v2) counting double; the assistant's words fill up."""
     scores: Counter[str] = Counter()
+    by_user: set[str] = set()
     spelling: dict[str, str] = {}
     per = max(200, TAG_SCAN_CHARS // max(1, len(said)))
     for m in said:
         weight = 2 if m.role == "user" else 1
-        for word in _TAG_WORD.findall(_TAG_PREFIX.sub("", m.content[:per])):
+        for word in dict.fromkeys(_TAG_WORD.findall(_TAG_PREFIX.sub("", m.content[:per]))):
             low = word.lower()
             if len(low) < 2 or len(low) > 40 or low.isdigit() or low in STOPWORDS_EN or low in GENERIC:
                 continue
-            technical = any(not c.isalpha() for c in low) or (word.islower() and len(low) <= 6)
+            technical = any(not c.isalpha() for c in low)
             scores[low] += weight * (2 if technical else 1)
             spelling.setdefault(low, word)
+            if m.role == "user":
+                by_user.add(low)
     if lang == "zh":
         for term, n in _cjk_terms(said).items():
             scores[term] += 2 * n
             spelling.setdefault(term, term)
-    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-    strong = [t for t, s in ranked if s >= 3] or [t for t, _ in ranked]
-    return [spelling[t] for t in strong[:MAX_TAGS]]
+            by_user.add(term)
+    ranked = sorted(scores.items(), key=lambda kv: (kv[0] not in by_user, -kv[1], kv[0]))
+    return [spelling[t] for t, _ in ranked[:MAX_TAGS]]
 
 
 def _cjk_terms(said: list[SourceMessage]) -> Counter[str]:
