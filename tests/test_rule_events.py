@@ -72,6 +72,16 @@ CASES = [
         Want("decision", "We decided to use PostgreSQL."),
         Want("plan", "Ship the beta by 2026-05-20.", window=("2026-05-20", "2026-05-21")),
     ]),
+    Case("en instead of, moving off", [["We use webpack and Jenkins."], ["Let's go with Vite instead of webpack."],
+                                        ["We're moving off Jenkins to GitHub Actions."]], [
+        Want("fact", "We use webpack and Jenkins.", uses="webpack"),
+        Want("change", "Let's go with Vite instead of webpack.", supersedes=[0], uses="vite"),
+        Want("change", "We're moving off Jenkins to GitHub Actions.", uses="github actions"),
+    ]),
+    Case("en decided, going forward", [["We decided to use Yarn."], ["Going forward we'll use pnpm."]], [
+        Want("decision", "We decided to use Yarn.", uses="yarn"),
+        Want("change", "Going forward we'll use pnpm.", supersedes=[0], uses="pnpm"),
+    ]),
     Case("en questions and chatter are not events", [["Should we switch to pnpm?", "Thanks, looks good!"]], []),
     Case("en an assistant's words are evidence only", [["Hello."]], []),
     Case("zh npm → pnpm → plan", [["我们用 npm。"], ["改用 pnpm。"], ["下周完成原型。"]], [
@@ -98,6 +108,11 @@ CASES = [
         Want("preference", "我喜欢用 Tab 缩进。", scope="user"),
         Want("decision", "我们决定用 PostgreSQL。"),
         Want("plan", "计划 5月20日 发布测试版", window=("2026-05-20", "2026-05-21")),
+    ]),
+    Case("zh topic first, then 不用…改成", [["包管理器就用 npm"], ["不用 npm 了，改成 pnpm"], ["以后统一用 yarn"]], [
+        Want("decision", "包管理器就用 npm", uses="npm"),
+        Want("change", "不用 npm 了，改成 pnpm", supersedes=[0], uses="pnpm"),
+        Want("change", "以后统一用 yarn", supersedes=[1], uses="yarn"),
     ]),
     Case("zh questions are not events", [["要不要改用 pnpm？", "好的，谢谢"]], []),
 ]

@@ -26,7 +26,9 @@ ZH = "project:商店:fedcba9876543210"
 @pytest.fixture
 async def client(tmp_path: Path) -> AsyncIterator[SidecarClient]:
     c = await SidecarClient.start(
-        tmp_path / "memory.db", env={"STRATAGATE_MODEL_ROUTE": "none"}, args=["--block-turns", "1"]
+        # The dense channel is not part of the scenario (its embedding job would only slow the settling down).
+        tmp_path / "memory.db", env={"STRATAGATE_MODEL_ROUTE": "none", "STRATAGATE_DENSE": "off"},
+        args=["--block-turns", "1"],
     )
     yield c
     await c.close()
@@ -195,3 +197,19 @@ async def test_a_failing_model_falls_back_to_the_rules_and_a_restart_upgrades(
     routes, marks = rule_marks(db)
     assert marks == {("model", "model")}
     assert ("rules:events", "fallback") in routes and any(source == "model" for _, source in routes)
+
+
+async def test_a_change_within_one_block_supersedes_the_event_before_it(tmp_path: Path):
+    """npm and pnpm in the same block: the pnpm draft is admitted after the npm one, naming the event it became."""
+    c = await SidecarClient.start(
+        tmp_path / "memory.db", env={"STRATAGATE_MODEL_ROUTE": "none", "STRATAGATE_DENSE": "off"},
+        args=["--block-turns", "3"],
+    )
+    try:
+        await converse(c, EN, [("We use npm.", "Ok."), ("Hmm, replace npm with pnpm.", "Ok."), ("Thanks!", "Sure.")])
+        found = await events(c, EN)
+        npm, pnpm = found["We use npm."], found["Hmm, replace npm with pnpm."]
+        assert (npm["status"], npm["successor_id"], pnpm["status"]) == ("superseded", pnpm["id"], "active")
+        assert npm["block_id"] == pnpm["block_id"] and len(found) == 2
+    finally:
+        await c.close()

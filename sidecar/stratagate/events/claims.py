@@ -96,11 +96,15 @@ def with_lexicon(claim: Claim) -> Claim:
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*|\n+")  # CJK punctuation needs no space after it
 _PROJECT_SUBJECTS = re.compile(
     r"^(?:we|us|our team|the team|the project|this project|our project|the repo|this repo|our repo|"
-    r"the codebase|this codebase|our codebase|it|let's|let’s|lets|let us)$",
+    r"the codebase|this codebase|our codebase|it|let's|let’s|lets|let us|we've|we're|we'll|we'd)$",
     re.I,
 )
-_USER_SUBJECTS = re.compile(r"^(?:i|me|the user|user|my)$", re.I)
-_VERB_PREFIX = r"(?:(?:now|currently|also|still|will|should|must|shall|to|we'll|we will|let's|lets|please)\s+)*"
+_USER_SUBJECTS = re.compile(r"^(?:i|me|the user|user|my|i'm|i've|i'll|i'd)$", re.I)
+# Words between the subject and the verb: "we (have) decided to use X", "we're going to use X".
+_VERB_PREFIX = (
+    r"(?:(?:now|currently|also|still|will|should|must|shall|to|we'll|we will|let's|lets|please|decided|agreed|"
+    r"chose|want|plan|need|going|are|'re|have|'ve|finally|definitely)\s+)*"
+)
 _END = r"(?:\s+(?:for|instead|because|since|as|from now|going forward|from|in order|so that|which|that)\b.*)?$"
 _OBJ = r"(?P<obj>[\w.+#@/-]+(?:\s+[\w.+#@/-]+){0,3}?)"
 
@@ -109,7 +113,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "switch",
         re.compile(
             rf"^(?:(?P<subj>.+?)\s+)?{_VERB_PREFIX}(?:switch(?:es|ed|ing)?|mov(?:e|es|ed|ing)|migrat(?:e|es|ed|ing)|"
-            rf"chang(?:e|es|ed|ing)|went|go(?:es|ing)?)\s+(?:over\s+)?(?:from\s+(?P<old>[\w.+#@/-]+(?:\s+[\w.+#@/-]+)?)\s+)?"
+            rf"chang(?:e|es|ed|ing)|went|go(?:es|ing)?)\s+(?:over\s+)?(?:(?:from|off)\s+(?P<old>[\w.+#@/-]+(?:\s+[\w.+#@/-]+)?)\s+)?"
             rf"to\s+(?:using\s+)?{_OBJ}{_END}",
             re.I,
         ),
@@ -131,9 +135,19 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
+        "instead",
+        re.compile(
+            rf"^(?:(?P<subj>.+?)\s+)?{_VERB_PREFIX}(?:use|uses|using|go with|going with|went with|stick with|pick|"
+            rf"picked|choose|chose|adopt|adopted)\s+{_OBJ}\s+instead of\s+(?P<old>[\w.+#@/-]+(?:\s+[\w.+#@/-]+)?)"
+            rf"(?:\s+.*)?$",
+            re.I,
+        ),
+    ),
+    (
         "uses",
         re.compile(
             rf"^(?P<subj>.+?)?\s*{_VERB_PREFIX}(?:uses|use|is using|are using|using|rel(?:y|ies) on|adopt(?:s|ed)?|"
+            rf"go(?:ing)? with|went with|stick(?:ing)? with|settled on|standardi[sz]e on|"
             rf"(?:is|are) built (?:with|on)|runs on|run on)\s+{_OBJ}{_END}",
             re.I,
         ),
@@ -231,7 +245,8 @@ _ZH_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "uses",
         re.compile(
-            rf"^{_ZH_SUBJ}?(?:现在|目前|一直|都|还|也|决定|就|统一|确定)*(?:在)?(?:用|使用|采用|依赖)\s*(?P<obj>{_ZH_TOK})"
+            rf"^{_ZH_SUBJ}?[^不没别他她你，,]{{0,12}}?(?:现在|目前|一直|都|还|也|决定|就|统一|确定|以后|还是)*(?:在)?"
+            rf"(?<![不没别])(?:用|使用|采用|依赖)\s*(?P<obj>{_ZH_TOK})"
         ),
     ),
     (
@@ -273,7 +288,9 @@ def _read_zh(sentence: str) -> list[Claim]:
 
 
 _OPENER = re.compile(
-    r"^(?:actually|ok(?:ay)?|so|well|then|also|alright|right|yes|yeah|hmm+|oh|and|but)\b[,!]?\s+", re.I
+    r"^(?:(?:actually|ok(?:ay)?|so|well|then|also|alright|right|yes|yeah|hmm+|oh|and|but|going forward|from now on|"
+    r"from today|starting today)\b[,!]?\s+)+",
+    re.I,
 )
 _HAS_CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -298,14 +315,14 @@ def read_claims(text: str) -> list[Claim]:
             # ("we moved to Berlin" is not a tool change); other relations take any short name.
             obj = _object(
                 m.group("obj"),
-                known_only=kind in ("switch", "replace", "stop"),
+                known_only=kind in ("switch", "replace", "stop", "instead"),
                 max_words=3 if kind == "prefers" else 2,
                 loose=kind == "prefers",
             )
             if subject is None or obj is None:
                 break
             name, subject_kind = subject
-            if kind in ("switch", "replace"):
+            if kind in ("switch", "replace", "instead"):
                 old = m.groupdict().get("old")
                 if old and (old_name := _object(old, known_only=True)):
                     claims.append(

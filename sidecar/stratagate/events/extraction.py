@@ -232,7 +232,10 @@ class EventExtractor:
             if block["events_source"] is None:
                 await self._store_rules(job, block, messages, related, "fallback")
             raise
-        return await self._store(job, block, messages, related_ids, output, gateway.describe(), source="model")
+        follow_ups = await self._store(job, block, messages, related_ids, output, gateway.describe(), source="model")
+        # The model answers again: blocks whose extraction gave up while it was down get another try (the upgrade).
+        await requeue_fallbacks(self._db, job.max_attempts)
+        return follow_ups
 
     async def _store_rules(
         self, job: JobRow, block: Any, messages: list[SourceMessage], related: list[EventRow], source: str

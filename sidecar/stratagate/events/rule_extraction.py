@@ -62,7 +62,8 @@ class RuleProposal:
     conflicts_drafts: dict[int, list[int]] = field(default_factory=dict)
 
 
-_WORDS = re.compile(r"[A-Za-z0-9][\w+#-]*(?:\.[\w+#-]+)*")  # "pnpm." is pnpm, "node.js" stays whole
+# Latin words only ("改用pnpm管理" names pnpm): "pnpm." is pnpm, "node.js" stays whole.
+_WORDS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+#-]*(?:\.[A-Za-z0-9_+#-]+)*")
 
 
 def _tools(text: str) -> frozenset[str]:

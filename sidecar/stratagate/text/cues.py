@@ -82,7 +82,7 @@ _ROWS: list[dict[str, object]] = [
             r"(?:over\s+)?(?:from\s+\S+\s+)?to\b",
             r"\bmov(?:e|ed|es|ing)\s+(?:the|our|this)\s+(?:project|repo|codebase|build|tests|test suite|app|ci)\s+"
             r"(?:over\s+)?(?:from\s+\S+\s+)?to\b",
-            r"\breplac(?:e|ed|es|ing)\s+\S+(?:\s+\S+){0,3}\s+(?:with|by)\b",
+            r"\breplac(?:e|ed|es|ing)\s+\S+(?:\s+\S+){0,3}\s+(?:with|by)\b", r"\binstead of\b",
             r"\bfrom now on\b", r"\bgoing forward,?\s+(?:we|i)\b",
         ],
         "examples": ["Let's switch to pnpm.", "We moved from Jest to Vitest", "Replace webpack with Vite.",
@@ -186,11 +186,11 @@ _ROWS: list[dict[str, object]] = [
     # --- Chinese ---------------------------------------------------------------------------------------------
     {
         "id": "zh.change_switch", "lang": "zh", "type": "change",
-        "patterns": [r"改用|换成|换用|改成用|切换到|切换成|切到|迁移到|迁到|转用|替换为|替换成|代替|取代",
+        "patterns": [r"改用|换成|换用|改成|改为|切换到|切换成|切到|迁移到|迁到|转用|替换为|替换成|代替|取代",
                      r"用.{1,30}?替换",
-                     r"从现在起|从今以后|今后一律|以后(?:都|就|一律)(?:用|使用)"],
+                     r"从现在起|从今以后|今后|以后(?:都|就|一律|统一)?(?:用|使用|改用)"],
         "examples": ["改用 pnpm。", "我们把 npm 换成 pnpm", "测试框架切换到 Vitest", "从现在起周五部署。",
-                     "用 Vitest 替换 Jest"],
+                     "用 Vitest 替换 Jest", "不用 npm 了，改成 pnpm"],
         "counterexamples": ["我们用 npm。", "换个话题吧"],
     },
     {
@@ -248,8 +248,8 @@ _ROWS: list[dict[str, object]] = [
     },
     {
         "id": "zh.fact_uses", "lang": "zh", "type": "fact",
-        "patterns": [rf"{_ZH_WE}(?:现在|目前|一直|都|还|也)*(?:在)?(?:用|使用|依赖|基于|跑在)"],
-        "examples": ["我们用 npm。", "项目目前使用 PostgreSQL", "我们一直在用 GitHub Actions"],
+        "patterns": [rf"{_ZH_WE}(?:现在|目前|一直|都|还是|还|也|就)*(?:在)?(?:用|使用|依赖|基于|跑在)"],
+        "examples": ["我们用 npm。", "项目目前使用 PostgreSQL", "我们一直在用 GitHub Actions", "我们还是用 yarn 吧"],
         "counterexamples": ["用 npm 安装", "他们用 npm"],
     },
     {
