@@ -48,14 +48,13 @@ def _lock(db: Database) -> asyncio.Lock:
     return lock
 
 
-async def _requeue_fallbacks(db: Database, max_attempts: int) -> dict[str, int | None]:
+async def _requeue_fallbacks(db: Database, max_attempts: int) -> dict[str, int]:
     """The upgrade triggers of rule-written fallback output: blocks' views (``blocks.summarize``) and blocks' events
-    (``events.extraction``) get their model jobs again. None for a side whose package does not provide one."""
-    out: dict[str, int | None] = {}
-    for side, module in (("blocks", summarize), ("events", extraction)):
-        requeue = getattr(module, "requeue_fallbacks", None)
-        out[side] = None if requeue is None else int(await requeue(db, max_attempts))
-    return out
+    (``events.extraction``) get their model jobs again."""
+    return {
+        "blocks": int(await summarize.requeue_fallbacks(db, max_attempts)),
+        "events": int(await extraction.requeue_fallbacks(db, max_attempts)),
+    }
 
 
 async def dry_run(conn: aiosqlite.Connection, settings: Settings, trigger: str = "manual") -> dict[str, Any]:
