@@ -19,12 +19,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import stratagate.graph  # noqa: F401  (registers the graph's status hook)
+from conftest import model_env, turn
 from stratagate.events import forgotten, store, visibility
 from stratagate.events import queries as event_queries
 from stratagate.events.admit import Candidate, Options, admit
 from stratagate.storage.db import Database
 from stratagate.storage.lookup import ensure_namespace, ensure_session, set_namespace_user_tier
+from support.model_server import ScriptedModelServer
 from support.sidecar import REPO, RpcFailure, SidecarClient
+from test_events_extraction import Script, draft, user_msg
 
 TABS = "I prefer tabs over spaces for indentation."
 NPM = "This project uses npm for its packages."
@@ -208,6 +211,19 @@ async def test_forget_pin_and_restore_from_another_project_are_audited_at_home(
                                         "event.superseded"]
 
 
+async def test_erase_from_another_project_erases_it_at_home(offline: SidecarClient, tmp_path: Path):
+    a, b = await _namespaces(offline, tmp_path)
+    tabs = await _remember(offline, a, TABS, "user")
+    erased = await offline.tool(b, "s1", "memory_forget", {"id": tabs["id"], "erase": True})
+    assert erased["erased"] is True and erased["id"] == tabs["id"]
+    assert await _hits(offline, a, "tabs", status=["forgotten"]) == {}  # its words are gone from the index
+    card = await offline.tool(a, "s1", "memory_expand_event", {"id": tabs["id"]})
+    assert card["narrative"] == "[erased]" and card["status"] == "forgotten"
+    with pytest.raises(RpcFailure) as err:
+        await _remember(offline, b, TABS, "user")
+    assert err.value.code == -32602 and err.value.data == {"tombstone": tabs["id"], "erased": True}
+
+
 async def test_forgotten_user_tier_words_are_hidden_from_raw_search_elsewhere(offline: SidecarClient, tmp_path: Path):
     a, b = await _namespaces(offline, tmp_path)
     tabs = await _remember(offline, a, TABS, "user")
@@ -220,6 +236,34 @@ async def test_forgotten_user_tier_words_are_hidden_from_raw_search_elsewhere(of
     await offline.tool(a, "s1", "memory_forget", {"id": tabs["id"]})
     after = await offline.tool(b, "s1", "memory_search_raw", {"query": "tabs indentation"})
     assert TABS not in json.dumps(after)
+
+
+async def test_an_extracted_user_preference_crosses_and_a_restatement_merges(
+    tmp_path: Path, model_server: ScriptedModelServer
+):
+    script = Script()
+    model_server.default = script
+    client = await SidecarClient.start(tmp_path / "memory.db", env=model_env(model_server), args=["--block-turns", "1"])
+    try:
+        a, b = await _namespaces(client, tmp_path)
+        for i, ns in enumerate((a, b), start=1):
+            script.answers.append(lambda p: {"events": [draft(
+                "The user prefers tabs over spaces for indentation.", user_msg(p), title="Prefers tabs",
+                type="preference", scope="user", quotes=["I prefer tabs over spaces"])]})
+            res = await client.call("turn.capture", turn(i, namespace=ns, user="I prefer tabs over spaces, always."))
+            (block,) = res["sealed_block_ids"]
+            await client.wait_notification("jobs.changed", lambda p, blk=block: p["kind"] == "event_extraction"
+                                           and p["subject"] == blk and p["status"] == "done")
+            if ns == a:
+                # Extracted in A, found in B (which has captured nothing yet) with its tier.
+                (hit,) = (await _hits(client, b, "tabs indentation")).values()
+                assert hit["tier"] == "user" and hit["from_namespace"] == a and hit["title"] == "Prefers tabs"
+        # Extracted again in B: the same memory, with B's message added as a source (no second copy).
+        assert list(await _hits(client, b, "tabs indentation")) == [hit["id"]]
+        card = await client.tool(a, "s1", "memory_expand_event", {"id": hit["id"]})
+        assert len(card["sources"]) == 2 and card["origin"] == "extraction"
+    finally:
+        await client.close()
 
 
 async def _cli(*args: str) -> tuple[int, str, str]:
