@@ -115,10 +115,11 @@ async def test_same_file_twice_is_refused_unless_asked(sidecar: SidecarClient):
     text = Path(path).read_bytes().decode("utf-8")  # CR/LF kept: the same bytes
     err = await rpc_error(sidecar, "import.run", {"namespace": NS, "text": text})
     assert err.data == {"import_id": "imp_1"}
-    # Another namespace is another memory space for project-scope memories...
-    other = await sidecar.call("import.run", {"namespace": "other", "path": path, "scope": "project"})
+    # Another namespace is another memory space, once it opts out of the user tier...
+    await sidecar.call("namespace.settings.set", {"namespace": "other", "user_tier": False})
+    other = await sidecar.call("import.run", {"namespace": "other", "path": path})
     assert len(other["inserted"]) == len(first["inserted"]) == 7
-    # ...while user-scope ones (the default) are one user tier: the same items merge into the events already there.
+    # ...while in the user tier, user-scope items (the default) merge into the same events already there.
     shared = await sidecar.call("import.run", {"namespace": "third", "path": path})
     assert shared["inserted"] == [] and shared["merged"] == first["inserted"]
 
