@@ -266,6 +266,26 @@ async def test_an_extracted_user_preference_crosses_and_a_restatement_merges(
         await client.close()
 
 
+async def test_a_rule_extracted_preference_crosses_projects_without_a_model(tmp_path: Path):
+    # Needs the rule-based extraction of zero-model mode (events/rule_extraction.py); skipped before it exists.
+    pytest.importorskip("stratagate.events.rule_extraction")
+    client = await SidecarClient.start(tmp_path / "memory.db", env={
+        "STRATAGATE_MODEL_ROUTE": "none", "STRATAGATE_DENSE": "off"}, args=["--block-turns", "1"])
+    try:
+        a, b = await _namespaces(client, tmp_path)
+        res = await client.call("turn.capture", turn(1, namespace=a, user="I prefer tabs over spaces for indentation.",
+                                                     assistant="Noted."))
+        (block,) = res["sealed_block_ids"]
+        await client.wait_notification("jobs.changed", lambda p: p["kind"] == "event_extraction"
+                                       and p["subject"] == block and p["status"] == "done")
+        (hit,) = (await _hits(client, b, "tabs indentation")).values()
+        assert hit["tier"] == "user" and hit["from_namespace"] == a and hit["type"] == "preference"
+        recall = await _recall(client, b, "Indent this file with tabs or spaces?")
+        assert hit["id"] in recall["event_ids"] and "user tier, said in another namespace" in recall["text"]
+    finally:
+        await client.close()
+
+
 async def _cli(*args: str) -> tuple[int, str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATAGATE_")}
     env["PYTHONPATH"] = str(REPO / "sidecar")
