@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections import deque
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from conftest import model_env, turn
+from conftest import model_env, summary_arguments, turn
 from stratagate.tokens import count_tokens
-from support.model_server import ScriptedModelServer, delay, tool_call
+from support.model_server import ScriptedModelServer, auto_tool_call, delay, tool_call
 from support.sidecar import SidecarClient
 
 TOOLS_TURN = [
@@ -98,67 +101,100 @@ async def test_blocks_become_ready_after_the_model_answers(sidecar: SidecarClien
     assert "Turns 1–6" not in dumped and "The scripted model summarised" not in dumped and "messages" not in l3
 
 
-async def test_malformed_model_answer_leaves_block_pending_then_retried(tmp_path: Path,
-                                                                        model_server: ScriptedModelServer):
-    # Two bad answers exhaust the gateway's one correction retry: the attempt fails and the job backs off.
-    # The next attempt is held at a gate so the pending state can be observed without racing it.
+def by_tool(summary: Callable[[dict], Any]) -> Callable[[dict], Any]:
+    """Summary requests answered by ``summary(body)``; the extraction that a fallback block queues gets no events."""
+
+    def decide(body: dict) -> Any:
+        if body["tool_choice"]["function"]["name"] == "stratagate_extract_events":
+            return tool_call("stratagate_extract_events", {"events": []})
+        return summary(body)
+
+    return decide
+
+
+async def test_malformed_model_answer_gives_fallback_views_then_retried(tmp_path: Path,
+                                                                       model_server: ScriptedModelServer):
+    # Two bad answers exhaust the gateway's one correction retry: the attempt fails, the rules write the block's
+    # views at once (marked fallback) and the job backs off. The next attempt is held at a gate so the fallback state
+    # can be observed without racing it; its answer then replaces the fallback views (issue 12: behaviour changed,
+    # the block no longer stays pending while the model fails).
     hold = threading.Event()
-    model_server.push(tool_call("stratagate_summarize_block", '{"title": "x", "summary": '),
-                      tool_call("stratagate_summarize_block", {"title": "only a title"}),
-                      delay(60, until=hold))
+    answers = deque([tool_call("stratagate_summarize_block", '{"title": "x", "summary": '),
+                     tool_call("stratagate_summarize_block", {"title": "only a title"}),
+                     delay(60, until=hold)])
+    good = auto_tool_call(summary_arguments)
+    held = threading.Event()  # the held attempt has started
+
+    def summary(body: dict) -> Any:
+        if not answers:
+            return good(body)
+        answer = answers.popleft()
+        if not answers:
+            held.set()
+        return answer
+
+    model_server.default = by_tool(summary)
     client = await SidecarClient.start(tmp_path / "m.db", env=model_env(model_server), args=["--block-turns", "2"])
     try:
         with model_server.gate(hold):
             await client.call("turn.capture", turn(1))
             res = await client.call("turn.capture", turn(2))
             (block_id,) = res["sealed_block_ids"]
-            failed = await client.wait_notification("jobs.changed", lambda p: p["status"] == "queued")
+            failed = await client.wait_notification("jobs.changed", lambda p: p["status"] == "queued"
+                                                    and p["kind"] == "block_summary")
             assert "not a valid stratagate_summarize_block call" in failed["error"]
             assert failed["attempts"] == 1
-            await asyncio.to_thread(model_server.wait_for_requests, 3, 30)
+            assert await asyncio.to_thread(held.wait, 30)
             mid = await client.tool("proj", "s1", "memory_expand_block", {"id": block_id, "level": 1})
-            assert mid["status"] == "pending" and mid["level"] == 3  # L1 not written: L3 is shown
-            assert "User message number 1" in mid["view"]
+            assert mid["status"] == "ready" and mid["level"] == 1  # the rules' L1 while the model is out
+            assert "User message number 1 about topic1" in mid["view"]
+            info = await client.call("system.info")
+            assert info["counts"]["block_views"] == {"model": 0, "extractive": 0, "fallback": 1}
             hold.set()
-        await client.wait_notification("jobs.changed", lambda p: p["status"] == "done")
+        await client.wait_notification("jobs.changed", lambda p: p["status"] == "done"
+                                       and p["kind"] == "block_summary")
         listing = await client.tool("proj", "s1", "memory_get_blocks")
         assert listing["blocks"][0]["status"] == "ready"
+        l0 = await client.tool("proj", "s1", "memory_expand_block", {"id": block_id, "level": 0})
+        assert l0["view"].startswith("Turns 1–2")  # the model's title replaced the fallback one
         jobs = await client.call("jobs.list", {"namespace": "proj"})
-        assert jobs["jobs"][0]["attempts"] == 2 and jobs["jobs"][0]["status"] == "done"
+        (job,) = [j for j in jobs["jobs"] if j["kind"] == "block_summary"]
+        assert job["attempts"] == 2 and job["status"] == "done"
+        info = await client.call("system.info")
+        assert info["counts"]["block_views"] == {"model": 1, "extractive": 0, "fallback": 0}
     finally:
         await client.close()
 
 
-async def test_malformed_answers_keep_block_pending_until_failed_and_visible(tmp_path: Path,
-                                                                             model_server: ScriptedModelServer):
-    model_server.default = lambda body: tool_call("stratagate_summarize_block", "not json at all")
+async def test_malformed_answers_keep_fallback_views_until_failed_and_visible(tmp_path: Path,
+                                                                              model_server: ScriptedModelServer):
+    # Issue 12 changed this: the failed block is ready with rule-written (fallback) views instead of pending.
+    model_server.default = by_tool(lambda body: tool_call("stratagate_summarize_block", "not json at all"))
     env = model_env(model_server, STRATAGATE_JOB_MAX_ATTEMPTS="2")
     client = await SidecarClient.start(tmp_path / "m.db", env=env, args=["--block-turns", "1"])
     try:
         res = await client.call("turn.capture", turn(1))
         (block_id,) = res["sealed_block_ids"]
         failed = await client.wait_notification("jobs.changed", lambda p: p["status"] == "failed")
-        assert failed["attempts"] == 2
+        assert failed["attempts"] == 2 and failed["kind"] == "block_summary"
         listing = await client.tool("proj", "s1", "memory_get_blocks")
-        assert listing["blocks"][0]["status"] == "pending"
-        assert listing["blocks"][0]["level"] == 5  # pending blocks never decay
+        assert listing["blocks"][0]["status"] == "ready"
         job = (await client.call("jobs.list", {"status": "failed"}))["jobs"][0]
         assert job["subject"] == block_id and "not a valid" in job["last_error"]
         info = await client.call("system.info")
         assert info["counts"]["jobs"]["failed"] == 1 and info["last_job_error"].startswith(job["id"])
+        assert info["counts"]["block_views"]["fallback"] == 1
         # The source is intact whatever the model did.
         l5 = await client.tool("proj", "s1", "memory_expand_block", {"id": block_id, "level": 5})
         assert l5["messages"][0]["content"] == turn(1)["user"]
-        # A manual retry with a working model makes it ready.
-        from conftest import summary_arguments
-        from support.model_server import auto_tool_call
-
-        model_server.default = auto_tool_call(summary_arguments)
+        # A manual retry with a working model upgrades the views.
+        model_server.default = by_tool(auto_tool_call(summary_arguments))
         retried = await client.call("jobs.retry", {"id": job["id"]})
         assert retried["retried"] == [job["id"]]
-        await client.wait_notification("jobs.changed", lambda p: p["status"] == "done")
-        listing = await client.tool("proj", "s1", "memory_get_blocks")
-        assert listing["blocks"][0]["status"] == "ready"
+        await client.wait_notification("jobs.changed", lambda p: p["status"] == "done"
+                                       and p["kind"] == "block_summary")
+        info = await client.call("system.info")
+        assert info["counts"]["block_views"] == {"model": 1, "extractive": 0, "fallback": 0}
     finally:
         await client.close()
 

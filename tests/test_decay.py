@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -87,8 +88,14 @@ async def test_other_sessions_blocks_are_readable_but_not_reanchored(tmp_path: P
 
 
 async def test_pending_block_asked_for_model_levels_shows_l3_with_a_note(tmp_path: Path):
-    # No model route answers (no host handler): the block stays pending.
-    client = await SidecarClient.start(tmp_path / "m.db", args=["--block-turns", "1"])
+    # The host's model never answers: the block stays pending (a failed answer would give it fallback views).
+    never = asyncio.Event()
+
+    async def host(method: str, params: dict) -> dict:
+        await never.wait()
+        return {}
+
+    client = await SidecarClient.start(tmp_path / "m.db", args=["--block-turns", "1"], host_handler=host)
     try:
         (block_id,) = (await client.call("turn.capture", turn(1)))["sealed_block_ids"]
         res = await client.tool("proj", "s1", "memory_expand_block", {"id": block_id, "level": "L1"})

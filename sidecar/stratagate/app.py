@@ -15,7 +15,7 @@ from stratagate import __version__
 from stratagate.config import Settings
 from stratagate.jobs import pipeline
 from stratagate.jobs.queue import latest_failure
-from stratagate.jobs.runner import JobRunner
+from stratagate.jobs.runner import JobRunner, PermanentJobError
 from stratagate.safety import secrets
 from stratagate.search import dense
 from stratagate.search.vectors import DenseIndex
@@ -102,6 +102,9 @@ class App:
         self.runner = build_runner(self.db, settings, deps, notify=self._notify)
 
     def gateway(self) -> ModelGateway:
+        if self.settings.zero_model:
+            # Zero-model mode makes no model call at all: a stage that still asks for the model fails at once.
+            raise PermanentJobError("zero-model mode (STRATAGATE_MODEL_ROUTE=none): no model route is used")
         if self._gateway is None:
             # Imported on first use: the openai package alone costs ~0.9 s of cold start.
             from stratagate.model.gateway import build_gateway
@@ -131,6 +134,8 @@ class App:
         await self.db.close()
 
     def model_route(self) -> str:
+        if self.settings.zero_model:
+            return "none:rules"
         if self.settings.model_base_url:
             return f"openai:{self.settings.model_base_url} model={self.settings.model}"
         return "host:host.llm.complete"
@@ -142,6 +147,12 @@ class App:
             counts[table] = int(await db.scalar(f"SELECT COUNT(*) FROM {table}") or 0)
         blocks = await db.fetchall("SELECT status, COUNT(*) AS n FROM blocks GROUP BY status")
         counts["blocks"] = {"pending": 0, "ready": 0} | {r["status"]: r["n"] for r in blocks}
+        views = await db.fetchall(
+            "SELECT summary_source, COUNT(*) AS n FROM blocks WHERE status = 'ready' GROUP BY summary_source"
+        )
+        counts["block_views"] = {"model": 0, "extractive": 0, "fallback": 0} | {
+            r["summary_source"]: r["n"] for r in views if r["summary_source"]
+        }
         events = await db.fetchall("SELECT status, COUNT(*) AS n FROM events GROUP BY status")
         counts["events"] = {s: 0 for s in ("active", "superseded", "disputed", "forgotten", "archived")} | {
             r["status"]: r["n"] for r in events
@@ -164,6 +175,7 @@ class App:
             "uptime_s": round(time.monotonic() - self.started, 3),
             "block_turns": self.settings.block_turns,
             "block_decay_lambda": self.settings.block_decay_lambda,
+            "model_mode": self.settings.model_route,
             "model_route": self.model_route(),
             "counts": counts,
             "last_job_error": await latest_failure(db) or self.runner.last_error,

@@ -15,6 +15,7 @@ Contracts of the named functions:
   runner's transaction; default ``jobs.queue.enqueue``. Embedding uses it to coalesce requests per namespace.
 - ``recover`` (optional): ``async (db, max_attempts) -> int`` re-derives follow-ups lost between the handler's commit
   and the runner's follow-up transaction (a crash or a full disk in between); idempotent, run at every start.
+  ``block_summary``'s re-queues the jobs of blocks still on fallback views instead (``recovers`` says which).
 
 Attempts and backoff come from Settings (``STRATAGATE_JOB_MAX_ATTEMPTS``, ``_JOB_BACKOFF_BASE``, ``_JOB_BACKOFF_CAP``)
 for every stage: the runner applies the running process's limit at each claim.
@@ -52,6 +53,7 @@ class Stage(BaseModel):
     queued_by: tuple[str, ...] = ()  # writes outside the pipeline that queue this stage (in their transaction)
     queue: str | None = None
     recover: str | None = None
+    recovers: str = "re-derived at start if lost between a handler's commit and its queuing"  # for the diagram
 
     def max_attempts(self, settings: Settings) -> int:
         return settings.job_max_attempts
@@ -68,6 +70,8 @@ STAGES: tuple[Stage, ...] = (
         handler="stratagate.blocks.summarize:job_handler",
         follow_ups=(EVENT_EXTRACTION,),
         queued_by=("turn.capture (a sealed block)", "memory_erase / memory_forget erase=true (a rebuilt block)"),
+        recover="stratagate.blocks.summarize:requeue_fallbacks",
+        recovers="re-queued at start (and after a model success) while its block has fallback views: the upgrade",
     ),
     Stage(
         kind=EVENT_EXTRACTION,
@@ -146,7 +150,7 @@ def diagram() -> str:
         for kind in stage.follow_ups:
             lines.append(f"  ──► {kind}  (a follow-up its handler returns)")
         if stage.recover:
-            lines.append("  ↺   re-derived at start if lost between a handler's commit and its queuing")
+            lines.append(f"  ↺   {stage.recovers}")
     return "\n".join(lines)
 
 

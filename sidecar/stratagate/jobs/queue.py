@@ -104,6 +104,29 @@ async def enqueue(
     return job_id
 
 
+async def requeue(
+    conn: aiosqlite.Connection, namespace_id: int, kind: str, subject_id: int, max_attempts: int = DEFAULT_MAX_ATTEMPTS
+) -> bool:
+    """Run a subject's job again, inside the caller's transaction: a finished (done or failed) or waiting row goes
+    back to 'queued' with a fresh attempt budget, due now; a missing one is enqueued. A running job is left alone
+    (False): it is live work of a runner. Used when a job's input changed (a block's views were upgraded)."""
+    cur = await conn.execute(
+        "UPDATE jobs SET status = 'queued', attempts = 0, max_attempts = ?, next_run_at = ?, last_error = NULL,"
+        " updated_at = ? WHERE kind = ? AND subject_id = ? AND status IN ('done', 'failed', 'queued')",
+        (max_attempts, time.time(), now_iso(), kind, subject_id),
+    )
+    if cur.rowcount:
+        on_commit(conn, JOBS_QUEUED)
+        return True
+    running = await (
+        await conn.execute("SELECT 1 FROM jobs WHERE kind = ? AND subject_id = ?", (kind, subject_id))
+    ).fetchone()
+    if running:
+        return False
+    await enqueue(conn, namespace_id, kind, subject_id, max_attempts)
+    return True
+
+
 async def enqueue_missing(db: Database, kind: str, subjects_sql: str, max_attempts: int) -> int:
     """Queue a ``kind`` job for every subject ``subjects_sql`` selects (rows ``(id, namespace_id)``) that has none.
 

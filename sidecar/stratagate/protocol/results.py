@@ -25,6 +25,7 @@ class InfoCounts(Result):
     turns: int
     messages: int
     blocks: dict[str, int]
+    block_views: dict[str, int]  # ready blocks by who wrote their L0–L2: model, extractive, fallback
     events: dict[str, int]
     graph_nodes: int
     graph_facts: dict[str, int]
@@ -55,6 +56,7 @@ class InfoResult(Result):
     uptime_s: Number
     block_turns: int
     block_decay_lambda: Number
+    model_mode: Literal["auto", "none"]
     model_route: str
     counts: InfoCounts
     last_job_error: str | None
