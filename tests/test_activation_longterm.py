@@ -57,8 +57,10 @@ async def test_pnpm_is_current_and_npm_never_is(client: SidecarClient):
     out = await render(client, "which package manager should I run the install with?")
     text = out["text"]
     assert out["event_ids"] == [pnpm["id"]]  # the superseded npm event is not recalled at all
-    assert "current" in entry_of(text, pnpm["id"])
-    assert "shop uses pnpm" in text and "uses npm" not in text
+    # The current event names what it replaced (issue 12: the superseded/current pair is visible); the old
+    # wording appears only in that label, never as a statement of its own.
+    assert f'current · replaces {npm["id"]} · "The project uses npm"' in entry_of(text, pnpm["id"])
+    assert "shop uses pnpm" in text and text.count("uses npm") == 1
     assert out["node_ids"] and len(out["node_ids"]) <= 4
     assert out["longterm_tokens"] <= 900 and out["tokens"] == count_tokens(text)
 

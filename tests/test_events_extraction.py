@@ -211,7 +211,7 @@ async def test_drafts_failing_code_checks_are_dropped(client: SidecarClient, scr
     assert len(summary["after"]["inserted"]) == 1
 
 
-async def test_malformed_output_fails_the_attempt_and_writes_nothing(tmp_path: Path, script: Script,
+async def test_malformed_output_fails_the_attempt_and_admits_the_rule_fallback_once(tmp_path: Path, script: Script,
                                                                       model_server: ScriptedModelServer):
     hold = threading.Event()
     script.answers.extend([
@@ -228,7 +228,9 @@ async def test_malformed_output_fails_the_attempt_and_writes_nothing(tmp_path: P
             block = await capture(client, 1, "We use npm for this repository.")
             failed = await job_note(client, block, "queued")
             assert failed["attempts"] == 1 and f"not a valid {EXTRACT} call" in failed["error"]
-            assert await events(client, include_inactive=True) == []
+            # The failed attempt committed the rule proposer's events as the block's fallback (issue 12).
+            fallback = await events(client, include_inactive=True)
+            assert [h["summary"] for h in fallback] == ["We use npm for this repository."]
             jobs = (await client.call("jobs.list", {"namespace": NS}))["jobs"]
             extraction = next(j for j in jobs if j["kind"] == "event_extraction")
             assert extraction["subject"] == block and extraction["last_error"]
@@ -239,7 +241,14 @@ async def test_malformed_output_fails_the_attempt_and_writes_nothing(tmp_path: P
             hold.set()
         done = await job_note(client, block)
         assert done["attempts"] == 2
-        assert await events(client, include_inactive=True) == []
+        # The model answered (nothing durable): the fallback events stay, the rules did not run a second time.
+        again = await events(client, include_inactive=True)
+        assert [(h["id"], h["summary"], h["status"]) for h in again] == [
+            (h["id"], h["summary"], h["status"]) for h in fallback
+        ]
+        runs = [e["after"] for e in await audit_entries(tmp_path) if e["action"] == "block.events_extracted"]
+        assert [(r["source"], r["route"]) for r in runs] == [("fallback", "rules:events"), ("model", runs[1]["route"])]
+        assert runs[1]["route"] != "rules:events"
     finally:
         await client.close()
 

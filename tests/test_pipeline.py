@@ -350,3 +350,42 @@ async def test_a_follow_up_lost_before_it_was_queued_is_re_derived_at_start(
         assert await db.scalar("SELECT state FROM graph_projection WHERE event_id = ?", (event.id,)) == "done"
     finally:
         await db.close()
+
+
+async def test_a_namespace_extracts_its_blocks_in_order(tmp_path):
+    """A block's extraction is not claimed while an earlier block of its namespace has its summary or extraction
+    queued or running and no events admitted yet; a later block of another namespace, or one after an earlier block
+    whose (fallback) events are in, is claimed at once. Nothing is claimed twice and nothing waits on a later block."""
+    from stratagate.jobs.queue import claim_due, enqueue, next_due_at
+    from stratagate.storage.db import Database
+
+    db = Database(tmp_path / "m.db")
+    await db.open()
+    try:
+        async with db.transaction() as conn:
+            for ns in (1, 2):
+                await conn.execute("INSERT INTO namespaces(id, name, created_at) VALUES (?, ?, '2026-01-01')",
+                                   (ns, f"ns{ns}"))
+                await conn.execute("INSERT INTO sessions(id, namespace_id, key, created_at) VALUES (?, ?, 's', "
+                                   "'2026-01-01')", (ns, ns))
+            for block, ns, seq in ((1, 1, 1), (2, 1, 2), (3, 2, 1), (4, 1, 3)):
+                await conn.execute(
+                    "INSERT INTO blocks(id, namespace_id, session_id, seq, first_turn, last_turn, status, sealed_at,"
+                    " l5_tokens, l4, l4_tokens, l3, l3_tokens, anchor_pos) VALUES (?, ?, ?, ?, 1, 1, 'ready',"
+                    " '2026-01-01', 1, 'x', 1, 'x', 1, 0)", (block, ns, ns, seq))
+            await enqueue(conn, 1, BLOCK_SUMMARY, 1)  # block 1 still being summarised
+            for block, ns in ((2, 1), (3, 2), (4, 1)):
+                await enqueue(conn, ns, EVENT_EXTRACTION, block)
+        first = await claim_due(db, 10)
+        # Block 1's summary and the other namespace's block 3; blocks 2 and 4 wait for block 1.
+        assert sorted((j.kind, j.subject_id) for j in first) == [(BLOCK_SUMMARY, 1), (EVENT_EXTRACTION, 3)]
+        assert await next_due_at(db) is None  # the held-back jobs are not due: the runner does not spin on them
+        async with db.transaction() as conn:  # block 1's events are in (rules, or a fallback), its job still retries
+            await conn.execute("UPDATE blocks SET events_source = 'fallback' WHERE id = 1")
+        second = await claim_due(db, 10)
+        assert [(j.kind, j.subject_id) for j in second] == [(EVENT_EXTRACTION, 2)]  # block 4 waits for block 2
+        async with db.transaction() as conn:
+            await conn.execute("UPDATE jobs SET status = 'done' WHERE kind = ? AND subject_id = 2", (EVENT_EXTRACTION,))
+        assert [(j.kind, j.subject_id) for j in await claim_due(db, 10)] == [(EVENT_EXTRACTION, 4)]
+    finally:
+        await db.close()

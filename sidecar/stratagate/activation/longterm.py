@@ -7,7 +7,9 @@ Rules (each one tested):
   at most half of the 4 slots (safety and identity first); relevant events fill the rest. All within 900 tokens.
 - Nothing stale poses as current: a superseded event only appears when pinned, labelled with its status and
   successor, and the successor comes with it; forgotten and archived events never appear; disputed ones are
-  labelled. Supersession overrides pins.
+  labelled. Supersession overrides pins. A current event that replaced another names it in its heading
+  (``current · replaces evt_3 · "We use npm"``), so the superseded/current pair is visible without the old one's
+  slot; the label is dropped only when the entry would not fit the budget otherwise.
 - Events created during the session's open (unsealed) turns are skipped: the host still shows those turns.
 - Reading never writes: activation does not reinforce anything (only use receipts do).
 - Output depends only on stored state and the query, so identical inputs give byte-identical text.
@@ -41,6 +43,7 @@ CONTEXT_TURNS = 2
 CANDIDATES = 12
 FACTS_PER_NODE = 6
 SUMMARY_CHARS = 320
+REPLACED_TITLE_CHARS = 60
 CURRENT = ["active", "disputed"]
 _CRITICAL_FIRST = {"safety": 0, "identity": 1, "preference": 2, "routine": 3}
 
@@ -135,7 +138,20 @@ def _day(stamp: str | None) -> str | None:
     return stamp[:10] if stamp else None
 
 
-def _event_heading(ev: EventRow, successor: EventRow | None, viewer: Viewer) -> str:
+def _replaced_label(replaced: list[EventRow]) -> list[Any]:
+    """Heading fields naming the newest event this one superseded: 'replaces evt_3', '"We use npm"' (quoted as a
+    stored name, so its words never read as labels), and how many were replaced before it."""
+    if not replaced:
+        return []
+    last = replaced[-1]
+    title = last.title if len(last.title) <= REPLACED_TITLE_CHARS else last.title[: REPLACED_TITLE_CHARS - 1] + "…"
+    more = f"+{len(replaced) - 1} earlier" if len(replaced) > 1 else None
+    return [f"replaces {last.public_id}", Named(title), more]
+
+
+def _event_heading(
+    ev: EventRow, successor: EventRow | None, viewer: Viewer, replaced: list[EventRow] | None = None
+) -> str:
     parts: list[Any] = [ev.public_id, ev.type]
     if ev.scope == "user":
         # The user tier: said in any project of this DSH home, recalled in every one that shares it.
@@ -148,8 +164,10 @@ def _event_heading(ev: EventRow, successor: EventRow | None, viewer: Viewer) -> 
         parts.append(f"SUPERSEDED by {by}: history, not current")
     elif ev.status == "disputed":
         parts.append("DISPUTED: conflicting evidence, not settled")
+        parts.extend(_replaced_label(replaced or []))
     else:
         parts.append("current")
+        parts.extend(_replaced_label(replaced or []))
     if ev.pinned:
         parts.append("pinned")
     if ev.criticality in ("safety", "identity"):
@@ -239,9 +257,16 @@ async def render_longterm(
     title = "Long-term memory relevant to this step (events):"
     used = count(title)
     entries: list[str] = []
+    shown_ids = {ev.id for ev, _ in chosen}
     for ev, successor in chosen:
-        for short in (False, True):
-            entry = _event_heading(ev, successor, viewer) + "\n" + quote(_event_body(ev, short))
+        # What it replaced, unless that is shown here anyway (a pinned superseded event, labelled with its successor).
+        replaced = [
+            old for old in await events.predecessors(conn, ev)
+            if old.status == "superseded" and old.visible_to(viewer) and old.id not in shown_ids
+        ]
+        for short, label in ((False, True), (True, True), (True, False)):
+            entry = (_event_heading(ev, successor, viewer, replaced if label else None) + "\n"
+                     + quote(_event_body(ev, short)))
             cost = count(entry) + 1
             if used + cost <= budget:
                 entries.append(entry)

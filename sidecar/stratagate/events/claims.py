@@ -93,14 +93,18 @@ def with_lexicon(claim: Claim) -> Claim:
 
 # --- the rule-based reader ----------------------------------------------------------------------------------------
 
-_SENTENCES = re.compile(r"(?<=[.!?;。！？；])\s+|\n+")
+_SENTENCES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*|\n+")  # CJK punctuation needs no space after it
 _PROJECT_SUBJECTS = re.compile(
     r"^(?:we|us|our team|the team|the project|this project|our project|the repo|this repo|our repo|"
-    r"the codebase|this codebase|our codebase|it)$",
+    r"the codebase|this codebase|our codebase|it|let's|let’s|lets|let us|we've|we're|we'll|we'd)$",
     re.I,
 )
-_USER_SUBJECTS = re.compile(r"^(?:i|me|the user|user|my)$", re.I)
-_VERB_PREFIX = r"(?:(?:now|currently|also|still|will|should|must|shall|to|we'll|we will|let's|lets|please)\s+)*"
+_USER_SUBJECTS = re.compile(r"^(?:i|me|the user|user|my|i'm|i've|i'll|i'd)$", re.I)
+# Words between the subject and the verb: "we (have) decided to use X", "we're going to use X".
+_VERB_PREFIX = (
+    r"(?:(?:now|currently|also|still|will|should|must|shall|to|we'll|we will|let's|lets|please|decided|agreed|"
+    r"chose|want|plan|need|going|are|'re|have|'ve|finally|definitely)\s+)*"
+)
 _END = r"(?:\s+(?:for|instead|because|since|as|from now|going forward|from|in order|so that|which|that)\b.*)?$"
 _OBJ = r"(?P<obj>[\w.+#@/-]+(?:\s+[\w.+#@/-]+){0,3}?)"
 
@@ -109,7 +113,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "switch",
         re.compile(
             rf"^(?:(?P<subj>.+?)\s+)?{_VERB_PREFIX}(?:switch(?:es|ed|ing)?|mov(?:e|es|ed|ing)|migrat(?:e|es|ed|ing)|"
-            rf"chang(?:e|es|ed|ing)|went|go(?:es|ing)?)\s+(?:over\s+)?(?:from\s+(?P<old>[\w.+#@/-]+(?:\s+[\w.+#@/-]+)?)\s+)?"
+            rf"chang(?:e|es|ed|ing)|went|go(?:es|ing)?)\s+(?:over\s+)?(?:(?:from|off)\s+(?P<old>[\w.+#@/-]+(?:\s+[\w.+#@/-]+)?)\s+)?"
             rf"to\s+(?:using\s+)?{_OBJ}{_END}",
             re.I,
         ),
@@ -131,9 +135,19 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
+        "instead",
+        re.compile(
+            rf"^(?:(?P<subj>.+?)\s+)?{_VERB_PREFIX}(?:use|uses|using|go with|going with|went with|stick with|pick|"
+            rf"picked|choose|chose|adopt|adopted)\s+{_OBJ}\s+instead of\s+(?P<old>[\w.+#@/-]+(?:\s+[\w.+#@/-]+)?)"
+            rf"(?:\s+.*)?$",
+            re.I,
+        ),
+    ),
+    (
         "uses",
         re.compile(
             rf"^(?P<subj>.+?)?\s*{_VERB_PREFIX}(?:uses|use|is using|are using|using|rel(?:y|ies) on|adopt(?:s|ed)?|"
+            rf"go(?:ing)? with|went with|stick(?:ing)? with|settled on|standardi[sz]e on|"
             rf"(?:is|are) built (?:with|on)|runs on|run on)\s+{_OBJ}{_END}",
             re.I,
         ),
@@ -211,13 +225,87 @@ def _object(raw: str, *, known_only: bool, max_words: int = 2, loose: bool = Fal
     return text
 
 
+# Chinese shapes. Tool names in Chinese text are Latin tokens ("改用 pnpm", "改用pnpm管理依赖"): the object is the
+# Latin run only, so the Chinese words around it never become part of a name.
+_ZH_TOK = r"[A-Za-z0-9][A-Za-z0-9.+#@/_-]*(?:\s[A-Z][A-Za-z0-9.+#@/_-]*)?"
+_ZH_SUBJ = r"(?P<subj>我们|咱们|团队|项目|这个项目|本项目|我们项目|我(?!们))"
+_ZH_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "stop",
+        re.compile(rf"(?:不再|别再|停止)(?:用|使用|依赖)\s*(?P<obj>{_ZH_TOK})|(?:停用|弃用)\s*(?P<obj2>{_ZH_TOK})"),
+    ),
+    ("replace", re.compile(rf"用\s*(?P<obj>{_ZH_TOK})\s*(?:替换|代替|取代)(?:掉)?\s*(?P<old>{_ZH_TOK})")),
+    (
+        "switch",
+        re.compile(
+            rf"^(?:{_ZH_SUBJ})?.*?(?:(?:把|从)\s*(?P<old>{_ZH_TOK})\s*)?"
+            rf"(?:改用|换成|换用|改成|切换到|切换成|切到|迁移到|迁到|转用|替换为|替换成)\s*(?P<obj>{_ZH_TOK})"
+        ),
+    ),
+    (
+        "uses",
+        re.compile(
+            rf"^{_ZH_SUBJ}?[^不没别他她你，,]{{0,12}}?(?:现在|目前|一直|都|还|也|决定|就|统一|确定|以后|还是)*(?:在)?"
+            rf"(?<![不没别])(?:用|使用|采用|依赖)\s*(?P<obj>{_ZH_TOK})"
+        ),
+    ),
+    (
+        "prefers",
+        re.compile(
+            rf"^(?P<subj>我(?!们))(?:更|比较|很|最|非常|一直|通常)?(?:喜欢|偏好|偏爱|倾向于?)(?:用|使用)?\s*(?P<obj>{_ZH_TOK})"
+        ),
+    ),
+]
+_ZH_USER = "我"
+
+
+def _read_zh(sentence: str) -> list[Claim]:
+    """The Chinese shapes of one sentence: a subject of 我们/项目 (or none) is the project, 我 the user."""
+    for kind, pattern in _ZH_PATTERNS:
+        m = pattern.search(sentence)
+        if m is None:
+            continue
+        groups = m.groupdict()
+        raw = groups.get("obj") or groups.get("obj2") or ""
+        obj = _object(raw, known_only=kind in ("switch", "replace", "stop"), max_words=2, loose=kind == "prefers")
+        if obj is None:
+            return []
+        name, subject_kind = (USER, "person") if groups.get("subj") == _ZH_USER else (PROJECT, "project")
+        out: list[Claim] = []
+        if kind in ("switch", "replace"):
+            old = groups.get("old")
+            if old and (old_name := _object(old, known_only=True)) and old_name != obj:
+                out.append(
+                    Claim(subject=name, subject_kind=subject_kind, predicate="uses", object=old_name, ended=True)
+                )
+            out.append(Claim(subject=name, subject_kind=subject_kind, predicate="uses", object=obj))
+        elif kind == "stop":
+            out.append(Claim(subject=name, subject_kind=subject_kind, predicate="uses", object=obj, ended=True))
+        else:
+            out.append(Claim(subject=name, subject_kind=subject_kind, predicate=kind, object=obj))
+        return out
+    return []
+
+
+_OPENER = re.compile(
+    r"^(?:(?:actually|ok(?:ay)?|so|well|then|also|alright|right|yes|yeah|hmm+|oh|and|but|going forward|from now on|"
+    r"from today|starting today)\b[,!]?\s+)+",
+    re.I,
+)
+_HAS_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
 def read_claims(text: str) -> list[Claim]:
     """Claims the common sentence shapes of ``text`` state; [] when none is clear."""
     claims: list[Claim] = []
     for sentence in _SENTENCES.split(text):
-        sentence = _TRAILING.sub("", sentence.strip())
-        if not sentence or sentence.endswith("?") or len(sentence) > 300:
+        sentence = _TRAILING.sub("", sentence.strip()).rstrip("。！；")
+        if not sentence or sentence.endswith(("?", "？")) or len(sentence) > 300:
             continue
+        if _HAS_CJK.search(sentence):
+            claims.extend(_read_zh(sentence))
+            continue
+        sentence = _OPENER.sub("", sentence)  # "Actually, replace npm with pnpm": the opener is no subject
         for kind, pattern in _PATTERNS:
             m = pattern.match(sentence)
             if m is None:
@@ -227,14 +315,14 @@ def read_claims(text: str) -> list[Claim]:
             # ("we moved to Berlin" is not a tool change); other relations take any short name.
             obj = _object(
                 m.group("obj"),
-                known_only=kind in ("switch", "replace", "stop"),
+                known_only=kind in ("switch", "replace", "stop", "instead"),
                 max_words=3 if kind == "prefers" else 2,
                 loose=kind == "prefers",
             )
             if subject is None or obj is None:
                 break
             name, subject_kind = subject
-            if kind in ("switch", "replace"):
+            if kind in ("switch", "replace", "instead"):
                 old = m.groupdict().get("old")
                 if old and (old_name := _object(old, known_only=True)):
                     claims.append(

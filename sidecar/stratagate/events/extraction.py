@@ -7,6 +7,13 @@ resolved by code from the verbatim time wording. The surviving drafts become can
 (events/admit.py: tombstones, duplicates, sources, supersede/dispute, projection batches), admitted in one
 transaction with the job's completion; the handler returns the projection and embedding jobs as follow-ups
 (jobs/pipeline.py).
+
+Without a model (``STRATAGATE_MODEL_ROUTE=none``) the rule proposer (events/rule_extraction.py) proposes instead,
+and its drafts take the same checks and the same admission (route ``rules:events``, ``blocks.events_source =
+'rules'``). With a model route, a model call that fails admits the rule drafts once as the block's fallback
+(``events_source = 'fallback'``, committed) and re-raises, so the job retries with backoff; the attempt that
+succeeds admits the model's drafts too (near duplicates of the rule events merge in admission) and sets
+``events_source = 'model'``.
 """
 
 from __future__ import annotations
@@ -21,10 +28,12 @@ from stratagate.blocks.views import block_messages
 from stratagate.events import store
 from stratagate.events.admit import Candidate, Options, admit, fingerprint_of
 from stratagate.events.extraction_model import MAX_RELATED, EventDraft, ExtractionOutput
+from stratagate.events.lexicon import category_terms
 from stratagate.events.models import EventRow
+from stratagate.events.rule_extraction import RuleProposal, propose
 from stratagate.events.store import Source
 from stratagate.jobs.pipeline import EMBEDDING, EVENT_EXTRACTION, FollowUp, StageDeps
-from stratagate.jobs.queue import JobRow, enqueue_missing, mark_done
+from stratagate.jobs.queue import JobRow, enqueue_missing, mark_done, retry
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.redact import redact
 from stratagate.safety.inert import inert
@@ -37,6 +46,8 @@ if TYPE_CHECKING:
 
 TOOL_NAME = "stratagate_extract_events"
 ACTOR = "model"
+RULES_ACTOR = "system"
+RULES_ROUTE = "rules:events"
 MESSAGE_TOKEN_BUDGET = 16_000
 NEIGHBOURS = 2
 QUERY_TERMS = 64
@@ -100,30 +111,81 @@ def _shown_text(m: SourceMessage) -> str:
     )
 
 
+def _waves(count: int, proposal: RuleProposal | None) -> list[list[int]]:
+    """Draft indexes in admission order: a draft that names earlier drafts of this block comes after them."""
+    if proposal is None:
+        return [list(range(count))] if count else []
+    depth: dict[int, int] = {}
+    for i in range(count):
+        earlier = [*proposal.supersedes_drafts.get(i, []), *proposal.conflicts_drafts.get(i, [])]
+        depth[i] = 1 + max((depth[j] for j in earlier), default=-1)
+    return [[i for i in range(count) if depth[i] == d] for d in sorted(set(depth.values()))]
+
+
+def _with_block_targets(
+    draft: EventDraft, index: int, proposal: RuleProposal | None, admitted_as: dict[int, int]
+) -> EventDraft:
+    """The draft naming the events its earlier drafts became (a draft that was dropped names nothing)."""
+    if proposal is None:
+        return draft
+    extra: dict[str, list[str]] = {}
+    for field, within in (("supersedes", proposal.supersedes_drafts), ("conflicts_with", proposal.conflicts_drafts)):
+        refs = [ids.make("evt", admitted_as[j]) for j in within.get(index, []) if j in admitted_as]
+        if refs:
+            extra[field] = list(dict.fromkeys([*getattr(draft, field), *refs]))[:MAX_RELATED]
+    return draft.model_copy(update=extra) if extra else draft
+
+
 def job_handler(deps: StageDeps) -> EventExtractor:
     """The ``event_extraction`` stage's handler (declared in jobs/pipeline.py)."""
-    return EventExtractor(deps.db, deps.gateway, deps.count)
+    return EventExtractor(deps.db, deps.gateway, deps.count, zero_model=deps.settings.zero_model)
 
 
 async def recover_jobs(db: Database, max_attempts: int) -> int:
     """Extraction jobs of ready blocks with durable facts that never got one (the summary's follow-up was lost to a
-    crash between its commit and the runner's follow-up transaction). Idempotent."""
-    return await enqueue_missing(
+    crash between its commit and the runner's follow-up transaction), and a fresh try for the blocks whose events
+    are still the rule fallback (the model may be back). Idempotent."""
+    missing = await enqueue_missing(
         db, EVENT_EXTRACTION, "SELECT id, namespace_id FROM blocks WHERE status = 'ready' AND has_durable_facts = 1",
         max_attempts,
     )
+    return missing + await requeue_fallbacks(db, max_attempts)
+
+
+async def requeue_fallbacks(db: Database, max_attempts: int) -> int:
+    """Give the failed extraction jobs of blocks whose events are the rule fallback a fresh attempt budget (the
+    model may answer again: its events then join the fallback's). Returns how many were re-queued.
+    ``max_attempts`` is accepted for the shared signature of the stage functions; the budget is the job's own."""
+    del max_attempts
+    rows = await db.fetchall(
+        "SELECT j.id FROM jobs j JOIN blocks b ON b.id = j.subject_id"
+        " WHERE j.kind = ? AND j.status = 'failed' AND b.events_source = 'fallback'",
+        (EVENT_EXTRACTION,),
+    )
+    requeued = 0
+    for row in rows:
+        requeued += len(await retry(db, int(row["id"]), None, "system"))
+    return requeued
 
 
 class EventExtractor:
-    def __init__(self, db: Database, gateway: Callable[[], ModelGateway], count: Callable[[str], int]):
+    def __init__(
+        self,
+        db: Database,
+        gateway: Callable[[], ModelGateway],
+        count: Callable[[str], int],
+        *,
+        zero_model: bool = False,
+    ):
         self._db = db
         self._gateway = gateway
         self._count = count
+        self._zero_model = zero_model
 
     async def __call__(self, job: JobRow) -> list[FollowUp]:
         block = await self._db.fetchone(
             "SELECT b.id, b.session_id, b.seq, b.status, b.first_turn, b.last_turn, b.l4, b.l4_tokens, b.l3,"
-            " b.l2, b.l0_title, s.key AS session FROM blocks b JOIN sessions s ON s.id = b.session_id"
+            " b.l2, b.l0_title, b.events_source, s.key AS session FROM blocks b JOIN sessions s ON s.id = b.session_id"
             " WHERE b.id = ? AND b.namespace_id = ?",
             (job.subject_id, job.namespace_id),
         )
@@ -138,6 +200,9 @@ class EventExtractor:
                 await mark_done(conn, job)
             return []
         related = await self._related(job.namespace_id, block)
+        related_ids = {ev.id for ev in related}
+        if self._zero_model:
+            return await self._store_rules(job, block, messages, related, "rules")
         payload = json.dumps(
             {
                 "block": block_ref,
@@ -152,15 +217,34 @@ class EventExtractor:
             },
             ensure_ascii=False,
         )
-        gateway = self._gateway()
-        output = await gateway.structured(
-            system=SYSTEM_PROMPT,
-            payload=payload,
-            output_model=ExtractionOutput,
-            tool_name=TOOL_NAME,
-            tool_description="Record the durable events of this block, each citing its source messages.",
+        try:
+            gateway = self._gateway()
+            output = await gateway.structured(
+                system=SYSTEM_PROMPT,
+                payload=payload,
+                output_model=ExtractionOutput,
+                tool_name=TOOL_NAME,
+                tool_description="Record the durable events of this block, each citing its source messages.",
+            )
+        except Exception:
+            # Any model failure (no route, timeouts, bad output): the rule events stand in once, committed, and
+            # the job still fails this attempt so it retries with backoff.
+            if block["events_source"] is None:
+                await self._store_rules(job, block, messages, related, "fallback")
+            raise
+        follow_ups = await self._store(job, block, messages, related_ids, output, gateway.describe(), source="model")
+        # The model answers again: blocks whose extraction gave up while it was down get another try (the upgrade).
+        await requeue_fallbacks(self._db, job.max_attempts)
+        return follow_ups
+
+    async def _store_rules(
+        self, job: JobRow, block: Any, messages: list[SourceMessage], related: list[EventRow], source: str
+    ) -> list[FollowUp]:
+        proposal = propose(messages, related)
+        return await self._store(
+            job, block, messages, {ev.id for ev in related}, proposal.output, RULES_ROUTE, source=source,
+            proposal=proposal,
         )
-        return await self._store(job, block, messages, {ev.id for ev in related}, output, gateway.describe())
 
     # --- context ----------------------------------------------------------------------------------------------
 
@@ -196,6 +280,8 @@ class EventExtractor:
 
     async def _related(self, namespace_id: int, block: Any) -> list[EventRow]:
         words = [block["l0_title"] or "", *json.loads(block["l2"] or "[]"), block["l3"]]
+        # The categories of the tools named ("pnpm" → package manager) find the older event of the same slot.
+        words += category_terms("\n".join(words))
         distinct = list(dict.fromkeys(terms("\n".join(words))))[:QUERY_TERMS]
         match = fts_query(" ".join(distinct))
         if match is None:
@@ -234,50 +320,77 @@ class EventExtractor:
         related: set[int],
         output: ExtractionOutput,
         route: str,
+        *,
+        source: str,
+        proposal: RuleProposal | None = None,
     ) -> list[FollowUp]:
-        """Events, their projection batches and the job's 'done' in one transaction; the projection and embedding
-        jobs are the follow-ups (re-derived by the stages' ``recover_jobs`` if lost to a crash)."""
+        """Events, their projection batches, the block's ``events_source`` and (unless this is the fallback of a
+        failing attempt) the job's 'done' in one transaction; the projection and embedding jobs are the follow-ups
+        (re-derived by the stages' ``recover_jobs`` if lost to a crash).
+
+        A rule proposal may relate a draft to an earlier draft of the same block ("we use npm" … "switch to
+        pnpm"): such a draft is admitted after it, in a later wave, naming the earlier draft's admitted event; the
+        check then accepts the related events shown and the events this block just admitted, nothing else."""
         ns = job.namespace_id
+        rules = proposal is not None
+        actor = RULES_ACTOR if rules else ACTOR
         block_ref = ids.make("blk", block["id"])
         by_ref = {m.ref: m for m in messages}
-        report: dict[str, Any] = {"route": route, "proposed": len(output.events), "inserted": [], "merged": [],
-                                  "suppressed": 0, "dropped": 0}
+        report: dict[str, Any] = {"route": route, "source": source, "proposed": len(output.events), "inserted": [],
+                                  "merged": [], "suppressed": 0, "dropped": 0}
+        options = Options(
+            namespace_id=ns,
+            session_id=int(block["session_id"]),
+            origin="extraction",
+            actor=actor,
+            on_tombstone="suppress",
+            on_exact_duplicate="merge",
+            unknown_target="skip",  # _check kept only ids of the related events shown
+            projection_reason=f"extraction {block_ref}",
+            # A job handler returns the projection jobs as follow-ups; the fallback of a failing attempt re-raises,
+            # so nothing it returns is queued: admission queues them in this transaction instead. (Its embeddings
+            # come from the dense channel's backlog catch-up.)
+            projection_jobs=source == "fallback",
+            note={"block": block_ref},
+        )
         async with self._db.transaction() as conn:
             seen: set[str] = set()
-            candidates = []
-            for index, draft in enumerate(output.events):
-                reason = self._check(draft, by_ref, related)
-                fp = fingerprint_of(draft.summary)
-                if reason is None and fp in seen:
-                    reason = "repeats an earlier event of this answer"
-                if reason is not None:
-                    report["dropped"] += 1
-                    await audit(conn, ns, ACTOR, "event.extraction_dropped", "block", block_ref, None,
-                                {"draft": index, "title": redact(draft.title), "reason": reason})
+            admitted_as: dict[int, int] = {}  # draft index → the event it became (inserted or merged into)
+            allowed = set(related)
+            follow_ups: list[FollowUp] = []
+            for wave in _waves(len(output.events), proposal):
+                candidates, indexes = [], []
+                for index in wave:
+                    draft = _with_block_targets(output.events[index], index, proposal, admitted_as)
+                    reason = self._check(draft, by_ref, allowed)
+                    fp = fingerprint_of(draft.summary)
+                    if reason is None and fp in seen:
+                        reason = "repeats an earlier event of this answer"
+                    if reason is not None:
+                        report["dropped"] += 1
+                        await audit(conn, ns, actor, "event.extraction_dropped", "block", block_ref, None,
+                                    {"draft": index, "title": redact(draft.title), "reason": reason})
+                        continue
+                    seen.add(fp)
+                    candidates.append(self._candidate(block, by_ref, draft))
+                    indexes.append(index)
+                if not candidates:
                     continue
-                seen.add(fp)
-                candidates.append(self._candidate(block, by_ref, draft))
-            options = Options(
-                namespace_id=ns,
-                session_id=int(block["session_id"]),
-                origin="extraction",
-                actor=ACTOR,
-                on_tombstone="suppress",
-                on_exact_duplicate="merge",
-                unknown_target="skip",  # _check kept only ids of the related events shown
-                projection_reason=f"extraction {block_ref}",
-                projection_jobs=False,  # a job handler: the projection jobs are the follow-ups it returns
-                note={"block": block_ref},
-            )
-            admitted = await admit(conn, candidates, options)
-            report["inserted"] = admitted.ids_of("inserted")
-            report["merged"] = admitted.ids_of("merged")
-            report["suppressed"] = sum(o.result == "suppressed" for o in admitted.outcomes)
-            follow_ups = admitted.projection_follow_ups()
+                admitted = await admit(conn, candidates, options)
+                for index, outcome in zip(indexes, admitted.outcomes, strict=True):
+                    if outcome.event is not None:
+                        admitted_as[index] = outcome.event.id
+                        allowed.add(outcome.event.id)
+                report["inserted"] += admitted.ids_of("inserted")
+                report["merged"] += admitted.ids_of("merged")
+                report["suppressed"] += sum(o.result == "suppressed" for o in admitted.outcomes)
+                follow_ups += admitted.projection_follow_ups()
             if report["inserted"]:
                 follow_ups.append(FollowUp(kind=EMBEDDING, namespace_id=ns, subject_id=ns))
-            await audit(conn, ns, ACTOR, "block.events_extracted", "block", block_ref, None, report)
-            await mark_done(conn, job)
+            await conn.execute("UPDATE blocks SET events_source = ? WHERE id = ?", (source, block["id"]))
+            await audit(conn, ns, actor, "block.events_extracted", "block", block_ref, None, report)
+            if source != "fallback":
+                await mark_done(conn, job)
         return follow_ups
 
     @staticmethod

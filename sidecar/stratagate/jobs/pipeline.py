@@ -42,6 +42,17 @@ EMBEDDING = "embedding"
 DEFAULT_MAX_ATTEMPTS: int = Settings.model_fields["job_max_attempts"].default
 
 
+# A namespace's events are extracted in block order: a block's extraction waits while an earlier block of its
+# namespace still has its summary or extraction queued or running and no events admitted yet (events_source NULL;
+# rule fallbacks count as admitted). Otherwise two blocks extracted at once cannot see each other's events and a
+# "switch to pnpm" misses the "we use npm" it replaces. Strictly earlier blocks only, so no job waits in a cycle.
+EXTRACTION_ORDER = (
+    "EXISTS (SELECT 1 FROM jobs w JOIN blocks b ON b.id = w.subject_id"
+    f" WHERE w.namespace_id = j.namespace_id AND w.kind IN ('{BLOCK_SUMMARY}', '{EVENT_EXTRACTION}')"
+    " AND w.status IN ('queued', 'running') AND w.subject_id < j.subject_id AND b.events_source IS NULL)"
+)
+
+
 class Stage(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -54,6 +65,9 @@ class Stage(BaseModel):
     queue: str | None = None
     recover: str | None = None
     recovers: str = "re-derived at start if lost between a handler's commit and its queuing"  # for the diagram
+    # An SQL condition over the candidate job ``j``: while it holds, the job is not claimed (see EXTRACTION_ORDER).
+    waits_while: str | None = None
+    waits_for: str | None = None  # the same, for the diagram
 
     def max_attempts(self, settings: Settings) -> int:
         return settings.job_max_attempts
@@ -79,7 +93,11 @@ STAGES: tuple[Stage, ...] = (
         subject="block id",
         handler="stratagate.events.extraction:job_handler",
         follow_ups=(GRAPH_PROJECTION, EMBEDDING),
+        waits_while=EXTRACTION_ORDER,
+        waits_for="an earlier block of its namespace whose events are not admitted yet (block order)",
         recover="stratagate.events.extraction:recover_jobs",
+        recovers="re-derived at start if lost between a handler's commit and its queuing; failed ones re-queued at "
+        "start while its block's events are the rule fallback",
     ),
     Stage(
         kind=GRAPH_PROJECTION,
@@ -151,6 +169,8 @@ def diagram() -> str:
             lines.append(f"  ──► {kind}  (a follow-up its handler returns)")
         if stage.recover:
             lines.append(f"  ↺   {stage.recovers}")
+        if stage.waits_for:
+            lines.append(f"  ⧗   waits for {stage.waits_for}")
     return "\n".join(lines)
 
 

@@ -18,6 +18,7 @@ from stratagate.jobs.pipeline import (  # re-exported: the kinds are declared in
     EMBEDDING,
     EVENT_EXTRACTION,
     GRAPH_PROJECTION,
+    STAGES,
     subject_prefix,
 )
 from stratagate.redact import preview
@@ -65,6 +66,12 @@ _SELECT = (
     "SELECT j.id, j.namespace_id, n.name AS namespace, j.kind, j.subject_id, j.status, j.attempts,"
     " j.max_attempts, j.next_run_at, j.last_error, j.created_at, j.updated_at"
     " FROM jobs j JOIN namespaces n ON n.id = j.namespace_id"
+)
+
+
+# Queued jobs a stage's ordering rule holds back are not due yet (jobs/pipeline.py ``Stage.waits_while``).
+_CLAIMABLE = "".join(
+    f" AND NOT (j.kind = '{stage.kind}' AND {stage.waits_while})" for stage in STAGES if stage.waits_while
 )
 
 
@@ -249,7 +256,8 @@ async def claim_due(
     owner = owner or lease.this_process().token
     async with db.transaction() as conn:
         rows = await conn.execute_fetchall(
-            _SELECT + " WHERE j.status = 'queued' AND j.next_run_at <= ? ORDER BY j.next_run_at, j.id LIMIT ?",
+            _SELECT + " WHERE j.status = 'queued' AND j.next_run_at <= ?" + _CLAIMABLE
+            + " ORDER BY j.next_run_at, j.id LIMIT ?",
             (now, limit),
         )
         jobs = [JobRow(**dict(r)) for r in rows]
@@ -266,7 +274,9 @@ async def claim_due(
 
 
 async def next_due_at(db: Database) -> float | None:
-    return await db.scalar("SELECT MIN(next_run_at) FROM jobs WHERE status = 'queued'")
+    # A held-back job is not due: the runner wakes when the job it waits for ends (its slot frees, or another
+    # process's commit changes data_version), not in a loop on a due time it cannot claim.
+    return await db.scalar("SELECT MIN(j.next_run_at) FROM jobs j WHERE j.status = 'queued'" + _CLAIMABLE)
 
 
 async def mark_done(conn: aiosqlite.Connection, job: JobRow) -> None:

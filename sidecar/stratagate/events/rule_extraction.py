@@ -1,0 +1,213 @@
+"""The rule proposer: a block's durable events found by the cue table (text/cues.py), with no model call.
+
+It proposes exactly what the model would, an ``ExtractionOutput`` of ``EventDraft``s, and those drafts go through
+the same checks and the same admission as the model's (events/extraction.py ``_check`` and ``_store``). Rules:
+
+- Only the user's messages are read. The user is who decides, prefers and plans; an assistant's sentence is
+  mostly an echo or a proposal ("I'll switch it to pnpm?"), and tool results are machine output. Both stay in the
+  block (L5) as evidence, they just do not become events by rule.
+- One sentence that matches a cue row is one draft: its quote is the sentence exactly as written, its message the
+  one it is in, its type and scope the row's (a first-person preference is about the user), its time wording the
+  one ``events/temporal.py`` finds in the sentence, verbatim (code resolves it; a plan is ``planned``), its claims
+  ``events/claims.read_claims`` of the sentence (not for negated statements: "we don't use Jest" ends nothing by
+  itself, it disputes).
+- Relations, only to the related events the handler looked up or to an earlier draft of this block:
+  a change ("switch to pnpm", "改用 pnpm", "replace npm with pnpm", "no longer use npm") supersedes the older event
+  that holds the same claim slot (a FUNCTIONAL lexicon category such as the package manager) with another value,
+  or the same subject and predicate with another object of the same lexicon category, or the value it says ended.
+  A statement that is not phrased as a change but contradicts an older one (the same slot with another value, or
+  the same tool used and not used) conflicts with it instead: both become disputed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from stratagate.blocks.source import SourceMessage
+from stratagate.events import lexicon
+from stratagate.events.claims import Claim, read_claims
+from stratagate.events.extraction_model import MAX_EVENTS, MAX_RELATED, EventDraft, ExtractionOutput
+from stratagate.events.models import EventRow
+from stratagate.events.temporal import resolve
+from stratagate.text import cues
+from stratagate.timeutil import parse_time
+
+TITLE_CHARS = 80
+SUMMARY_CHARS = 1000
+CONFIDENCE = 0.6
+"""Rules read the shape of a sentence, not its meaning: lower than the model's default 0.8."""
+
+_TRAILING = ".。!！;；,，:： "
+
+
+@dataclass(frozen=True)
+class Stance:
+    """What a statement says, for comparing it with another: its claims, the tools it names, its polarity."""
+
+    claims: tuple[Claim, ...]
+    tools: frozenset[str]
+    change: bool
+    negative: bool
+
+
+@dataclass
+class RuleProposal:
+    """The drafts, plus the relations between drafts of this block (index → earlier indexes): the handler admits a
+    draft after the ones it names and passes their admitted ids as ``supersedes`` / ``conflicts_with``."""
+
+    output: ExtractionOutput
+    supersedes_drafts: dict[int, list[int]] = field(default_factory=dict)
+    conflicts_drafts: dict[int, list[int]] = field(default_factory=dict)
+
+
+# Latin words only ("改用pnpm管理" names pnpm): "pnpm." is pnpm, "node.js" stays whole.
+_WORDS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+#-]*(?:\.[A-Za-z0-9_+#-]+)*")
+
+
+def _tools(text: str) -> frozenset[str]:
+    words = _WORDS.findall(text)
+    return frozenset(known.name for _, _, known in lexicon.find_all(words) if known.kind == "tool")
+
+
+def stance_of(text: str, claims: list[Claim] | None = None, cue: cues.Cue | None = None) -> Stance:
+    cue = cue if cue is not None else cues.classify(text.strip())
+    negative = cue is not None and cue.polarity == "negative"
+    change = cue is not None and cue.type == "change"
+    if claims is None:
+        claims = [] if negative and not change else read_claims(text)
+    return Stance(tuple(claims), _tools(text), change, negative)
+
+
+def _event_stance(ev: EventRow) -> Stance:
+    claims = []
+    for raw in ev.claims:
+        try:
+            claims.append(Claim.model_validate(raw))
+        except ValueError:
+            continue
+    return stance_of(ev.summary, claims or None)
+
+
+def _category(name: str | None) -> str | None:
+    known = lexicon.lookup(name) if name else None
+    return known.category if known else None
+
+
+def _replaces(new: Claim, old: Claim) -> bool:
+    """``new`` holds the place ``old`` held with another value: the same slot, or the same subject and predicate
+    with another object of the same known category."""
+    if new.subject != old.subject or old.ended or new.ended:
+        return False
+    if new.slot and old.slot and new.slot == old.slot:
+        return (new.object or new.value) != (old.object or old.value)
+    if new.predicate != old.predicate or new.object is None or old.object is None or new.object == old.object:
+        return False
+    cat = _category(new.object)
+    return cat is not None and cat == _category(old.object)
+
+
+def _ends(new: Claim, old: Claim) -> bool:
+    """``new`` says that ``old`` stopped being true."""
+    return (new.ended and not old.ended and new.subject == old.subject and new.predicate == old.predicate
+            and new.object is not None and new.object == old.object)
+
+
+def relation(new: Stance, old: Stance) -> str | None:
+    """'supersedes', 'conflicts_with' or None: how a newer statement relates to an older one."""
+    if new.change:
+        for n in new.claims:
+            for o in old.claims:
+                if _ends(n, o) or _replaces(n, o):
+                    return "supersedes"
+        return None
+    for n in new.claims:
+        for o in old.claims:
+            if _replaces(n, o):
+                return "conflicts_with"
+    # Used and not used: "we use Jest" against "we don't use Jest", in either order.
+    if new.negative != old.negative and not old.change and new.tools & old.tools:
+        if (old.claims or old.negative) and (new.claims or new.negative):
+            return "conflicts_with"
+    return None
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _title(sentence: str) -> str:
+    """The sentence itself when short (so recall shows it once, not as title and summary), else its head."""
+    return sentence if len(sentence) <= TITLE_CHARS else _clip(sentence.rstrip(_TRAILING) or sentence, TITLE_CHARS)
+
+
+def _time_wording(sentence: str, said: datetime) -> str | None:
+    found = resolve(sentence, said)
+    return found.original if found.resolved else None
+
+
+def draft_of(message: SourceMessage, sentence: cues.Sentence, cue: cues.Cue) -> tuple[EventDraft, Stance]:
+    """One cue sentence of a user message as a draft, and its stance for the relations."""
+    said = parse_time(message.created_at)
+    stance = stance_of(sentence.text, cue=cue)
+    time_original = _time_wording(sentence.text, said)
+    draft = EventDraft(
+        title=_title(sentence.text),
+        summary=_clip(sentence.text, SUMMARY_CHARS),
+        quotes=[sentence.text],
+        source_message_ids=[message.ref],
+        type=cue.type,
+        scope=cue.scope,
+        criticality="preference" if cue.type == "preference" else "routine",
+        confidence=CONFIDENCE,
+        time_original=time_original,
+        time_status="planned" if cue.type == "plan" else "unknown",
+        claims=[c.model_dump(exclude_none=True) for c in stance.claims],
+        tags=[cue.type],
+    )
+    return draft, stance
+
+
+def propose(messages: list[SourceMessage], related: list[EventRow]) -> RuleProposal:
+    """The rule drafts of a block's messages (at most MAX_EVENTS, in message order), with their relations."""
+    drafts: list[EventDraft] = []
+    stances: list[Stance] = []
+    seen: set[str] = set()
+    for m in messages:
+        if m.role != "user":
+            continue
+        for sentence, cue in cues.cue_sentences(m.content):
+            key = " ".join(sentence.text.casefold().split()).rstrip(_TRAILING)
+            if key in seen:
+                continue  # said twice in one block: one event (admission would merge it anyway)
+            seen.add(key)
+            draft, stance = draft_of(m, sentence, cue)
+            drafts.append(draft)
+            stances.append(stance)
+    drafts, stances = drafts[-MAX_EVENTS:], stances[-MAX_EVENTS:]  # the newest statements matter most
+    proposal = RuleProposal(ExtractionOutput(events=[]))
+    older = [(ev, _event_stance(ev)) for ev in sorted(related, key=lambda ev: ev.id)]
+    out: list[EventDraft] = []
+    replaced_events: set[int] = set()  # related events an earlier draft of this block already supersedes
+    replaced_drafts: set[int] = set()
+    for i, (draft, stance) in enumerate(zip(drafts, stances, strict=True)):
+        sup: list[str] = []
+        con: list[str] = []
+        for ev, old in older:
+            rel = None if ev.id in replaced_events else relation(stance, old)
+            if rel == "supersedes":
+                sup.append(ev.public_id)
+                replaced_events.add(ev.id)
+            elif rel == "conflicts_with":
+                con.append(ev.public_id)
+        for j in range(i):
+            rel = None if j in replaced_drafts else relation(stance, stances[j])
+            if rel == "supersedes":
+                proposal.supersedes_drafts.setdefault(i, []).append(j)
+                replaced_drafts.add(j)
+            elif rel == "conflicts_with":
+                proposal.conflicts_drafts.setdefault(i, []).append(j)
+        out.append(draft.model_copy(update={"supersedes": sup[:MAX_RELATED], "conflicts_with": con[:MAX_RELATED]}))
+    proposal.output = ExtractionOutput(events=out)
+    return proposal
