@@ -49,10 +49,13 @@ def command(name: str, db: Path, tmp_path: Path) -> list[str]:
         "import-list": ["import", "--list", "--db", str(db), "--json"],
         "erase": ["erase", "evt_1", "--db", str(db), "--namespace", NS, "--yes", "--json"],
         "redact": ["redact", "--db", str(db), "--json"],
+        "stats": ["stats", "--db", str(db)],
+        "maintain": ["maintain", "--db", str(db), "--json"],
+        "maintain-dry": ["maintain", "--dry-run", "--db", str(db), "--json"],
     }[name]
 
 
-COMMANDS = ["info", "audit", "import", "import-list", "erase", "redact"]
+COMMANDS = ["info", "audit", "import", "import-list", "erase", "redact", "stats", "maintain", "maintain-dry"]
 
 
 @pytest.fixture
@@ -161,3 +164,17 @@ def test_import_into_a_new_database_locked_by_another_process_gives_up(tmp_path:
     assert f"the database {db} is locked by another process" in result.stderr
     assert "STRATAGATE_DB_LOCK_TIMEOUT_S" in result.stderr
     assert cli("import", str(export_file(tmp_path)), "--db", str(db), "--namespace", NS).returncode == 0
+
+
+def test_stats_and_maintain_report_as_json(tmp_path: Path) -> None:
+    db = make_db(tmp_path)
+    stats = json.loads(cli("stats", "--db", str(db)).stdout)
+    assert stats["events"]["by_status"]["active"] == 1 and stats["schedule"]["last_run"] is None
+    assert stats["sizes"]["tables"]["imports"] == 1 and stats["merges"] == {"done": 0, "undone": 0, "open": 0}
+    dry = json.loads(cli("maintain", "--dry-run", "--db", str(db), "--json").stdout)
+    assert dry["dry_run"] is True and dry["run_id"] is None and dry["merges"] == []
+    assert json.loads(cli("stats", "--db", str(db)).stdout)["schedule"]["last_run"] is None  # nothing recorded
+    done = cli("maintain", "--db", str(db))
+    assert done.returncode == 0 and done.stdout.startswith("run 1: merged 0"), done.stdout
+    last = json.loads(cli("stats", "--db", str(db)).stdout)["schedule"]["last_run"]
+    assert last["trigger"] == "manual" and last["status"] == "done"

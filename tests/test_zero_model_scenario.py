@@ -213,3 +213,15 @@ async def test_a_change_within_one_block_supersedes_the_event_before_it(tmp_path
         assert npm["block_id"] == pnpm["block_id"] and len(found) == 2
     finally:
         await c.close()
+
+
+async def test_turns_captured_at_once_still_supersede_in_block_order(client: SidecarClient, tmp_path: Path):
+    """The same conversation captured without waiting between turns (an import of a session, a fast agent): the
+    three blocks' jobs are all queued together, and a namespace's extraction runs in block order
+    (jobs/pipeline.py EXTRACTION_ORDER), so the pnpm change still finds the npm event it replaces."""
+    old, new, plan = "We use npm for this repo.", "Let's switch to pnpm.", "We need to finish the prototype next week."
+    for i, (user, assistant) in enumerate([(old, "Noted."), (new, "Okay."), (plan, "Got it.")], 1):
+        await client.call("turn.capture", turn(i, namespace=EN, user=user, assistant=assistant))
+    await settled(client)
+    query = "which package manager do we install with?"
+    await check_scenario(client, tmp_path / "memory.db", EN, old, new, plan, query)

@@ -16,6 +16,8 @@ from stratagate.config import Settings
 from stratagate.jobs import pipeline
 from stratagate.jobs.queue import latest_failure
 from stratagate.jobs.runner import JobRunner, PermanentJobError
+from stratagate.maintenance import run as maintenance
+from stratagate.maintenance.store import scheduled_jobs
 from stratagate.safety import secrets
 from stratagate.search import dense
 from stratagate.search.vectors import DenseIndex
@@ -123,6 +125,10 @@ class App:
         # The secret detector (detect-secrets' patterns, ~150 ms to import) too: the first ping never waits for it.
         self.secrets_ready = _warm_up(secrets.warm)
         await self.runner.start()
+        try:  # queue the maintenance job if it is overdue; a failure here must not keep the sidecar from serving
+            log.info("maintenance at start: %s", await maintenance.at_start(self.db, self.settings))
+        except Exception:
+            log.exception("scheduling maintenance at start failed")
         await self.dense.start()
         log.info("stratagate %s ready (db=%s, pid=%d)", __version__, self.settings.db, os.getpid())
 
@@ -166,6 +172,9 @@ class App:
         counts["imports"] = {"active": 0, "removed": 0} | {r["status"]: r["n"] for r in imports}
         jobs = await db.fetchall("SELECT status, COUNT(*) AS n FROM jobs GROUP BY status")
         counts["jobs"] = {"queued": 0, "running": 0, "done": 0, "failed": 0} | {r["status"]: r["n"] for r in jobs}
+        # The maintenance job waiting for its next interval is not work in the queue: counted apart.
+        counts["jobs"]["scheduled"] = await scheduled_jobs(db.reader)
+        counts["jobs"]["queued"] -= counts["jobs"]["scheduled"]
         return {
             "version": __version__,
             "pid": os.getpid(),

@@ -1,6 +1,6 @@
-"""Command line: `stratagate serve` runs the JSON-RPC sidecar on stdio; `info` and `audit` inspect a database;
-`import` brings in, lists or removes memories exported from other assistants; `erase` removes a memory for good;
-`redact` scrubs secrets out of a database."""
+"""Command line: `stratagate serve` runs the JSON-RPC sidecar on stdio; `info`, `audit` and `stats` inspect a
+database; `import` brings in, lists or removes memories exported from other assistants; `erase` removes a memory for
+good; `redact` scrubs secrets out of a database; `maintain` runs a maintenance pass (or, `--dry-run`, reports one)."""
 
 from __future__ import annotations
 
@@ -77,6 +77,14 @@ def _parser() -> argparse.ArgumentParser:
     onoff.add_argument("--off", dest="user_tier", action="store_const", const=False,
                        help="opt out: share none of its user-scope memories and see none of the others'")
     tier.add_argument("--json", action="store_true", help="print the result as JSON")
+    stats = sub.add_parser("stats", help="print the maintenance report as JSON (counts, merges, sizes, job health)")
+    stats.add_argument("--db", type=Path)
+    maintain = sub.add_parser(
+        "maintain", help="run a maintenance pass now: merge near-duplicate events, repair the graph, optimize"
+    )
+    maintain.add_argument("--db", type=Path)
+    maintain.add_argument("--dry-run", action="store_true", help="report what it would do and write nothing")
+    maintain.add_argument("--json", action="store_true", help="print the result as JSON")
     return parser
 
 
@@ -395,6 +403,91 @@ def erase_command(args: argparse.Namespace, db_path: Path, max_attempts: int, lo
     return 0
 
 
+async def _read_only(db: Path, uri: str, lock_timeout: float) -> Any:
+    """A read-only connection (safe while a sidecar runs; it cannot write a byte) to a database of this schema."""
+    import aiosqlite
+
+    from stratagate.storage.db import SchemaError
+    from stratagate.storage.schema import SCHEMA_VERSION
+
+    conn = await aiosqlite.connect(uri, uri=True, timeout=lock_timeout)
+    conn.row_factory = sqlite3.Row
+    try:
+        version = int((await (await conn.execute("PRAGMA user_version")).fetchone())[0])
+    except BaseException:
+        await conn.close()
+        raise
+    if version != SCHEMA_VERSION:
+        await conn.close()
+        if version > SCHEMA_VERSION:
+            raise SchemaError(f"database {db} has schema version {version}, newer than this stratagate understands "
+                              f"({SCHEMA_VERSION}); upgrade stratagate")
+        raise SchemaError(f"database {db} has schema version {version}, older than {SCHEMA_VERSION}; start the "
+                          "sidecar (or run `stratagate maintain` without --dry-run) once to migrate it")
+    return conn
+
+
+def _print_maintenance(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+        return
+    verb = "would merge" if result["dry_run"] else "merged"
+    print(f"{'dry run' if result['dry_run'] else 'run ' + str(result['run_id'])}: {verb} {result['merged']}")
+    for m in result["merges"]:
+        print(f"    {m['merged']} into {m['survivor']} ({m['match']}, similarity {m['similarity']},"
+              f" ns={m['namespace']})")
+    for key, values in result["reprojection"].items():
+        print(f"{key}: {_ids(values)}")
+    for side, n in result["fallbacks_requeued"].items():
+        if n is not None:
+            print(f"fallback {side} requeued: {n}")
+
+
+def maintenance_command(args: argparse.Namespace, settings: Any) -> int:
+    """`stratagate stats` and `stratagate maintain [--dry-run]`: open the database themselves (safe while a sidecar
+    runs); stats and a dry run read through a read-only connection."""
+    from stratagate.maintenance import stats
+    from stratagate.maintenance.run import dry_run, run_pass
+    from stratagate.storage.db import Database, SchemaError, StorageError
+
+    name = f"stratagate {args.command}"
+    try:
+        check_db(settings.db)
+    except DbProblem as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 2
+
+    uri = f"{settings.db.resolve().as_uri()}?mode=ro"
+
+    async def run() -> dict[str, Any]:
+        if args.command == "stats" or args.dry_run:
+            conn = await _read_only(settings.db, uri, settings.db_lock_timeout_s)
+            try:
+                if args.command == "stats":
+                    return await stats.report(conn, settings.db, settings.maintenance_interval_hours)
+                return await dry_run(conn, settings)
+            finally:
+                await conn.close()
+        db = Database(settings.db, lock_timeout=settings.db_lock_timeout_s)
+        await db.open()
+        try:
+            return await run_pass(db, settings, "manual", "user")
+        finally:
+            await db.close()
+
+    try:
+        result = asyncio.run(run())
+    except (SchemaError, StorageError, *DB_ERRORS) as exc:
+        print(f"{name}: {db_problem(settings.db, exc)}", file=sys.stderr)
+        return 2
+    _used(settings.db)
+    if args.command == "stats":
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        _print_maintenance(result, args.json)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     configure_logging(getattr(args, "log_level", None) or os.environ.get("STRATAGATE_LOG_LEVEL") or "INFO")
@@ -480,6 +573,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "import":
         return import_command(args, settings.db, settings.db_lock_timeout_s)
+    if args.command in ("stats", "maintain"):
+        return maintenance_command(args, settings)
     if args.command == "erase":
         return erase_command(args, settings.db, settings.job_max_attempts, settings.db_lock_timeout_s)
     if args.command == "tier":

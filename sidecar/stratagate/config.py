@@ -43,6 +43,10 @@ class Settings(BaseModel):
     job_heartbeat_interval: float = Field(5.0, gt=0, le=600)
     job_lease_timeout: float = Field(60.0, gt=0, le=86_400)
 
+    # The maintenance job (stratagate/maintenance/): consolidation, graph re-projection, FTS/SQLite optimize. It runs
+    # this often, and at start when the newest run is older; 0 = never scheduled (`stratagate maintain` still works).
+    maintenance_interval_hours: float = Field(24.0, ge=0, le=24 * 366)
+
     activation_recent_tokens: int = Field(600, ge=0, le=100_000)
     activation_session_tokens: int = Field(1200, ge=0, le=100_000)
     activation_longterm_tokens: int = Field(900, ge=0, le=900)  # events + graph nodes; 900 is the ceiling

@@ -22,6 +22,7 @@ Erasing an event ``evt_N``:
 - an import's source text: the item's wording is cut out of ``imports.source_text`` and the SHA-256 recomputed;
 - graph facts it alone supported (already archived by the forget) lose their value, and nodes that only it named
   (not the project, the user or a lexicon name) are renamed ``[erased nod_N]`` with their aliases removed;
+- the duplicates maintenance merged into it (open merges, stratagate/maintenance/): each is erased the same way;
 - every other copy of the text in audit rows, retrieval batches, evidence assessments, use receipts, import
   reports, projection results and job errors is replaced by ``[erased]``.
 
@@ -52,6 +53,7 @@ from stratagate.events import forgotten as forgotten_mod
 from stratagate.events import lexicon, store, visibility
 from stratagate.events.models import EventRow
 from stratagate.jobs.queue import BLOCK_SUMMARY, enqueue
+from stratagate.maintenance.store import open_duplicates_of
 from stratagate.storage import lookup
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.text.terms import quote as fts_quote
@@ -218,6 +220,14 @@ async def _erase_event(
     await conn.execute("DELETE FROM embeddings WHERE kind = 'event' AND item_id = ?", (ev.id,))
     counts |= await _erase_messages(conn, ns, sorted(message_ids), scrub, max_attempts, count)
     counts["rewritten"] = await _scrub_everywhere(conn, scrub)
+    # Duplicates maintenance merged into it hold the same words: they are copies of this memory, erased with it.
+    duplicates = [
+        d for d in await open_duplicates_of(conn, ev.id) if not await is_erased(conn, ns, ids.make("evt", d))
+    ]
+    for duplicate in duplicates:
+        await _erase_event(conn, ns, duplicate, actor, None, max_attempts, count)
+    if duplicates:
+        counts["merged_duplicates"] = [ids.make("evt", d) for d in duplicates]
     return await _record(conn, ns, "event", ev.public_id, ev.fingerprint, actor, counts)
 
 

@@ -194,6 +194,36 @@ async def insert_sources(conn: aiosqlite.Connection, event_id: int, rows: list[S
     return added
 
 
+async def copy_sources(conn: aiosqlite.Connection, from_event: int, to_event: int) -> list[int]:
+    """Copy the evidence rows of ``from_event`` that ``to_event`` lacks (same place, same quote), keeping their
+    ``created_at``; the new row ids. Maintenance merges a duplicate this way (stratagate/maintenance/consolidate.py),
+    and its unmerge deletes exactly these ids."""
+    have = {
+        tuple(r)
+        for r in await conn.execute_fetchall(
+            "SELECT message_id, call_id, import_id, source_ref, quote FROM event_sources WHERE event_id = ?",
+            (to_event,),
+        )
+    }
+    added = []
+    for r in await conn.execute_fetchall(
+        "SELECT message_id, call_id, import_id, source_ref, quote, created_at FROM event_sources"
+        " WHERE event_id = ? ORDER BY id",
+        (from_event,),
+    ):
+        key = (r["message_id"], r["call_id"], r["import_id"], r["source_ref"], r["quote"])
+        if key in have:
+            continue
+        have.add(key)
+        cursor = await conn.execute(
+            "INSERT INTO event_sources(event_id, message_id, call_id, quote, import_id, source_ref, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (to_event, r["message_id"], r["call_id"], r["quote"], r["import_id"], r["source_ref"], r["created_at"]),
+        )
+        added.append(int(cursor.lastrowid or 0))
+    return added
+
+
 async def erased(conn: aiosqlite.Connection, namespace_id: int, event_id: int) -> bool:
     """Was this event erased for good (stratagate/erase.py writes an ``erasures`` row, in the event's own namespace:
     a user-tier event of another namespace is looked up there)?"""

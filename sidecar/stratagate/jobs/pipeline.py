@@ -37,6 +37,7 @@ BLOCK_SUMMARY = "block_summary"
 EVENT_EXTRACTION = "event_extraction"
 GRAPH_PROJECTION = "graph_projection"
 EMBEDDING = "embedding"
+MAINTENANCE = "maintenance"
 
 # What a row made before the running sidecar's limit is applied (the CLI queues without a runner).
 DEFAULT_MAX_ATTEMPTS: int = Settings.model_fields["job_max_attempts"].default
@@ -118,6 +119,13 @@ STAGES: tuple[Stage, ...] = (
             "the dense channel at start-up (backlog catch-up, its recovery) and a search that sees a backlog",
         ),
         queue="stratagate.search.vectors:queue_follow_up",
+    ),
+    Stage(
+        kind=MAINTENANCE,
+        subject_prefix="db",
+        subject="the database, always 1 (one job for every namespace; after a run it queues itself again)",
+        handler="stratagate.maintenance.run:job_handler",
+        queued_by=("the sidecar's start when no run is younger than STRATAGATE_MAINTENANCE_INTERVAL_HOURS",),
     ),
 )
 

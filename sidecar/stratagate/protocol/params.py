@@ -19,8 +19,10 @@ __all__ = [
     "ImportRunParams",
     "JobsListParams",
     "JobsRetryParams",
+    "MaintenanceRunParams",
     "OpenBatchesParams",
     "ToolsCallParams",
+    "UnmergeParams",
     "WeightsParams",
 ]
 
@@ -48,6 +50,21 @@ class JobsRetryParams(BaseModel):
 
     id: str | None = Field(None, description="A job id such as 'job_7'; omit to retry every failed job.")
     namespace: Name | None = None
+
+
+class MaintenanceRunParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dry_run: bool = Field(False, description="Report what a pass would do and write nothing.")
+
+
+class UnmergeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: Annotated[str, StringConstraints(min_length=1, max_length=64)] = Field(
+        description="The merged duplicate, an event id such as 'evt_12'."
+    )
+    namespace: Name | None = Field(None, description="The event's namespace; omit for an admin call.")
 
 
 ImportId = Annotated[str, StringConstraints(min_length=1, max_length=64)]

@@ -63,6 +63,111 @@ class InfoResult(Result):
     dense: DenseInfo
 
 
+class StatsEvents(Result):
+    by_status: dict[str, int]
+    by_scope: dict[str, int]
+
+
+class StatsBlocks(Result):
+    by_status: dict[str, int]
+    by_summary_source: dict[str, int]
+
+
+class StatsGraph(Result):
+    nodes: int
+    facts: dict[str, int]
+
+
+class StatsMerges(Result):
+    done: int
+    undone: int
+    open: int
+
+
+class StatsSizes(Result):
+    db_bytes: int
+    wal_bytes: int
+    page_size: int
+    page_count: int
+    freelist_pages: int
+    tables: dict[str, int]
+
+
+class StatsJobRef(Result):
+    job: str
+    kind: str
+    created_at: str | None = None
+    error: str | None = None
+    at: str | None = None
+
+
+class StatsJobHealth(Result):
+    failed: int
+    queued_overdue_1h: int
+    oldest_queued: StatsJobRef | None
+    last_error: StatsJobRef | None
+
+
+class StatsRun(Result):
+    id: int
+    trigger: Literal["schedule", "start", "manual"]
+    status: Literal["running", "done", "failed"]
+    started_at: str
+    finished_at: str | None
+    error: str | None
+
+
+class StatsSchedule(Result):
+    interval_hours: Number
+    last_run: StatsRun | None
+    job_status: Literal["queued", "running", "done", "failed"] | None
+    next_run_at: str | None
+
+
+class StatsResult(Result):
+    """system.stats / stratagate stats: the maintenance report (stratagate/maintenance/stats.py)."""
+
+    generated_at: str
+    db_path: str
+    events: StatsEvents
+    blocks: StatsBlocks
+    graph: StatsGraph
+    jobs: dict[str, dict[str, int]]
+    merges: StatsMerges
+    sizes: StatsSizes
+    job_health: StatsJobHealth
+    schedule: StatsSchedule
+
+
+class MergeRef(Result):
+    namespace: str
+    survivor: str
+    merged: str
+    similarity: Number
+    match: Literal["exact", "near"]
+
+
+class MaintenanceRunResult(Result):
+    """maintenance.run / stratagate maintain: what the pass did (or, dry, would do) and the report after it."""
+
+    dry_run: bool
+    run_id: int | None
+    trigger: Literal["schedule", "start", "manual"]
+    merges: list[MergeRef]
+    merged: int
+    reprojection: dict[str, list[str]]
+    fallbacks_requeued: dict[str, int | None]
+    optimize: JsonObject
+    report: StatsResult
+
+
+class UnmergeResult(Result):
+    event: JsonObject
+    survivor: str
+    sources_removed: int
+    fact_links_removed: int
+
+
 class OkResult(Result):
     ok: bool
 

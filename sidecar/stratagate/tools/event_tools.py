@@ -20,6 +20,7 @@ from stratagate.events.store import Source
 from stratagate.events.temporal import TimeStatus
 from stratagate.events.visibility import Viewer
 from stratagate.graph.projection import mark_projected, project_event
+from stratagate.maintenance import consolidate
 from stratagate.protocol import ToolContext, tool
 from stratagate.protocol.tool_results import (
     EventChangeResult,
@@ -254,11 +255,16 @@ async def forget(ctx: ToolContext, args: ForgetArgs) -> dict[str, Any]:
     "memory_restore",
     args=IdArgs,
     result=EventChangeResult,
-    description="Bring back a forgotten event with the status it had before (a superseded event stays superseded).",
+    description="Bring back a forgotten event with the status it had before (a superseded event stays superseded), "
+    "or undo the merge of a duplicate that maintenance merged into another event.",
 )
 async def restore(ctx: ToolContext, args: IdArgs) -> dict[str, Any]:
     async with ctx.db.transaction() as conn:
         ev, viewer = await _visible(conn, ctx, args.id)
+        if ev.status == "superseded" and await consolidate.merged_into(conn, ev.id) == ev.successor_id:
+            # A duplicate merged by maintenance: restoring it undoes exactly that merge.
+            undone = await consolidate.unmerge(conn, ev, ACTOR)
+            return undone["event"] | {"note": f"unmerged from {undone['survivor']}: its copied sources were removed"}
         if ev.status != "forgotten":
             raise invalid_params(f"{ev.public_id} is {ev.status}, not forgotten; only forgotten events can be restored")
         if await _erased(conn, ev):

@@ -1,0 +1,262 @@
+"""Consolidation: near-duplicate active events of a namespace merged into one survivor, reversibly.
+
+What counts as a duplicate is the admission's own notion (``events.store.near_same``: ≥ 80 % word overlap, the same
+numbers and dates, the same negation; or the same fingerprint), and only between events that could have been one:
+the same namespace, type, time status and scope, and for ``session`` scope the same session (so a merge never widens
+what a session sees). The survivor of a group is the pinned event, else the oldest; a pinned event is never merged
+away, and an event that absorbs others in a run is not merged itself in that run.
+
+A merge changes only what an unmerge can put back exactly: the merged event becomes ``superseded`` with
+``successor_id`` = survivor (every reader already hides it and ``successor_chain`` leads to the survivor), the
+merged event's evidence rows are COPIED to the survivor (their ids in ``event_merges.added_sources``) and so are its
+graph fact links (so no fact changes status; they are kept in ``merged_before.graph_links``), and the merged
+event's lifecycle columns before the merge are ``merged_before.event``. An unmerge deletes only those copies,
+writes the lifecycle columns back byte for byte and marks the merge undone. Nothing is deleted by a merge.
+
+``plan`` only reads (a dry run uses it on a read-only connection); ``apply`` re-checks each merge inside its own
+short transaction, so a pass that races a capture or another pass merges nothing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections import Counter, defaultdict
+from typing import Any
+
+import aiosqlite
+from pydantic import BaseModel
+
+from stratagate import ids
+from stratagate.errors import invalid_params, not_found
+from stratagate.events import store as events
+from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow
+from stratagate.graph.store import follow_event_status
+from stratagate.maintenance import store
+from stratagate.storage.db import Actor, Database, audit
+from stratagate.storage.lookup import namespace_name
+from stratagate.text.terms import terms
+from stratagate.timeutil import now_iso
+
+
+class Merge(BaseModel):
+    """One planned (or done) merge of ``merged`` into ``survivor``."""
+
+    namespace_id: int
+    namespace: str
+    survivor_id: int
+    merged_id: int
+    similarity: float
+    match: str  # 'exact' (same fingerprint) or 'near'
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "survivor": ids.make("evt", self.survivor_id),
+            "merged": ids.make("evt", self.merged_id),
+            "similarity": self.similarity,
+            "match": self.match,
+        }
+
+
+def _jaccard(a: str, b: str) -> float:
+    wa, wb = set(terms(a)), set(terms(b))
+    return len(wa & wb) / len(wa | wb) if wa | wb else 0.0
+
+
+def similarity(a: Any, b: Any) -> tuple[float, str] | None:
+    """How alike two event rows are, if they are duplicates by the admission's rule; else None."""
+    if a["fingerprint"] == b["fingerprint"]:
+        return 1.0, "exact"
+    scores = [
+        _jaccard(a[field], b[field]) for field in ("summary", "narrative") if events.near_same(a[field], b[field])
+    ]
+    return (round(max(scores), 4), "near") if scores else None
+
+
+def _group(row: Any) -> tuple[Any, ...]:
+    return (row["type"], row["time_status"], row["scope"], row["session_id"] if row["scope"] == "session" else None)
+
+
+def _candidate_pairs(rows: list[Any]) -> set[tuple[int, int]]:
+    """Index positions (i < j) that may reach the near-duplicate threshold: the prefix filter of set-similarity
+    joins (a pair with Jaccard ≥ t shares a word among the first |x| − ⌈t·|x|⌉ + 1 words of each set in one global
+    order, rarest first), so a pass is far from quadratic. Exact restatements pair by fingerprint."""
+    pairs: set[tuple[int, int]] = set()
+    by_fp: dict[str, list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        by_fp[row["fingerprint"]].append(i)
+    for same in by_fp.values():
+        pairs.update((a, b) for k, a in enumerate(same) for b in same[k + 1 :])
+    for field in ("summary", "narrative"):
+        sets = [frozenset(terms(row[field])) for row in rows]
+        freq = Counter(w for words in sets for w in words)
+        index: dict[str, list[int]] = defaultdict(list)
+        for j, words in enumerate(sets):
+            if len(words) < 3:  # near_same needs three words on each side
+                continue
+            ordered = sorted(words, key=lambda w: (freq[w], w))
+            prefix = ordered[: len(words) - math.ceil(events.NEAR_DUPLICATE * len(words)) + 1]
+            for word in prefix:
+                for i in index[word]:
+                    pairs.add((i, j))
+                index[word].append(j)
+    return pairs
+
+
+def _plan_namespace(namespace_id: int, name: str, rows: list[dict[str, Any]]) -> list[Merge]:
+    """The merges of one namespace's active events (pure; run in a worker thread: tokenising thousands of events
+    must not stall the event loop)."""
+    out: list[Merge] = []
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[_group(row)].append(row)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        neighbours: dict[int, list[int]] = defaultdict(list)
+        for i, j in _candidate_pairs(members):
+            neighbours[min(i, j)].append(max(i, j))
+        taken: set[int] = set()
+        for i, survivor in enumerate(members):  # survivors first: pinned, then the oldest
+            if i in taken:
+                continue
+            for j in sorted(neighbours[i]):
+                other = members[j]
+                if j in taken or other["pinned"]:
+                    continue
+                score = similarity(survivor, other)
+                if score is None:
+                    continue
+                taken.update((i, j))
+                out.append(Merge(namespace_id=namespace_id, namespace=name, survivor_id=int(survivor["id"]),
+                                 merged_id=int(other["id"]), similarity=score[0], match=score[1]))
+    return out
+
+
+async def plan(conn: aiosqlite.Connection) -> list[Merge]:
+    """Every merge a pass would make now, in the order it would make them. Reads only."""
+    out: list[Merge] = []
+    for namespace_id in await store.namespace_ids(conn):
+        rows = [dict(r) for r in await store.active_events(conn, namespace_id)]
+        if len(rows) < 2:
+            continue
+        name = await namespace_name(conn, namespace_id) or ""
+        out += await asyncio.to_thread(_plan_namespace, namespace_id, name, rows)
+    return out
+
+
+def _still_mergeable(survivor: EventRow | None, merged: EventRow | None) -> bool:
+    if survivor is None or merged is None or survivor.status != "active" or merged.status != "active":
+        return False
+    if merged.pinned or survivor.namespace_id != merged.namespace_id:
+        return False
+    if (survivor.type, survivor.time_status, survivor.scope) != (merged.type, merged.time_status, merged.scope):
+        return False
+    return survivor.scope != "session" or survivor.session_id == merged.session_id
+
+
+async def merge_one(conn: aiosqlite.Connection, m: Merge, actor: Actor, run_id: int | None, why: str) -> bool:
+    """Apply one planned merge inside the caller's transaction, if it still holds; True when it was made."""
+    survivor = await events.get_event(conn, m.survivor_id)
+    merged = await events.get_event(conn, m.merged_id)
+    if not _still_mergeable(survivor, merged) or await store.is_open_survivor(conn, m.merged_id):
+        return False
+    assert survivor is not None and merged is not None
+    if similarity(survivor.model_dump(), merged.model_dump()) is None:
+        return False
+    before = await store.lifecycle_columns(conn, merged.id)
+    added_sources = await events.copy_sources(conn, merged.id, survivor.id)
+    links = await store.copy_fact_links(conn, merged.id, survivor.id)
+    await store.set_lifecycle(conn, merged.id, {
+        "status": "superseded",
+        "prior_status": merged.status,
+        "successor_id": survivor.id,
+        "weight_cap": SUPERSEDED_WEIGHT_CAP,
+        "updated_at": now_iso(),
+    })
+    merge_id = await store.insert_merge(
+        conn, m.namespace_id, survivor.id, merged.id, {"event": before, "graph_links": links}, added_sources,
+        m.similarity, run_id, actor,
+    )
+    after = await events.get_event(conn, merged.id)
+    assert after is not None
+    await follow_event_status(conn, after, actor)  # facts it held are held by the survivor too: nothing changes
+    await audit(conn, m.namespace_id, actor, "event.merged", "event", merged.public_id, merged.lifecycle(),
+                after.lifecycle() | {"note": {
+                    "into": survivor.public_id, "merge": merge_id, "similarity": m.similarity, "match": m.match,
+                    "why": why, "sources_copied": len(added_sources), "fact_links_copied": len(links),
+                    "run": run_id}})
+    return True
+
+
+async def apply(db: Database, merges: list[Merge], actor: Actor, run_id: int | None, why: str) -> list[Merge]:
+    """Each merge in its own short transaction (the writer is never held for a whole pass); the ones made."""
+    done = []
+    for m in merges:
+        async with db.transaction() as conn:
+            if await merge_one(conn, m, actor, run_id, why):
+                done.append(m)
+    return done
+
+
+async def unmerge(conn: aiosqlite.Connection, merged: EventRow, actor: Actor) -> dict[str, Any]:
+    """Undo the open merge of ``merged`` inside the caller's transaction: exactly what the merge did, no more."""
+    row = await store.open_merge_of(conn, merged.id)
+    if row is None:
+        raise not_found(f"{merged.public_id} is not a merged duplicate (no open merge)")
+    survivor_key = int(row["survivor_id"])
+    if merged.status != "superseded" or merged.successor_id != survivor_key:
+        raise invalid_params(
+            f"{merged.public_id} is {merged.status} now, no longer merged into {ids.make('evt', survivor_key)}; "
+            "only a merged duplicate that is still superseded by its survivor can be unmerged"
+        )
+    survivor = await events.get_event(conn, survivor_key)
+    if survivor is not None and survivor.status == "forgotten":
+        # Its words restate a forgotten memory: admission would refuse them too (a tombstone's near duplicate).
+        raise invalid_params(
+            f"{survivor.public_id}, which {merged.public_id} was merged into, is forgotten; restore "
+            f"{survivor.public_id} first (memory_restore), then unmerge"
+        )
+    before = json.loads(row["merged_before"])
+    removed = await store.delete_copied(conn, survivor_key, json.loads(row["added_sources"]),
+                                        before.get("graph_links", []))
+    await store.set_lifecycle(conn, merged.id, before["event"])
+    await store.mark_undone(conn, int(row["id"]))
+    after = await events.get_event(conn, merged.id)
+    assert after is not None
+    await follow_event_status(conn, after, actor)
+    await audit(conn, merged.namespace_id, actor, "event.unmerged", "event", merged.public_id, merged.lifecycle(),
+                after.lifecycle() | {"note": {"from": ids.make("evt", survivor_key), "merge": int(row["id"]),
+                                              "sources_removed": removed}})
+    if survivor is not None and survivor.status == "superseded" and survivor.successor_id is not None:
+        # What the survivor said was replaced since the merge (npm → pnpm): so is the duplicate, after the undo.
+        successor = await events.get_event(conn, survivor.successor_id)
+        if successor is not None and successor.status in ("active", "disputed"):
+            await events.supersede(conn, after, successor, actor)
+            after = await events.get_event(conn, merged.id) or after
+    return {
+        "event": after.public(),
+        "survivor": ids.make("evt", survivor_key),
+        "sources_removed": removed,
+        "fact_links_removed": len(before.get("graph_links", [])),
+    }
+
+
+async def merged_into(conn: aiosqlite.Connection, event_id: int) -> int | None:
+    """The survivor this event is merged into (an open merge), if it is a merged duplicate."""
+    row = await store.open_merge_of(conn, event_id)
+    return None if row is None else int(row["survivor_id"])
+
+
+async def unmerge_event(db: Database, event_ref: str, namespace: str | None, actor: Actor) -> dict[str, Any]:
+    """``events.unmerge``: the merged duplicate ``evt_N`` (of ``namespace`` when given) back as it was."""
+    key = ids.parse(event_ref, "evt")
+    if key is None:
+        raise invalid_params(f"id must look like 'evt_12' (got {event_ref!r})")
+    async with db.transaction() as conn:
+        ev = await events.get_event(conn, key)
+        if ev is None or (namespace is not None and await namespace_name(conn, ev.namespace_id) != namespace):
+            raise not_found(f"unknown event {event_ref}")
+        return await unmerge(conn, ev, actor)

@@ -1,0 +1,175 @@
+"""A maintenance pass, the ``maintenance`` job that runs it on a schedule, and the start-up check.
+
+A pass, in order: consolidation (consolidate.py), the upgrade trigger of rule-written fallback blocks
+(``blocks.summarize.requeue_fallbacks``), re-projection of a stale graph (reproject.py), FTS/SQLite optimize
+(optimize.py), then the report (stats.py), stored with the run in ``maintenance_runs``. Each step writes in short
+transactions of its own, so captures and reads never wait for a pass. Nothing is deleted.
+
+A dry run only reads (through a read-only connection from the CLI, the reader from the RPC): it reports what a pass
+would merge and repair, and writes no byte, not even its run record.
+
+Schedule: one job for the whole database. After a run its handler puts its own row back in the queue, due
+``maintenance_interval_hours`` later. At start (``at_start``) the job is queued due ``START_DELAY_S`` from now when
+no run is younger than the interval, so the first turns of a session go first. Interval 0: never scheduled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import weakref
+from typing import Any
+
+import aiosqlite
+
+from stratagate.blocks import summarize
+from stratagate.config import Settings
+from stratagate.events import extraction
+from stratagate.jobs.pipeline import StageDeps
+from stratagate.jobs.queue import JobRow, mark_done
+from stratagate.maintenance import consolidate, optimize, reproject, stats, store
+from stratagate.redact import preview
+from stratagate.storage.db import Actor, Database, audit
+from stratagate.timeutil import parse_time
+
+START_DELAY_S = 60.0
+"""How long after a start an overdue maintenance job waits: the session's first turns and summaries go first."""
+
+_locks: weakref.WeakKeyDictionary[Database, asyncio.Lock] = weakref.WeakKeyDictionary()
+_due_from_start: weakref.WeakSet[Database] = weakref.WeakSet()
+
+
+def _lock(db: Database) -> asyncio.Lock:
+    """One pass at a time per database in this process (another process's pass is safe too: every merge and
+    repair re-checks inside its own transaction)."""
+    lock = _locks.get(db)
+    if lock is None:
+        lock = _locks[db] = asyncio.Lock()
+    return lock
+
+
+async def _requeue_fallbacks(db: Database, max_attempts: int) -> dict[str, int]:
+    """The upgrade triggers of rule-written fallback output: blocks' views (``blocks.summarize``) and blocks' events
+    (``events.extraction``) get their model jobs again."""
+    return {
+        "blocks": int(await summarize.requeue_fallbacks(db, max_attempts)),
+        "events": int(await extraction.requeue_fallbacks(db, max_attempts)),
+    }
+
+
+async def dry_run(conn: aiosqlite.Connection, settings: Settings, trigger: str = "manual") -> dict[str, Any]:
+    """What a pass would do now, by reading ``conn`` only."""
+    merges = await consolidate.plan(conn)
+    stale = await reproject.plan(conn)
+    return {
+        "dry_run": True,
+        "run_id": None,
+        "trigger": trigger,
+        "merges": [m.public() for m in merges],
+        "merged": len(merges),
+        "reprojection": stale.public(),
+        "fallbacks_requeued": {"blocks": None, "events": None},
+        "optimize": await optimize.plan(conn),
+        "report": await stats.report(conn, settings.db, settings.maintenance_interval_hours),
+    }
+
+
+async def run_pass(db: Database, settings: Settings, trigger: str, actor: Actor) -> dict[str, Any]:
+    """A real pass, recorded in ``maintenance_runs`` (``failed`` with its error if a step raises)."""
+    async with _lock(db):
+        async with db.transaction() as conn:
+            run_id = await store.start_run(conn, trigger)
+        try:
+            why = f"maintenance run {run_id} ({trigger})"
+            merges = await consolidate.apply(db, await consolidate.plan(db.reader), actor, run_id, why)
+            fallbacks = await _requeue_fallbacks(db, settings.job_max_attempts)
+            stale = await reproject.plan(db.reader)
+            repaired = await reproject.apply(db, stale, actor)
+            tidy = await optimize.run(db)
+            result: dict[str, Any] = {
+                "dry_run": False,
+                "run_id": run_id,
+                "trigger": trigger,
+                "merges": [m.public() for m in merges],
+                "merged": len(merges),
+                "reprojection": stale.public() | repaired.model_dump(),
+                "fallbacks_requeued": fallbacks,
+                "optimize": tidy,
+            }
+            result["report"] = await stats.report(db.reader, settings.db, settings.maintenance_interval_hours)
+        except Exception as exc:
+            async with db.transaction() as conn:
+                await store.finish_run(conn, run_id, None, preview(f"{type(exc).__name__}: {exc}", 2000))
+            raise
+        async with db.transaction() as conn:
+            await store.finish_run(conn, run_id, result)
+            await audit(conn, None, actor, "maintenance.run", "maintenance_run", str(run_id), None,
+                        {"trigger": trigger, "merged": len(merges), "facts_refreshed": len(repaired.facts_refreshed),
+                         "events_projected": len(repaired.events_projected)})
+        return result
+
+
+def _interval_s(settings: Settings) -> float:
+    return settings.maintenance_interval_hours * 3600.0
+
+
+async def _newest_start(conn: aiosqlite.Connection) -> float | None:
+    row = await store.newest_run(conn)
+    return None if row is None else parse_time(row["started_at"]).timestamp()
+
+
+async def at_start(db: Database, settings: Settings, now: float | None = None) -> str:
+    """Queue the maintenance job at start when it is overdue (no run younger than the interval); what it did."""
+    now = time.time() if now is None else now
+    interval = _interval_s(settings)
+    async with db.transaction() as conn:
+        if interval <= 0:
+            return "off: parked the queued job" if await store.park_job(conn) else "off"
+        namespace_id = await store.first_namespace(conn)
+        if namespace_id is None:
+            return "nothing to maintain yet"
+        newest = await _newest_start(conn)
+        overdue = newest is None or now - newest >= interval
+        job = await store.job_row(conn)
+        if not overdue:
+            if job is None or job["status"] in ("done", "failed"):  # e.g. the interval was 0 before
+                assert newest is not None
+                await store.schedule_job(conn, namespace_id, newest + interval, settings.job_max_attempts, "next")
+            return "not due"
+        if job is not None and job["status"] == "queued" and job["next_run_at"] <= now:
+            return "due"  # its scheduled time already passed: the runner takes it now
+        await store.schedule_job(conn, namespace_id, now + START_DELAY_S, settings.job_max_attempts, "overdue")
+    _due_from_start.add(db)
+    return "overdue: queued"
+
+
+class MaintenanceJob:
+    """The ``maintenance`` stage's handler: one pass, then its own row goes back in the queue for the next one."""
+
+    def __init__(self, db: Database, settings: Settings):
+        self._db, self._settings = db, settings
+
+    async def __call__(self, job: JobRow) -> list[Any]:
+        interval = _interval_s(self._settings)
+        if interval <= 0:
+            async with self._db.transaction() as conn:
+                await mark_done(conn, job)
+            return []
+        newest = await _newest_start(self._db.reader)
+        now = time.time()
+        if newest is not None and now < newest + interval - START_DELAY_S:
+            # A pass ran since this job was queued (`stratagate maintain`, maintenance.run): not due yet.
+            async with self._db.transaction() as conn:
+                await store.reschedule_own_row(conn, job.id, newest + interval)
+            return []
+        trigger = "start" if self._db in _due_from_start else "schedule"
+        _due_from_start.discard(self._db)
+        await run_pass(self._db, self._settings, trigger, "system")
+        async with self._db.transaction() as conn:
+            await store.reschedule_own_row(conn, job.id, time.time() + interval)
+        return []
+
+
+def job_handler(deps: StageDeps) -> MaintenanceJob:
+    """The ``maintenance`` stage's handler (declared in jobs/pipeline.py)."""
+    return MaintenanceJob(deps.db, deps.settings)
