@@ -115,14 +115,19 @@ async def test_same_file_twice_is_refused_unless_asked(sidecar: SidecarClient):
     text = Path(path).read_bytes().decode("utf-8")  # CR/LF kept: the same bytes
     err = await rpc_error(sidecar, "import.run", {"namespace": NS, "text": text})
     assert err.data == {"import_id": "imp_1"}
-    # Another namespace is another memory space.
+    # Another namespace is another memory space, once it opts out of the user tier...
+    await sidecar.call("namespace.settings.set", {"namespace": "other", "user_tier": False})
     other = await sidecar.call("import.run", {"namespace": "other", "path": path})
     assert len(other["inserted"]) == len(first["inserted"]) == 7
+    # ...while in the user tier, user-scope items (the default) merge into the same events already there.
+    shared = await sidecar.call("import.run", {"namespace": "third", "path": path})
+    assert shared["inserted"] == [] and shared["merged"] == first["inserted"]
 
     again = await sidecar.call("import.run", {"namespace": NS, "path": path, "allow_duplicate": True})
-    assert again["import_id"] == "imp_3" and again["inserted"] == [] and again["merged"] == first["inserted"]
+    assert again["import_id"] == "imp_4" and again["inserted"] == [] and again["merged"] == first["inserted"]
     expanded = await tool(sidecar, "memory_expand_event", {"id": first["inserted"][0]})
-    assert [s["quote"] for s in expanded["sources"]] == ["Prefers concise answers."] * 2
+    assert [(s["import_id"], s["quote"]) for s in expanded["sources"]] == [
+        (imp, "Prefers concise answers.") for imp in ("imp_1", "imp_3", "imp_4")]
 
 
 async def test_forgotten_is_suppressed_and_known_memory_gains_a_source(sidecar: SidecarClient, tmp_path: Path):

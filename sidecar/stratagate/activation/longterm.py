@@ -26,7 +26,9 @@ import aiosqlite
 from stratagate.capture import queries as capture_queries
 from stratagate.events import queries as event_queries
 from stratagate.events import store as events
+from stratagate.events import visibility
 from stratagate.events.models import EventRow
+from stratagate.events.visibility import Viewer
 from stratagate.evidence.weights import weight_of
 from stratagate.graph import read as graph_read
 from stratagate.graph import store as graph
@@ -78,7 +80,7 @@ def _merge(*rankings: list[EventRow]) -> list[EventRow]:
 
 
 async def _ranked_events(
-    conn: aiosqlite.Connection, ns: int, sess: int | None, queries: list[str]
+    conn: aiosqlite.Connection, ns: int | None, sess: int | None, queries: list[str]
 ) -> list[EventRow]:
     """Matches of the human message (weight 2) and of the recent turns (weight 1), fused by reciprocal rank, then
     scaled by each event's long-term weight as seen from this session (read only: nothing is reinforced here)."""
@@ -104,14 +106,14 @@ async def _ranked_events(
     return [rows[event_id] for _, event_id in scored]
 
 
-async def _pinned(conn: aiosqlite.Connection, ns: int, sess: int | None) -> list[EventRow]:
-    pinned = [ev for ev in await event_queries.pinned_events(conn, ns) if ev.visible_to(ns, sess)]
+async def _pinned(conn: aiosqlite.Connection, ns: int | None, sess: int | None) -> list[EventRow]:
+    pinned = await event_queries.pinned_events(conn, ns, sess)
     return sorted(pinned, key=lambda ev: (_CRITICAL_FIRST[ev.criticality], ev.id))
 
 
-async def _safety(conn: aiosqlite.Connection, ns: int, sess: int | None) -> list[EventRow]:
+async def _safety(conn: aiosqlite.Connection, ns: int | None, sess: int | None) -> list[EventRow]:
     """Active safety-critical events, pinned first, then newest: admitted on every step, relevant or not."""
-    return [ev for ev in await event_queries.safety_events(conn, ns, 4 * MAX_EVENTS) if ev.visible_to(ns, sess)]
+    return await event_queries.safety_events(conn, ns, sess, 4 * MAX_EVENTS)
 
 
 def admission_order(
@@ -147,8 +149,16 @@ def _replaced_label(replaced: list[EventRow]) -> list[Any]:
     return [f"replaces {last.public_id}", Named(title), more]
 
 
-def _event_heading(ev: EventRow, successor: EventRow | None, replaced: list[EventRow] | None = None) -> str:
-    parts = [ev.public_id, ev.type]
+def _event_heading(
+    ev: EventRow, successor: EventRow | None, viewer: Viewer, replaced: list[EventRow] | None = None
+) -> str:
+    parts: list[Any] = [ev.public_id, ev.type]
+    if ev.scope == "user":
+        # The user tier: said in any project of this DSH home, recalled in every one that shares it.
+        if viewer.foreign(ev.namespace_id):
+            parts.extend(["user tier, said in another namespace", Named(ev.namespace_name or "?")])
+        else:
+            parts.append("user tier")
     if ev.status == "superseded":
         by = successor.public_id if successor else "a newer event"
         parts.append(f"SUPERSEDED by {by}: history, not current")
@@ -203,7 +213,7 @@ async def _node_entry(
 
 async def render_longterm(
     conn: aiosqlite.Connection,
-    ns: int,
+    ns: int | None,
     sess: int | None,
     human: str | None,
     count: Callable[[str], int],
@@ -212,6 +222,7 @@ async def render_longterm(
 ) -> LongTerm:
     out = LongTerm()
     budget = min(budget, MAX_TOKENS)
+    viewer = await visibility.viewer(conn, ns, sess)
     queries = [human or "", await context_text(conn, sess)]
     sealed_until = await _sealed_until(conn, sess)
 
@@ -229,7 +240,7 @@ async def render_longterm(
             continue
         successor = None
         if ev.status == "superseded":
-            chain = [e for e in await events.successor_chain(conn, ev) if e.visible_to(ns, sess)]
+            chain = [e for e in await events.successor_chain(conn, ev) if e.visible_to(viewer)]
             successor = chain[-1] if chain else None
             if successor is not None and successor.status in ("forgotten", "archived"):
                 successor = None
@@ -251,10 +262,11 @@ async def render_longterm(
         # What it replaced, unless that is shown here anyway (a pinned superseded event, labelled with its successor).
         replaced = [
             old for old in await events.predecessors(conn, ev)
-            if old.status == "superseded" and old.visible_to(ns, sess) and old.id not in shown_ids
+            if old.status == "superseded" and old.visible_to(viewer) and old.id not in shown_ids
         ]
         for short, label in ((False, True), (True, True), (True, False)):
-            entry = _event_heading(ev, successor, replaced if label else None) + "\n" + quote(_event_body(ev, short))
+            entry = (_event_heading(ev, successor, viewer, replaced if label else None) + "\n"
+                     + quote(_event_body(ev, short)))
             cost = count(entry) + 1
             if used + cost <= budget:
                 entries.append(entry)
@@ -271,7 +283,7 @@ async def render_longterm(
     node_entries: list[str] = []
     match_queries = [q for q in queries if q.strip()]
     nodes: dict[int, graph.NodeRow] = {}
-    for query in match_queries:
+    for query in match_queries if ns is not None else []:  # the graph is per namespace (no user tier there)
         match = fts_query(query)
         if match is None:
             continue
