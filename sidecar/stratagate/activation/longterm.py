@@ -9,7 +9,8 @@ Rules (each one tested):
   successor, and the successor comes with it; forgotten and archived events never appear; disputed ones are
   labelled. Supersession overrides pins. A current event that replaced another names it in its heading
   (``current · replaces evt_3 · "We use npm"``), so the superseded/current pair is visible without the old one's
-  slot; the label is dropped only when the entry would not fit the budget otherwise.
+  slot; the label is dropped only when the entry would not fit the budget otherwise. A query that matches a
+  superseded event ranks its current successor in its place ("do we still use npm?" recalls the pnpm event).
 - Events created during the session's open (unsealed) turns are skipped: the host still shows those turns.
 - Reading never writes: activation does not reinforce anything (only use receipts do).
 - Output depends only on stored state and the query, so identical inputs give byte-identical text.
@@ -80,7 +81,7 @@ def _merge(*rankings: list[EventRow]) -> list[EventRow]:
 
 
 async def _ranked_events(
-    conn: aiosqlite.Connection, ns: int | None, sess: int | None, queries: list[str]
+    conn: aiosqlite.Connection, ns: int | None, sess: int | None, queries: list[str], viewer: Viewer
 ) -> list[EventRow]:
     """Matches of the human message (weight 2) and of the recent turns (weight 1), fused by reciprocal rank, then
     scaled by each event's long-term weight as seen from this session (read only: nothing is reinforced here)."""
@@ -91,10 +92,17 @@ async def _ranked_events(
         match = fts_query(query) if query.strip() else None
         if match is None:
             continue
-        hits = await events.search(conn, ns, sess, match, CURRENT, None, CANDIDATES)
-        rankings.append([ev.id for ev, _ in hits])
+        # Superseded events are searched too and stand for their current successor at their rank: "do we still use
+        # npm?" matches the npm event only, and what answers it is the pnpm event that replaced it.
+        hits = await events.search(conn, ns, sess, match, [*CURRENT, "superseded"], None, CANDIDATES)
+        ranking: list[int] = []
+        for ev, _ in hits:
+            current = await _current_version(conn, ev, viewer) if ev.status == "superseded" else ev
+            if current is not None and current.id not in ranking:
+                ranking.append(current.id)
+                rows[current.id] = current
+        rankings.append(ranking)
         fusion_weights.append(importance)
-        rows.update({ev.id: ev for ev, _ in hits})
     if not rankings:
         return []
     scored = []
@@ -104,6 +112,13 @@ async def _ranked_events(
         scored.append((score * factor, event_id))
     scored.sort(key=lambda pair: (-pair[0], -pair[1]))
     return [rows[event_id] for _, event_id in scored]
+
+
+async def _current_version(conn: aiosqlite.Connection, ev: EventRow, viewer: Viewer) -> EventRow | None:
+    """The current event at the end of ``ev``'s successor chain, when this session may see it."""
+    chain = await events.successor_chain(conn, ev)
+    last = chain[-1] if chain else None
+    return last if last is not None and last.status in CURRENT and last.visible_to(viewer) else None
 
 
 async def _pinned(conn: aiosqlite.Connection, ns: int | None, sess: int | None) -> list[EventRow]:
@@ -229,7 +244,7 @@ async def render_longterm(
     def in_open_turns(ev: EventRow) -> bool:
         return sess is not None and ev.session_id == sess and ev.block_id is None and ev.created_at > sealed_until
 
-    ranked = [ev for ev in await _ranked_events(conn, ns, sess, queries) if not in_open_turns(ev)]
+    ranked = [ev for ev in await _ranked_events(conn, ns, sess, queries, viewer) if not in_open_turns(ev)]
     pinned = [ev for ev in await _pinned(conn, ns, sess) if not in_open_turns(ev)]
     safety = [ev for ev in await _safety(conn, ns, sess) if not in_open_turns(ev)]
     candidates = admission_order(safety, ranked, pinned)
