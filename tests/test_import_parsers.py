@@ -868,3 +868,68 @@ def test_any_json_parses_or_fails_cleanly(doc: Any, fmt: str | None):
     for item in batch.items:
         json.dumps(item.extra, allow_nan=False)
         assert item.created_at is None or item.created_at.tzinfo is UTC
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Struck-out Markdown (imports/strike.py): whole items are marked struck_out, partly struck ones keep the rest
+
+STRUCK_CASES = [
+    # (markdown line, struck_out, current_text)
+    ("~~We use Jest~~ (old)", True, "(old)"),
+    ("- ~~item~~", True, ""),
+    ("* ~~We use Jest~~ — deprecated, no longer used", True, "— deprecated, no longer used"),
+    ("- [x] ~~migrate the CI~~ [done]", True, "[x] [done]"),
+    ("- ~~我们用 npm~~（已废弃）", True, "（已废弃）"),
+    ("We use ~~npm~~ pnpm", False, "We use pnpm"),
+    ("~~We use Jest~~ We use Vitest now", False, "We use Vitest now"),
+    ("- Deploy on ~~Fridays~~ Mondays only", False, "Deploy on Mondays only"),
+    ("- Use `a ~~b~~ c` in the shell", False, "Use `a ~~b~~ c` in the shell"),  # a code span is not a strike
+    ("- about ~5 minutes, ~/.dsh is the home", False, "about ~5 minutes, ~/.dsh is the home"),  # single tildes
+    ("- ~~ spaced ~~ is no strike", False, "~~ spaced ~~ is no strike"),
+]
+
+
+@pytest.mark.parametrize(("line", "struck_out", "current"), STRUCK_CASES)
+def test_struck_out_markdown_items(line: str, struck_out: bool, current: str):
+    [item] = parse_text(f"# Notes\n{line}\n", "markdown").items
+    assert item.struck_out is struck_out
+    assert item.current_text == current
+    assert parse_text(f"# Notes\n{line}\n", "markdown").source_text.count(item.text) == 1  # text stays verbatim
+    if not struck_out and "~~" in item.text and "`" not in item.text and "~~ " not in item.text:
+        assert item.struck_spans and "~~" not in item.current_text
+
+
+def test_struck_lines_are_detected_as_markdown_and_spans_point_into_the_text():
+    text = "~~We use Jest~~ (old)\nWe use Vitest\n"
+    assert detect_text_format(text) == "markdown"
+    batch = parse_text(text)
+    assert [(i.text, i.struck_out, i.source_ref) for i in batch.items] == [
+        ("~~We use Jest~~ (old)", True, "line 1"),
+        ("We use Vitest", False, "line 2"),
+    ]
+    first = batch.items[0]
+    assert [first.text[a:b] for a, b in first.struck_spans] == ["~~We use Jest~~"]
+    wrapped = parse_text("- Build with ~~webpack and\n  babel~~ esbuild\n", "markdown").items[0]
+    assert wrapped.current_text == "Build with esbuild" and not wrapped.struck_out
+    assert parse_text("~~a~~\n", "text").items[0].struck_spans == []  # plain text interprets nothing
+
+
+def test_struck_spans_must_lie_inside_the_text():
+    with pytest.raises(ValidationError):
+        ImportItem(text="abc", source_ref="line 1", struck_spans=[(0, 9)])
+    with pytest.raises(ValidationError):
+        ImportItem(text="abc", source_ref="line 1", struck_out=True)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(alphabet=st.sampled_from(list("ab ~`()[]-中\t")), min_size=1, max_size=40))
+def test_struck_detection_never_crashes_and_current_text_is_a_cut_of_the_item(body: str):
+    try:
+        batch = parse_text(f"- x{body}\n", "markdown")
+    except ImportFormatError:
+        return
+    for item in batch.items:
+        for start, end in item.struck_spans:
+            assert item.text[start : start + 2] == "~~" and item.text[end - 2 : end] == "~~"
+        if not item.struck_out:
+            assert item.current_text.strip()

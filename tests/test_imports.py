@@ -115,14 +115,19 @@ async def test_same_file_twice_is_refused_unless_asked(sidecar: SidecarClient):
     text = Path(path).read_bytes().decode("utf-8")  # CR/LF kept: the same bytes
     err = await rpc_error(sidecar, "import.run", {"namespace": NS, "text": text})
     assert err.data == {"import_id": "imp_1"}
-    # Another namespace is another memory space.
+    # Another namespace is another memory space, once it opts out of the user tier...
+    await sidecar.call("namespace.settings.set", {"namespace": "other", "user_tier": False})
     other = await sidecar.call("import.run", {"namespace": "other", "path": path})
     assert len(other["inserted"]) == len(first["inserted"]) == 7
+    # ...while in the user tier, user-scope items (the default) merge into the same events already there.
+    shared = await sidecar.call("import.run", {"namespace": "third", "path": path})
+    assert shared["inserted"] == [] and shared["merged"] == first["inserted"]
 
     again = await sidecar.call("import.run", {"namespace": NS, "path": path, "allow_duplicate": True})
-    assert again["import_id"] == "imp_3" and again["inserted"] == [] and again["merged"] == first["inserted"]
+    assert again["import_id"] == "imp_4" and again["inserted"] == [] and again["merged"] == first["inserted"]
     expanded = await tool(sidecar, "memory_expand_event", {"id": first["inserted"][0]})
-    assert [s["quote"] for s in expanded["sources"]] == ["Prefers concise answers."] * 2
+    assert [(s["import_id"], s["quote"]) for s in expanded["sources"]] == [
+        (imp, "Prefers concise answers.") for imp in ("imp_1", "imp_3", "imp_4")]
 
 
 async def test_forgotten_is_suppressed_and_known_memory_gains_a_source(sidecar: SidecarClient, tmp_path: Path):
@@ -405,3 +410,39 @@ def test_cli_defaults_to_the_project_namespace_and_reports_bad_input(tmp_path: P
         code = 2 if message == "no database at" else 1  # a bad --db exits 2, like every command
         assert bad.returncode == code and message in bad.stderr and "Traceback" not in bad.stderr, (args, bad.stderr)
     assert not (tmp_path / "none.db").exists()
+
+
+async def test_struck_out_markdown_is_skipped_and_reported(sidecar: SidecarClient):
+    notes = (
+        "# Tooling\n"
+        "- ~~We use Jest~~ (old)\n"
+        "- We use Vitest for unit tests\n"
+        "- ~~We deploy with Heroku~~\n"
+        "- We use ~~npm~~ pnpm\n"
+    )
+    report = await sidecar.call(
+        "import.run", {"namespace": NS, "text": notes, "source_name": "tooling.md", "scope": "project"}
+    )
+    assert report["items"] == 4 and len(report["inserted"]) == 2
+    assert report["skipped_struck"] == 2 and report["struck_refs"] == ["line 2", "line 4"]
+    assert report["partly_struck_refs"] == ["line 5"]
+    assert report["skipped_inactive"] == 0  # struck-out is markup, not a source status
+    assert "Jest" not in json.dumps(report) and "Heroku" not in json.dumps(report)  # refs, never memory text
+    assert (await tool(sidecar, "memory_search_events", {"query": "Jest"}))["hits"] == []
+    assert (await tool(sidecar, "memory_search_events", {"query": "Heroku"}))["hits"] == []
+    [pnpm] = (await tool(sidecar, "memory_search_events", {"query": "pnpm"}))["hits"]
+    full = await tool(sidecar, "memory_expand_event", {"id": pnpm["id"]})
+    assert full["narrative"] == "We use pnpm" and full["status"] == "active"
+    assert full["sources"][0]["quote"] == "We use ~~npm~~ pnpm"  # the quote stays verbatim
+    listed = (await sidecar.call("import.list", {"namespace": NS}))["imports"]
+    assert listed[0]["counts"]["skipped_struck"] == 2
+
+
+def test_cli_import_reports_struck_items(tmp_path: Path):
+    notes = tmp_path / "notes.md"
+    notes.write_text("- ~~We use Jest~~ (old)\n- We use ~~npm~~ pnpm\n- Plain line\n", encoding="utf-8")
+    done = cli(str(notes), "--db", str(tmp_path / "cli.db"), "--namespace", NS)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "skipped_struck: 1 (line 1)" in lines
+    assert "partly_struck (struck words left out): line 2" in lines

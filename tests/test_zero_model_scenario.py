@@ -140,6 +140,14 @@ async def test_english_npm_then_pnpm_then_a_plan(client: SidecarClient, tmp_path
     ])
     query = "which package manager do we install with?"
     await check_scenario(client, tmp_path / "memory.db", EN, old, new, plan, query)
+    # A question that names only the old value is answered by what replaced it (never by the old one as current).
+    found = await events(client, EN)
+    npm, pnpm = found[old], found[new]
+    out = await client.call("activation.render", {"namespace": EN, "session": "s2", "query": "Do we still use npm?"})
+    lines = out["text"].splitlines()
+    heading = next(line for line in lines if line.startswith(f"[{pnpm['id']} "))
+    assert f"current · replaces {npm['id']}" in heading
+    assert not any(line.startswith(f"[{npm['id']} ") for line in lines)
 
 
 async def test_chinese_npm_then_pnpm_then_a_plan(client: SidecarClient, tmp_path: Path):

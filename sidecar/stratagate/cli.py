@@ -65,6 +65,18 @@ def _parser() -> argparse.ArgumentParser:
     erase.add_argument("--namespace", help="memory space (default: the project namespace of the current directory)")
     erase.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     erase.add_argument("--json", action="store_true", help="print the result as JSON")
+    tier = sub.add_parser(
+        "tier",
+        help="show or set whether a namespace shares the user tier (user-scope memories of every project)",
+    )
+    tier.add_argument("--db", type=Path)
+    tier.add_argument("--namespace", help="memory space (default: the project namespace of the current directory)")
+    onoff = tier.add_mutually_exclusive_group()
+    onoff.add_argument("--on", dest="user_tier", action="store_const", const=True,
+                       help="share this namespace's user-scope memories and see the other namespaces' (default)")
+    onoff.add_argument("--off", dest="user_tier", action="store_const", const=False,
+                       help="opt out: share none of its user-scope memories and see none of the others'")
+    tier.add_argument("--json", action="store_true", help="print the result as JSON")
     stats = sub.add_parser("stats", help="print the maintenance report as JSON (counts, merges, sizes, job health)")
     stats.add_argument("--db", type=Path)
     maintain = sub.add_parser(
@@ -212,6 +224,10 @@ def _print_import(command: str, result: dict[str, Any], as_json: bool) -> None:
         print(f"merged: {_ids(result['merged'])}")
         print(f"suppressed: {result['suppressed']}")
         print(f"skipped_inactive: {result['skipped_inactive']}")
+        struck = result["struck_refs"]
+        print(f"skipped_struck: {result['skipped_struck']}" + (f" ({', '.join(struck)})" if struck else ""))
+        if result["partly_struck_refs"]:
+            print(f"partly_struck (struck words left out): {', '.join(result['partly_struck_refs'])}")
         for warning in result["warnings"]:
             print(f"warning: {warning}")
 
@@ -300,6 +316,43 @@ def redact_command(args: argparse.Namespace) -> int:
         + "".join(f"\n    {k}: {n}" for k, n in summary["secrets_by_kind"].items())
     )
     print(f"embeddings deleted (recomputed by the embedding job): {summary['embeddings_deleted']}")
+    return 0
+
+
+def tier_command(args: argparse.Namespace, db_path: Path, lock_timeout: float) -> int:
+    """`stratagate tier`: show or set a namespace's user tier (opens the database itself, like erase)."""
+    from stratagate import namespaces
+    from stratagate.storage.db import Database, SchemaError, StorageError
+
+    namespace = args.namespace or namespaces.resolve(
+        namespaces.ResolveParams(mode="project", cwd=os.getcwd()))["namespace"]
+    try:
+        check_db(db_path, create=args.user_tier is not None)  # opting out may come before the first turn
+    except DbProblem as exc:
+        print(f"stratagate tier: {exc}", file=sys.stderr)
+        return 2
+
+    async def run() -> dict[str, Any]:
+        db = Database(db_path, lock_timeout=lock_timeout)
+        await db.open()
+        try:
+            if args.user_tier is None:
+                return await namespaces.settings_of(db, namespace)
+            return await namespaces.set_user_tier(db, namespace, args.user_tier, "user")
+        finally:
+            await db.close()
+
+    try:
+        result = asyncio.run(run())
+    except (SchemaError, StorageError, *DB_ERRORS) as exc:
+        print(f"stratagate tier: {db_problem(db_path, exc)}", file=sys.stderr)
+        return 2
+    _used(db_path)
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        state = "on (shares and sees user-tier memories)" if result["user_tier"] else "off (opted out)"
+        print(f"{namespace}: user tier {state}{'' if result.get('changed', True) else ' (unchanged)'}")
     return 0
 
 
@@ -528,4 +581,6 @@ def main(argv: list[str] | None = None) -> int:
         return maintenance_command(args, settings)
     if args.command == "erase":
         return erase_command(args, settings.db, settings.job_max_attempts, settings.db_lock_timeout_s)
+    if args.command == "tier":
+        return tier_command(args, settings.db, settings.db_lock_timeout_s)
     return 2

@@ -50,7 +50,7 @@ from stratagate.blocks.render import seal_views
 from stratagate.blocks.source import ROW_COLUMNS, from_row
 from stratagate.errors import invalid_params, not_found
 from stratagate.events import forgotten as forgotten_mod
-from stratagate.events import lexicon, store
+from stratagate.events import lexicon, store, visibility
 from stratagate.events.models import EventRow
 from stratagate.jobs.queue import BLOCK_SUMMARY, enqueue
 from stratagate.maintenance.store import open_duplicates_of
@@ -188,7 +188,10 @@ async def _erase_event(
     session_id = None
     if viewer is not None:
         session_id = await lookup.session_key(conn, ns, viewer)
-    if ev is None or ev.namespace_id != ns or (viewer is not None and not ev.visible_to(ns, session_id)):
+    # Erase works in the event's own namespace (memory_forget passes a user-tier event's home namespace).
+    if ev is None or ev.namespace_id != ns or (
+        viewer is not None and not ev.visible_to(await visibility.viewer(conn, ns, session_id))
+    ):
         raise not_found(f"unknown event {ids.make('evt', key)}")
     if ev.status != "forgotten":  # forget first: tombstone, graph facts follow (archived), audited
         ev = await store.forget(conn, ev, actor, "erased")

@@ -3,6 +3,9 @@
 project (default): one space per working directory, derived from its resolved path. The path is hashed
 as-is (case preserved: /Repo and /repo are different folders on case-sensitive filesystems).
 session: one space per session. global: one named space shared everywhere.
+
+Each namespace also has settings of its own (``namespaces`` columns): ``user_tier``, whether it shares its
+user-scope events with the other namespaces of the database and sees theirs (events/visibility.py).
 """
 
 from __future__ import annotations
@@ -10,11 +13,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from stratagate.capture.models import Name
+from stratagate.storage import lookup
+from stratagate.storage.db import Actor, Database, audit
 
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f:]+")
 
@@ -48,3 +53,25 @@ def resolve(p: ResolveParams) -> dict[str, str]:
         return {"namespace": f"session:{p.session}", "mode": "session", "label": p.session}
     name = p.name or "default"
     return {"namespace": f"global:{name}", "mode": "global", "label": name}
+
+
+# --- a namespace's own settings -----------------------------------------------------------------------------------
+
+
+async def settings_of(db: Database, name: str) -> dict[str, Any]:
+    """``{namespace, user_tier, exists}``: a namespace without a row has the defaults (user tier on)."""
+    ns = await lookup.namespace_key(db.reader, name)
+    tier = await lookup.namespace_user_tier(db.reader, ns) if ns is not None else None
+    return {"namespace": name, "user_tier": True if tier is None else tier, "exists": ns is not None}
+
+
+async def set_user_tier(db: Database, name: str, on: bool, actor: Actor) -> dict[str, Any]:
+    """Opt the namespace in or out of the user tier (events/visibility.py); creates its row if it has none yet, so
+    a project can opt out before its first turn. The change is audited."""
+    async with db.transaction() as conn:
+        ns = await lookup.ensure_namespace(conn, name)
+        changed = await lookup.set_namespace_user_tier(conn, ns, on)
+        if changed:
+            await audit(conn, ns, actor, "namespace.settings_changed", "namespace", name,
+                        {"user_tier": not on}, {"user_tier": on})
+    return {"namespace": name, "user_tier": on, "exists": True, "changed": changed}

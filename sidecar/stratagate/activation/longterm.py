@@ -9,7 +9,8 @@ Rules (each one tested):
   successor, and the successor comes with it; forgotten and archived events never appear; disputed ones are
   labelled. Supersession overrides pins. A current event that replaced another names it in its heading
   (``current · replaces evt_3 · "We use npm"``), so the superseded/current pair is visible without the old one's
-  slot; the label is dropped only when the entry would not fit the budget otherwise.
+  slot; the label is dropped only when the entry would not fit the budget otherwise. A query that matches a
+  superseded event ranks its current successor in its place ("do we still use npm?" recalls the pnpm event).
 - Events created during the session's open (unsealed) turns are skipped: the host still shows those turns.
 - Reading never writes: activation does not reinforce anything (only use receipts do).
 - Output depends only on stored state and the query, so identical inputs give byte-identical text.
@@ -26,7 +27,9 @@ import aiosqlite
 from stratagate.capture import queries as capture_queries
 from stratagate.events import queries as event_queries
 from stratagate.events import store as events
+from stratagate.events import visibility
 from stratagate.events.models import EventRow
+from stratagate.events.visibility import Viewer
 from stratagate.evidence.weights import weight_of
 from stratagate.graph import read as graph_read
 from stratagate.graph import store as graph
@@ -78,7 +81,7 @@ def _merge(*rankings: list[EventRow]) -> list[EventRow]:
 
 
 async def _ranked_events(
-    conn: aiosqlite.Connection, ns: int, sess: int | None, queries: list[str]
+    conn: aiosqlite.Connection, ns: int | None, sess: int | None, queries: list[str], viewer: Viewer
 ) -> list[EventRow]:
     """Matches of the human message (weight 2) and of the recent turns (weight 1), fused by reciprocal rank, then
     scaled by each event's long-term weight as seen from this session (read only: nothing is reinforced here)."""
@@ -89,10 +92,17 @@ async def _ranked_events(
         match = fts_query(query) if query.strip() else None
         if match is None:
             continue
-        hits = await events.search(conn, ns, sess, match, CURRENT, None, CANDIDATES)
-        rankings.append([ev.id for ev, _ in hits])
+        # Superseded events are searched too and stand for their current successor at their rank: "do we still use
+        # npm?" matches the npm event only, and what answers it is the pnpm event that replaced it.
+        hits = await events.search(conn, ns, sess, match, [*CURRENT, "superseded"], None, CANDIDATES)
+        ranking: list[int] = []
+        for ev, _ in hits:
+            current = await _current_version(conn, ev, viewer) if ev.status == "superseded" else ev
+            if current is not None and current.id not in ranking:
+                ranking.append(current.id)
+                rows[current.id] = current
+        rankings.append(ranking)
         fusion_weights.append(importance)
-        rows.update({ev.id: ev for ev, _ in hits})
     if not rankings:
         return []
     scored = []
@@ -104,14 +114,21 @@ async def _ranked_events(
     return [rows[event_id] for _, event_id in scored]
 
 
-async def _pinned(conn: aiosqlite.Connection, ns: int, sess: int | None) -> list[EventRow]:
-    pinned = [ev for ev in await event_queries.pinned_events(conn, ns) if ev.visible_to(ns, sess)]
+async def _current_version(conn: aiosqlite.Connection, ev: EventRow, viewer: Viewer) -> EventRow | None:
+    """The current event at the end of ``ev``'s successor chain, when this session may see it."""
+    chain = await events.successor_chain(conn, ev)
+    last = chain[-1] if chain else None
+    return last if last is not None and last.status in CURRENT and last.visible_to(viewer) else None
+
+
+async def _pinned(conn: aiosqlite.Connection, ns: int | None, sess: int | None) -> list[EventRow]:
+    pinned = await event_queries.pinned_events(conn, ns, sess)
     return sorted(pinned, key=lambda ev: (_CRITICAL_FIRST[ev.criticality], ev.id))
 
 
-async def _safety(conn: aiosqlite.Connection, ns: int, sess: int | None) -> list[EventRow]:
+async def _safety(conn: aiosqlite.Connection, ns: int | None, sess: int | None) -> list[EventRow]:
     """Active safety-critical events, pinned first, then newest: admitted on every step, relevant or not."""
-    return [ev for ev in await event_queries.safety_events(conn, ns, 4 * MAX_EVENTS) if ev.visible_to(ns, sess)]
+    return await event_queries.safety_events(conn, ns, sess, 4 * MAX_EVENTS)
 
 
 def admission_order(
@@ -147,8 +164,16 @@ def _replaced_label(replaced: list[EventRow]) -> list[Any]:
     return [f"replaces {last.public_id}", Named(title), more]
 
 
-def _event_heading(ev: EventRow, successor: EventRow | None, replaced: list[EventRow] | None = None) -> str:
-    parts = [ev.public_id, ev.type]
+def _event_heading(
+    ev: EventRow, successor: EventRow | None, viewer: Viewer, replaced: list[EventRow] | None = None
+) -> str:
+    parts: list[Any] = [ev.public_id, ev.type]
+    if ev.scope == "user":
+        # The user tier: said in any project of this DSH home, recalled in every one that shares it.
+        if viewer.foreign(ev.namespace_id):
+            parts.extend(["user tier, said in another namespace", Named(ev.namespace_name or "?")])
+        else:
+            parts.append("user tier")
     if ev.status == "superseded":
         by = successor.public_id if successor else "a newer event"
         parts.append(f"SUPERSEDED by {by}: history, not current")
@@ -203,7 +228,7 @@ async def _node_entry(
 
 async def render_longterm(
     conn: aiosqlite.Connection,
-    ns: int,
+    ns: int | None,
     sess: int | None,
     human: str | None,
     count: Callable[[str], int],
@@ -212,13 +237,14 @@ async def render_longterm(
 ) -> LongTerm:
     out = LongTerm()
     budget = min(budget, MAX_TOKENS)
+    viewer = await visibility.viewer(conn, ns, sess)
     queries = [human or "", await context_text(conn, sess)]
     sealed_until = await _sealed_until(conn, sess)
 
     def in_open_turns(ev: EventRow) -> bool:
         return sess is not None and ev.session_id == sess and ev.block_id is None and ev.created_at > sealed_until
 
-    ranked = [ev for ev in await _ranked_events(conn, ns, sess, queries) if not in_open_turns(ev)]
+    ranked = [ev for ev in await _ranked_events(conn, ns, sess, queries, viewer) if not in_open_turns(ev)]
     pinned = [ev for ev in await _pinned(conn, ns, sess) if not in_open_turns(ev)]
     safety = [ev for ev in await _safety(conn, ns, sess) if not in_open_turns(ev)]
     candidates = admission_order(safety, ranked, pinned)
@@ -229,7 +255,7 @@ async def render_longterm(
             continue
         successor = None
         if ev.status == "superseded":
-            chain = [e for e in await events.successor_chain(conn, ev) if e.visible_to(ns, sess)]
+            chain = [e for e in await events.successor_chain(conn, ev) if e.visible_to(viewer)]
             successor = chain[-1] if chain else None
             if successor is not None and successor.status in ("forgotten", "archived"):
                 successor = None
@@ -251,10 +277,11 @@ async def render_longterm(
         # What it replaced, unless that is shown here anyway (a pinned superseded event, labelled with its successor).
         replaced = [
             old for old in await events.predecessors(conn, ev)
-            if old.status == "superseded" and old.visible_to(ns, sess) and old.id not in shown_ids
+            if old.status == "superseded" and old.visible_to(viewer) and old.id not in shown_ids
         ]
         for short, label in ((False, True), (True, True), (True, False)):
-            entry = _event_heading(ev, successor, replaced if label else None) + "\n" + quote(_event_body(ev, short))
+            entry = (_event_heading(ev, successor, viewer, replaced if label else None) + "\n"
+                     + quote(_event_body(ev, short)))
             cost = count(entry) + 1
             if used + cost <= budget:
                 entries.append(entry)
@@ -271,7 +298,7 @@ async def render_longterm(
     node_entries: list[str] = []
     match_queries = [q for q in queries if q.strip()]
     nodes: dict[int, graph.NodeRow] = {}
-    for query in match_queries:
+    for query in match_queries if ns is not None else []:  # the graph is per namespace (no user tier there)
         match = fts_query(query)
         if match is None:
             continue

@@ -2,7 +2,7 @@
 
 It carries three parts:
 - long-term memory (activation/longterm.py): at most 4 events and 4 graph nodes relevant to the step, within 900
-  tokens, labelled with their status;
+  tokens, labelled with their status (and "user tier" for user-scope events, also those of other namespaces);
 - the most recent blocks of *other* sessions in the namespace (cross-session memory), at the most
   detailed model-written level that fits (L2 → L1 → L0; a pending block shows L3 if it fits);
 - this session's blocks that decay has already shortened to L2 or below (newer blocks are still in the
@@ -91,17 +91,18 @@ async def render_activation(
 ) -> dict[str, Any]:
     empty: dict[str, Any] = {
         "text": "", "tokens": 0, "longterm_tokens": 0, "block_ids": [], "event_ids": [], "node_ids": []}
+    # A namespace with no row yet (a project's first step) still recalls the user tier of the others.
     ns = await lookup.namespace_key(db.reader, p.namespace)
-    if ns is None or (
-        not await block_queries.has_blocks(db.reader, ns) and not await event_queries.has_events(db.reader, ns)
+    sess = await lookup.session_key(db.reader, ns, p.session)
+    if not (ns is not None and await block_queries.has_blocks(db.reader, ns)) and not await event_queries.has_events(
+        db.reader, ns, sess
     ):
         return empty  # nothing to recall: answer at once, even while the tokenizer is still being built
     if tokenizer_ready is not None:
         await tokenizer_ready()
-    sess = await lookup.session_key(db.reader, ns, p.session)
     lam = settings.block_decay_lambda
 
-    newest = await block_queries.newest_blocks_elsewhere(db.reader, ns, sess, RECENT_BLOCKS)
+    newest = await block_queries.newest_blocks_elsewhere(db.reader, ns, sess, RECENT_BLOCKS) if ns is not None else []
     others: list[BlockRow] = []
     for session_id in dict.fromkeys(s for _, s in newest):
         wanted = {b for b, s in newest if s == session_id}
@@ -130,7 +131,7 @@ async def render_activation(
     if entries:
         sections.append("Recent blocks from other sessions (newest first):\n" + "\n".join(entries))
 
-    if sess is not None and own_blocks:
+    if ns is not None and sess is not None and own_blocks:
         own = [b for b in await session_blocks(db, ns, sess, lam) if b.ready and b.level <= 2]
         budget = settings.activation_session_tokens
         chosen: list[str] = []

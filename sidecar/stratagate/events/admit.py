@@ -18,9 +18,11 @@ Steps, in order, for each candidate, inside the caller's transaction:
    with no content; extraction and import).
 4. **Targets.** ``supersedes`` / ``conflicts_with`` ids must be visible events; ``Options.unknown_target``:
    ``error`` (-32004, nothing stored; remember) or ``skip`` (extraction: the ids were checked against what the
-   model was shown; import names none).
-5. **Duplicates.** An exact duplicate (same fingerprint, an active or disputed event visible to the session) or a
-   near duplicate (≥ 80 % word overlap, same numbers, same negation; not one of the candidate's own targets) is the
+   model was shown; import names none). A user-tier event of another namespace is a target only of a ``user``
+   candidate (else -32602, or skipped).
+5. **Duplicates.** An exact duplicate (same fingerprint, an active or disputed event visible to the session: its
+   own namespace's first, then user-tier events of other namespaces, events/visibility.py) or a near duplicate
+   (≥ 80 % word overlap, same numbers, same negation; not one of the candidate's own targets) is the
    same memory: the candidate's sources are added to it (``event.sources_added``), no event is stored.
    ``Options.on_exact_duplicate`` differs on purpose: ``keep`` returns the existing event unchanged (remember: the
    agent said the same words again; nothing new), ``merge`` adds the sources (extraction and import: a new message
@@ -57,7 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from stratagate import ids
 from stratagate.errors import invalid_params, not_found
-from stratagate.events import store
+from stratagate.events import store, visibility
 from stratagate.events.models import Criticality, EventRow, EventType, NewEvent, Origin, Scope
 from stratagate.events.projection_queue import add_batches
 from stratagate.events.store import Source
@@ -199,7 +201,7 @@ async def _tombstone(
     conn: aiosqlite.Connection, opts: Options, c: Candidate, fp: str
 ) -> tuple[int, Literal["exact", "near"]] | None:
     """The forgotten (or erased) event this candidate restates, if any."""
-    tomb = await store.tombstone_for(conn, opts.namespace_id, fp)
+    tomb = await store.tombstone_for(conn, opts.namespace_id, fp, opts.session_id)
     if tomb is not None:
         return tomb, "exact"
     own = frozenset([*c.supersedes, *c.conflicts_with])
@@ -232,17 +234,32 @@ async def _refuse_or_suppress(
         "match": match,
         "sources": [s.ref() for s in c.sources],
     }
-    await audit(conn, opts.namespace_id, opts.actor, "event.suppressed", "event", dead, None, after)
+    owner = await store.get_event(conn, tomb)
+    home = owner.namespace_id if owner is not None else opts.namespace_id
+    await audit(conn, home, opts.actor, "event.suppressed", "event", dead, None, after)
     return Outcome(result="suppressed", tombstone=tomb)
 
 
-async def _targets(conn: aiosqlite.Connection, opts: Options, wanted: list[int], field: str) -> list[EventRow]:
+async def _targets(
+    conn: aiosqlite.Connection, opts: Options, c: Candidate, wanted: list[int], field: str
+) -> list[EventRow]:
     out = []
+    viewer = await visibility.viewer(conn, opts.namespace_id, opts.session_id)
     for key in dict.fromkeys(wanted):
         target = await store.get_event(conn, key)
-        if target is None or not target.visible_to(opts.namespace_id, opts.session_id):
+        if target is None or not target.visible_to(viewer):
             if opts.unknown_target == "error":
                 raise not_found(f"unknown event {ids.make('evt', key)} in {field}")
+            continue
+        if viewer.foreign(target.namespace_id) and c.scope != "user":
+            # A user-tier memory of another project is ended or disputed only by another user-tier memory: a
+            # project or session event would end it everywhere with a successor only this namespace can see.
+            if opts.unknown_target == "error":
+                raise invalid_params(
+                    f"{target.public_id} is a user-tier memory of another project; only a memory with scope 'user' "
+                    f"can list it in {field}",
+                    {"event": target.public_id, "field": field},
+                )
             continue
         out.append(target)
     return out
@@ -254,7 +271,8 @@ async def _merge(
     added = await store.insert_sources(conn, ev.id, c.sources)
     if added:
         after = (opts.note or {}) | {"match": match, "sources_added": [s.ref() for s in added]}
-        await audit(conn, opts.namespace_id, opts.actor, "event.sources_added", "event", ev.public_id, None, after)
+        # Audited where the event lives (a user-tier event of another namespace gains this namespace's sources).
+        await audit(conn, ev.namespace_id, opts.actor, "event.sources_added", "event", ev.public_id, None, after)
     return len(added)
 
 
@@ -289,8 +307,8 @@ async def _admit_one(conn: aiosqlite.Connection, opts: Options, raw: Candidate) 
     tomb = await _tombstone(conn, opts, c, fp)
     if tomb is not None:
         return await _refuse_or_suppress(conn, opts, c, *tomb)
-    supersedes = await _targets(conn, opts, c.supersedes, "supersedes")
-    conflicts = await _targets(conn, opts, c.conflicts_with, "conflicts_with")
+    supersedes = await _targets(conn, opts, c, c.supersedes, "supersedes")
+    conflicts = await _targets(conn, opts, c, c.conflicts_with, "conflicts_with")
     own = frozenset([*c.supersedes, *c.conflicts_with])  # what it replaces or disputes is not what it restates
 
     outcome: Outcome

@@ -27,6 +27,7 @@ from stratagate.blocks.render import render_l0, render_l2, render_l3, render_l4,
 from stratagate.blocks.source import SourceMessage
 from stratagate.blocks.views import BlockRow, block_messages, view_text
 from stratagate.events.store import near_same
+from stratagate.events.visibility import where_any_session
 from stratagate.safety.inert import inert
 from stratagate.storage.db import Database
 from stratagate.text.terms import terms
@@ -140,16 +141,17 @@ class Forgotten:
         return self.restates(text)
 
 
-async def load(conn: Any, namespace_id: int, viewer_session: int | None, *, event_ids: list[int] | None = None
+async def load(conn: Any, namespace_id: int | None, viewer_session: int | None, *, event_ids: list[int] | None = None
                ) -> Forgotten:
-    """The namespace's forgotten (not erased) events. A session-scoped event of another session still hides its
-    words (the user asked to forget them), only its id is not shown. ``conn``: an aiosqlite connection or the
+    """The namespace's forgotten (not erased) events, and forgotten user-tier events of other namespaces it sees
+    (events/visibility.py). A session-scoped event of another session still hides its words (the user asked to
+    forget them), only its id is not shown. ``conn``: an aiosqlite connection or the
     Database (anything with ``execute_fetchall`` or ``fetchall``)."""
     fetch = getattr(conn, "execute_fetchall", None) or conn.fetchall
-    where = "e.namespace_id = ? AND e.status = 'forgotten'"
-    params: list[Any] = [namespace_id]
+    visible, params = where_any_session(namespace_id)
+    where = f"{visible} AND e.status = 'forgotten'"
     if event_ids is not None:
-        where = f"e.namespace_id = ? AND e.id IN ({','.join('?' * len(event_ids))})"
+        where = f"{visible} AND e.id IN ({','.join('?' * len(event_ids))})"
         params.extend(event_ids)
     rows = await fetch(
         "SELECT e.id, e.scope, e.session_id, e.title, e.summary, e.narrative, e.quotes FROM events e"

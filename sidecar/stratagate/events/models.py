@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stratagate import ids
 from stratagate.events.temporal import Basis, Precision, TimeStatus
+from stratagate.events.visibility import Tier, Viewer, tier_of
 
 EventType = Literal["decision", "preference", "plan", "change", "fact", "event"]
 Scope = Literal["user", "project", "session"]
@@ -55,10 +56,13 @@ class NewEvent(BaseModel):
 
 
 class EventRow(NewEvent):
-    """One row of ``events`` plus its owner session's key."""
+    """One row of ``events`` plus its owner session's key and its namespace's name and user-tier setting."""
 
     id: int
     session_key: str | None = None
+    namespace_name: str | None = None
+    owner_user_tier: bool | None = None
+    """Does the event's namespace share the user tier? None when the row was read without it: never shared."""
     status: Status
     prior_status: Status | None = None
     successor_id: int | None = None
@@ -73,17 +77,33 @@ class EventRow(NewEvent):
         for key in ("tags", "quotes", "participants", "claims"):
             data[key] = json.loads(data[key])
         data["pinned"] = bool(data["pinned"])
+        if data.get("owner_user_tier") is not None:
+            data["owner_user_tier"] = bool(data["owner_user_tier"])
         return cls.model_validate(data)
 
     @property
     def public_id(self) -> str:
         return ids.make("evt", self.id)
 
-    def visible_to(self, namespace_id: int, session_id: int | None) -> bool:
-        """Same namespace, and a session-scoped event only from its own session."""
-        if self.namespace_id != namespace_id:
-            return False
-        return self.scope != "session" or (session_id is not None and self.session_id == session_id)
+    def visible_to(self, viewer: Viewer) -> bool:
+        """The one visibility rule (events/visibility.py): own namespace (a session-scoped event only in its
+        session), or a user-scoped event of another namespace when both share the user tier."""
+        return viewer.sees(
+            namespace_id=self.namespace_id, scope=self.scope, session_id=self.session_id,
+            owner_user_tier=self.owner_user_tier,
+        )
+
+    @property
+    def tier(self) -> Tier:
+        return tier_of(self.scope)
+
+    def tier_fields(self, viewer: Viewer) -> dict[str, Any]:
+        """What a tool result adds so the agent sees where a memory lives: its tier, and the namespace it was said
+        in when that is not the viewer's (a user-tier memory of another project)."""
+        out: dict[str, Any] = {"tier": self.tier}
+        if viewer.foreign(self.namespace_id):
+            out["from_namespace"] = self.namespace_name
+        return out
 
     def lifecycle(self) -> dict[str, Any]:
         """The columns a mutation may change: what the audit log records before and after."""

@@ -1,4 +1,5 @@
-"""Event reads for activation (what is admitted on every step): the SQL stays in the events package."""
+"""Event reads for activation (what is admitted on every step): the SQL stays in the events package. Every read
+applies the one visibility rule (events/visibility.py): the viewer's namespace and session, plus the user tier."""
 
 from __future__ import annotations
 
@@ -6,28 +7,44 @@ import aiosqlite
 
 from stratagate.events.models import EventRow
 from stratagate.events.store import _SELECT
+from stratagate.events.visibility import where as visible_where
 
 
-async def has_events(conn: aiosqlite.Connection, namespace_id: int) -> bool:
-    row = await (await conn.execute("SELECT 1 FROM events WHERE namespace_id = ? LIMIT 1", (namespace_id,))).fetchone()
+async def has_events(conn: aiosqlite.Connection, namespace_id: int | None, session_id: int | None = None) -> bool:
+    """Is any event visible here (the namespace's own, or a user-tier event of another namespace)?"""
+    visible, params = visible_where(namespace_id, session_id)
+    row = await (await conn.execute(f"SELECT 1 FROM events e WHERE {visible} LIMIT 1", params)).fetchone()
     return row is not None
 
 
-async def pinned_events(conn: aiosqlite.Connection, namespace_id: int) -> list[EventRow]:
-    """Pinned events that are current or history (active, disputed, superseded), oldest first."""
+async def pinned_events(conn: aiosqlite.Connection, namespace_id: int | None, session_id: int | None) -> list[EventRow]:
+    """Visible pinned events that are current or history (active, disputed, superseded), oldest first."""
+    visible, params = visible_where(namespace_id, session_id)
     rows = await conn.execute_fetchall(
-        f"{_SELECT} WHERE e.namespace_id = ? AND e.pinned = 1 AND e.status IN ('active', 'disputed',"
-        " 'superseded') ORDER BY e.id",
-        (namespace_id,),
+        f"{_SELECT} WHERE {visible} AND e.pinned = 1 AND e.status IN ('active', 'disputed', 'superseded')"
+        " ORDER BY e.id",
+        params,
     )
     return [EventRow.from_row(r) for r in rows]
 
 
-async def safety_events(conn: aiosqlite.Connection, namespace_id: int, limit: int) -> list[EventRow]:
-    """Active safety-critical events, pinned first, then newest."""
+async def safety_events(
+    conn: aiosqlite.Connection, namespace_id: int | None, session_id: int | None, limit: int
+) -> list[EventRow]:
+    """Visible active safety-critical events, pinned first, then newest."""
+    visible, params = visible_where(namespace_id, session_id)
     rows = await conn.execute_fetchall(
-        f"{_SELECT} WHERE e.namespace_id = ? AND e.criticality = 'safety' AND e.status = 'active'"
+        f"{_SELECT} WHERE {visible} AND e.criticality = 'safety' AND e.status = 'active'"
         " ORDER BY e.pinned DESC, e.id DESC LIMIT ?",
-        (namespace_id, limit),
+        (*params, limit),
     )
     return [EventRow.from_row(r) for r in rows]
+
+
+async def is_visible(
+    conn: aiosqlite.Connection, namespace_id: int | None, session_id: int | None, event_id: int
+) -> bool:
+    visible, params = visible_where(namespace_id, session_id)
+    sql = f"SELECT 1 FROM events e WHERE e.id = ? AND {visible}"
+    row = await (await conn.execute(sql, (event_id, *params))).fetchone()
+    return row is not None

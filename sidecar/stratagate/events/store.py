@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from stratagate import ids
 from stratagate.events import lexicon
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow, NewEvent, Status
+from stratagate.events.visibility import where as visible_where
 from stratagate.storage.db import ITEMS_ADDED, Actor, audit, on_commit
 from stratagate.text.terms import fts_document, fts_query, terms
 from stratagate.timeutil import now_iso, parse_time, to_iso
@@ -47,7 +48,9 @@ def on_status_change(hook: StatusHook) -> None:
         _status_hooks.append(hook)
 
 
-_SELECT = "SELECT e.*, s.key AS session_key FROM events e LEFT JOIN sessions s ON s.id = e.session_id"
+_COLUMNS = "e.*, s.key AS session_key, o.name AS namespace_name, o.user_tier AS owner_user_tier"
+_FROM = "events e LEFT JOIN sessions s ON s.id = e.session_id JOIN namespaces o ON o.id = e.namespace_id"
+_SELECT = f"SELECT {_COLUMNS} FROM {_FROM}"
 
 
 def normalise(text: str) -> str:
@@ -222,20 +225,37 @@ async def copy_sources(conn: aiosqlite.Connection, from_event: int, to_event: in
 
 
 async def erased(conn: aiosqlite.Connection, namespace_id: int, event_id: int) -> bool:
-    """Was this event erased for good (stratagate/erase.py writes an ``erasures`` row)?"""
+    """Was this event erased for good (stratagate/erase.py writes an ``erasures`` row, in the event's own namespace:
+    a user-tier event of another namespace is looked up there)?"""
     row = await (
         await conn.execute(
-            "SELECT 1 FROM erasures WHERE namespace_id = ? AND subject_id = ? LIMIT 1",
-            (namespace_id, ids.make("evt", event_id)),
+            "SELECT 1 FROM erasures WHERE namespace_id IN (?, (SELECT namespace_id FROM events WHERE id = ?))"
+            " AND subject_id = ? LIMIT 1",
+            (namespace_id, event_id, ids.make("evt", event_id)),
         )
     ).fetchone()
     return row is not None
 
 
-async def tombstone_for(conn: aiosqlite.Connection, namespace_id: int, fp: str) -> int | None:
+async def tombstone_for(
+    conn: aiosqlite.Connection, namespace_id: int, fp: str, session_id: int | None = None
+) -> int | None:
+    """The forgotten event this fingerprint restates: a tombstone of the namespace, or of a user-tier event of
+    another namespace this viewer sees (the user forgot their preference everywhere)."""
     row = await (
         await conn.execute(
             "SELECT event_id FROM tombstones WHERE namespace_id = ? AND fingerprint = ?", (namespace_id, fp)
+        )
+    ).fetchone()
+    if row is not None:
+        return int(row[0])
+    visible, params = visible_where(namespace_id, session_id)
+    row = await (
+        await conn.execute(
+            "SELECT t.event_id FROM tombstones t JOIN events e ON e.id = t.event_id"
+            f" WHERE t.fingerprint = ? AND t.namespace_id <> ? AND e.scope = 'user' AND {visible}"
+            " ORDER BY t.event_id LIMIT 1",
+            (fp, namespace_id, *params),
         )
     ).fetchone()
     return None if row is None else int(row[0])
@@ -244,17 +264,18 @@ async def tombstone_for(conn: aiosqlite.Connection, namespace_id: int, fp: str) 
 async def current_duplicate(
     conn: aiosqlite.Connection, namespace_id: int, session_id: int | None, fp: str
 ) -> EventRow | None:
-    """A current (active or disputed) visible event with the same text: a restatement is not a new event."""
-    rows = await conn.execute_fetchall(
-        f"{_SELECT} WHERE e.namespace_id = ? AND e.fingerprint = ? AND e.status IN ('active', 'disputed')"
-        " ORDER BY e.id",
-        (namespace_id, fp),
-    )
-    for row in rows:
-        ev = EventRow.from_row(row)
-        if ev.visible_to(namespace_id, session_id):
-            return ev
-    return None
+    """A current (active or disputed) visible event with the same text: a restatement is not a new event. The
+    namespace's own events first, then user-tier events of other namespaces (a preference restated in another
+    project is the same memory)."""
+    visible, params = visible_where(namespace_id, session_id)
+    row = await (
+        await conn.execute(
+            f"{_SELECT} WHERE e.fingerprint = ? AND e.status IN ('active', 'disputed') AND {visible}"
+            " ORDER BY e.namespace_id <> ?, e.id LIMIT 1",
+            (fp, *params, namespace_id),
+        )
+    ).fetchone()
+    return None if row is None else EventRow.from_row(row)
 
 
 NEAR_DUPLICATE = 0.8
@@ -423,7 +444,7 @@ _WHEN = "COALESCE(e.happened_start, e.mentioned_at)"
 
 async def search(
     conn: aiosqlite.Connection,
-    namespace_id: int,
+    namespace_id: int | None,
     session_id: int | None,
     match: str | None,
     statuses: list[str] | EventFilter,
@@ -433,12 +454,9 @@ async def search(
     """Visible events passing the filter: BM25 order (scaled by weight cap) for a match, else newest first;
     ``temporal_intent`` orders the same set by occurrence time instead."""
     f = statuses if isinstance(statuses, EventFilter) else EventFilter(statuses=statuses, type=event_type)
-    where = [
-        "e.namespace_id = ?",
-        f"e.status IN ({', '.join('?' for _ in f.statuses)})",
-        "(e.scope <> 'session' OR e.session_id IS ?)",
-    ]
-    params: list[Any] = [namespace_id, *f.statuses, session_id]
+    visible, visible_params = visible_where(namespace_id, session_id)
+    where = [visible, f"e.status IN ({', '.join('?' for _ in f.statuses)})"]
+    params: list[Any] = [*visible_params, *f.statuses]
     if f.type is not None:
         where.append("e.type = ?")
         params.append(f.type)
@@ -464,8 +482,9 @@ async def search(
         )
         return [(EventRow.from_row(r), None) for r in rows]
     rows = await conn.execute_fetchall(
-        f"SELECT e.*, s.key AS session_key, bm25(event_fts) AS rank FROM event_fts"
+        f"SELECT {_COLUMNS}, bm25(event_fts) AS rank FROM event_fts"
         f" JOIN events e ON e.id = event_fts.rowid LEFT JOIN sessions s ON s.id = e.session_id"
+        f" JOIN namespaces o ON o.id = e.namespace_id"
         f" WHERE event_fts MATCH ? AND {' AND '.join(where)} ORDER BY rank, e.id DESC LIMIT ?",
         (match, *params, limit * 5),
     )

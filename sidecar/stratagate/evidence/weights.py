@@ -12,8 +12,9 @@
   + 1, the turn in progress) minus the turn of the memory's last use *in this session*; never used here, it is the
   number of this session's turns captured after the memory was created. Turns of other sessions never age a memory
   (the reference counted the namespace-wide turn, so a busy parallel session decayed everything).
-* ``n`` is how many use receipts counted the memory, in any session of the namespace: a memory that answers have
-  relied on often decays more slowly everywhere. Half-lives: n=0 → 4.6 turns, 1 → 9.4, 2 → 12.2, 4 → 15.8, 9 → 20.6.
+* ``n`` is how many use receipts counted the memory, in any session (of any namespace, for a user-tier event): a
+  memory that answers have relied on often decays more slowly everywhere. Half-lives: n=0 → 4.6 turns, 1 → 9.4,
+  2 → 12.2, 4 → 15.8, 9 → 20.6.
 * Floors by criticality: safety 1.0, identity 0.9, preference 0.3, routine 0 (graph nodes: 0).
 * A superseded event is capped at its ``weight_cap`` (0.1): supersession beats both the floor and a pin (the
   reference let a pin lift a superseded memory back to 1).
@@ -28,6 +29,7 @@ from typing import Any, Literal
 import aiosqlite
 
 from stratagate import ids
+from stratagate.events import queries as event_queries
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP
 from stratagate.storage import lookup
 from stratagate.timeutil import now_iso
@@ -128,16 +130,24 @@ async def _item(conn: aiosqlite.Connection, kind: Kind, item_id: int) -> dict[st
 
 
 async def weight_of(
-    conn: aiosqlite.Connection, namespace_id: int, session_id: int | None, kind: Kind, item_id: int
+    conn: aiosqlite.Connection, namespace_id: int | None, session_id: int | None, kind: Kind, item_id: int
 ) -> dict[str, Any] | None:
-    """The weight of one event or node as seen from a session, with every input; None if it is not in the namespace."""
+    """The weight of one event or node as seen from a session, with every input; None if the session cannot see it
+    (a node of another namespace; an event outside the visibility rule of events/visibility.py)."""
     item = await _item(conn, kind, item_id)
-    if item is None or item["namespace_id"] != namespace_id:
+    if item is None:
         return None
+    if item["namespace_id"] != namespace_id and not (
+        kind == "event" and await event_queries.is_visible(conn, namespace_id, session_id, item_id)
+    ):
+        return None
+    # Uses in any namespace count: a user-tier memory relied on in one project decays more slowly in every one.
+    # (Item ids are unique across namespaces, so an item of this namespace only has this namespace's uses.)
     total = await (
         await conn.execute(
-            "SELECT COALESCE(SUM(uses), 0) FROM memory_use_stats WHERE namespace_id = ? AND kind = ? AND item_id = ?",
-            (namespace_id, kind, item_id),
+            "SELECT COALESCE(SUM(uses), 0) FROM memory_use_stats"
+            " WHERE namespace_id IN (SELECT id FROM namespaces) AND kind = ? AND item_id = ?",  # by its index
+            (kind, item_id),
         )
     ).fetchone()
     uses = int(total[0])

@@ -37,6 +37,11 @@ Markdown (``markdown``) — one item per bullet (``-`` ``*`` ``+`` and ``•`` `
       headings enclosing an item, outermost first, become its ``tags``.
     * Skipped: blank lines, horizontal rules, a leading YAML front-matter block, and fenced code blocks (code is not
       a memory statement, and line-splitting it would produce junk). Each skipped code block gives a warning.
+    * Struck-out Markdown (``~~…~~``, :mod:`stratagate.imports.strike`): each item records its struck spans
+      (``struck_spans``) and whether the whole item is struck (``struck_out``: only annotations such as ``(old)``
+      are left outside the strike). The parser keeps such items (the caller skips and reports them); a partly
+      struck item's ``current_text`` leaves the struck words out. ``chatgpt`` text is read the same way; ``text``
+      interprets nothing. A line with a strike counts as Markdown for detection.
 
 ChatGPT (``chatgpt``) — the "Manage memories" list copied as text: one memory per line, optionally bulleted.
     * Parsed like Markdown, plus: header lines such as ``Memories``, ``ChatGPT memories``, ``Saved memories``,
@@ -98,6 +103,7 @@ from typing import Any, Final, Literal, cast, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from stratagate.errors import DomainError
+from stratagate.imports.strike import is_struck_out, struck_spans, without_spans
 
 __all__ = [
     "FORMATS",
@@ -211,6 +217,10 @@ class ImportItem(BaseModel):
     external_id: str | None = None
     status: str | None = Field(default=None, description="The source's status, e.g. 'archived'; None if it has none.")
     extra: dict[str, Any] = Field(default_factory=dict, description="Other source fields; JSON-serialisable.")
+    struck_spans: list[tuple[int, int]] = Field(
+        default_factory=list, description="Markdown ``~~…~~`` runs in ``text``, as [start, end) offsets into it."
+    )
+    struck_out: bool = Field(default=False, description="The whole item is struck out (imports skip it).")
 
     @field_validator("text")
     @classmethod
@@ -256,10 +266,24 @@ class ImportItem(BaseModel):
             raise ValueError(f"extra must be plain JSON data: {problem}")
         return value
 
+    @model_validator(mode="after")
+    def _spans_inside(self) -> ImportItem:
+        if any(not 0 <= start < end <= len(self.text) for start, end in self.struck_spans):
+            raise ValueError("struck_spans must lie inside text")
+        if self.struck_out and not self.struck_spans:
+            raise ValueError("struck_out needs struck_spans")
+        return self
+
     @property
     def flat_text(self) -> str:
         """``text`` with every whitespace run (including a wrapped bullet's line breaks) collapsed to one space."""
         return " ".join(self.text.split())
+
+    @property
+    def current_text(self) -> str:
+        """``flat_text`` without its struck-out words: what the item still states (``We use ~~npm~~ pnpm`` →
+        ``We use pnpm``)."""
+        return without_spans(self.text, self.struck_spans) if self.struck_spans else self.flat_text
 
 
 class ImportBatch(BaseModel):
@@ -871,11 +895,23 @@ class _MarkdownReader:
                 length, created_at = prefix
                 extra["date_prefix"] = self.text[start : start + length].rstrip(" \t-–—:")
                 start += length
-        if not self.text[start : pending.end].strip():
+        body = self.text[start : pending.end]
+        if not body.strip():
             self.warnings.add(f"{ref}: empty item skipped")
             return
+        spans = struck_spans(body)
         self.items.append(
-            _span_item(self.text, start, pending.end, ref, created_at=created_at, tags=pending.tags, extra=extra)
+            _span_item(
+                self.text,
+                start,
+                pending.end,
+                ref,
+                created_at=created_at,
+                tags=pending.tags,
+                extra=extra,
+                struck_spans=spans,
+                struck_out=is_struck_out(body, spans),
+            )
         )
 
 
@@ -900,7 +936,11 @@ def _detect_plain(text: str) -> Literal["chatgpt", "markdown", "text"]:
     if dated * 2 >= len(content):
         return "chatgpt"
     markdownish = any(
-        _ATX.match(line.body) or _BULLET.match(line.body) or _NUMBERED.match(line.body) or _QUOTE.match(line.body)
+        _ATX.match(line.body)
+        or _BULLET.match(line.body)
+        or _NUMBERED.match(line.body)
+        or _QUOTE.match(line.body)
+        or struck_spans(line.body)
         for line, role in content
         if role is None
     )

@@ -79,7 +79,7 @@ def _candidate(item: ImportItem, fmt: str, scope: Scope, now: datetime, import_i
     """One import item as an event candidate: its flattened text is the statement, its verbatim text the quote."""
     etype = event_type(item.kind)
     return Candidate(
-        statement=item.flat_text,
+        statement=item.current_text,  # a partly struck item states what is not struck out
         tags=[*item.tags, f"import:{fmt}"],
         quotes=[item.text],
         type=etype,
@@ -140,11 +140,18 @@ async def run_import(
         import_id = int(cursor.lastrowid or 0)
         imp = ids.make("imp", import_id)
         skipped: dict[str, int] = {}
+        struck: list[str] = []
+        partly_struck: list[str] = []
         candidates = []
         for item in batch.items:
             if item.status is not None and item.status.casefold() not in _ACTIVE_STATUSES:
                 skipped[item.status] = skipped.get(item.status, 0) + 1
                 continue
+            if item.struck_out:  # the writer struck it out: history, not a current memory (imports/strike.py)
+                struck.append(redact(item.source_ref))
+                continue
+            if item.struck_spans:
+                partly_struck.append(redact(item.source_ref))
             candidates.append(_candidate(item, batch.format, scope, now, import_id))
         options = Options(
             namespace_id=ns,
@@ -173,6 +180,9 @@ async def run_import(
             "tombstones": tombstones,
             "skipped_inactive": sum(skipped.values()),
             "skipped_statuses": skipped,
+            "skipped_struck": len(struck),
+            "struck_refs": struck,
+            "partly_struck_refs": partly_struck,
             "warnings": [redact(w) for w in batch.warnings],
         }
         # The graph is a projection of events: new events got projection jobs like any others (events/admit.py).
@@ -274,7 +284,7 @@ async def _public(conn: aiosqlite.Connection, row: Any) -> dict[str, Any]:
         "created_at": row["created_at"],
         "removed_at": row["removed_at"],
         "counts": await _counts(conn, int(row["id"]))
-        | {k: report.get(k) for k in ("suppressed", "skipped_inactive") if k in report},
+        | {k: report.get(k) for k in ("suppressed", "skipped_inactive", "skipped_struck") if k in report},
     }
 
 

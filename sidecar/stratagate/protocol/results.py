@@ -236,6 +236,9 @@ class ImportReport(Result):
     tombstones: list[str]
     skipped_inactive: int
     skipped_statuses: dict[str, int]
+    skipped_struck: int
+    struck_refs: list[str]
+    partly_struck_refs: list[str]
     warnings: list[str]
     projection_jobs: list[str]
 

@@ -155,6 +155,10 @@ class EventCard(Result):
     type: str
     participants: list[str]
     scope: str
+    tier: str | None = None
+    """user / project / session (events/visibility.py); every event tool sets it."""
+    from_namespace: str | None = None
+    """Only for a user-tier event of another namespace: the namespace it was said in."""
     session: str | None
     criticality: str
     confidence: Number
@@ -246,6 +250,8 @@ class EventHit(Result):
     summary: str
     type: str
     scope: str
+    tier: str
+    from_namespace: str | None = None
     criticality: str
     status: str
     pinned: bool

@@ -1,7 +1,7 @@
 """The JSON-RPC methods: handlers registered with ``@method`` (protocol/registry.py) and the dispatch table built
 from them. This module imports every RPC handler module (rpc/imports.py, rpc/evidence.py, rpc/context_views.py,
-rpc/maintenance.py), so once it is imported the protocol table holds every method; params are validated and results
-typed by protocol/adapter.py."""
+rpc/maintenance.py, rpc/namespace_settings.py), so once it is imported the protocol table holds every method;
+params are validated and results typed by protocol/adapter.py."""
 
 from __future__ import annotations
 
@@ -34,7 +34,15 @@ from stratagate.protocol.results import (
     ToolsCallResult,
     ToolsListResult,
 )
-from stratagate.rpc import context, context_views, dsh, evidence, imports, maintenance  # noqa: F401  (they register @method)
+from stratagate.rpc import (  # noqa: F401  (they register @method)
+    context,
+    context_views,
+    dsh,
+    evidence,
+    imports,
+    maintenance,
+    namespace_settings,
+)
 from stratagate.tokens import count_tokens
 
 

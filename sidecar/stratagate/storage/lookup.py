@@ -82,3 +82,17 @@ async def ensure_session(conn: aiosqlite.Connection, namespace_id: int, key: str
 async def session_turn_count(conn: aiosqlite.Connection, session_id: int) -> int | None:
     row = await (await conn.execute("SELECT turn_count FROM sessions WHERE id = ?", (session_id,))).fetchone()
     return None if row is None else int(row[0])
+
+
+async def namespace_user_tier(conn: aiosqlite.Connection, namespace_id: int) -> bool | None:
+    """Does the namespace share the user tier (migration 9's ``namespaces.user_tier``)? None: no such row."""
+    row = await (await conn.execute("SELECT user_tier FROM namespaces WHERE id = ?", (namespace_id,))).fetchone()
+    return None if row is None else bool(row[0])
+
+
+async def set_namespace_user_tier(conn: aiosqlite.Connection, namespace_id: int, on: bool) -> bool:
+    """Set the namespace's user tier (inside the caller's write transaction); True when it changed."""
+    cur = await conn.execute(
+        "UPDATE namespaces SET user_tier = ? WHERE id = ? AND user_tier <> ?", (int(on), namespace_id, int(on))
+    )
+    return cur.rowcount > 0

@@ -12,12 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 from stratagate import ids
 from stratagate.erase import erase_subject, is_erased
 from stratagate.errors import invalid_params, not_found
-from stratagate.events import store
+from stratagate.events import store, visibility
 from stratagate.events.admit import Candidate, Options, admit
 from stratagate.events.claims import Claim
 from stratagate.events.models import Criticality, EventRow, EventType, Scope, Status
 from stratagate.events.store import Source
 from stratagate.events.temporal import TimeStatus
+from stratagate.events.visibility import Viewer
 from stratagate.graph.projection import mark_projected, project_event
 from stratagate.maintenance import consolidate
 from stratagate.protocol import ToolContext, tool
@@ -48,18 +49,29 @@ def _parse(value: str) -> int:
     return key
 
 
-async def _visible(conn: aiosqlite.Connection, ctx: ToolContext, event_id: str) -> EventRow:
-    """The event if the caller may see it; otherwise -32004 (other namespaces and sessions look the same)."""
-    key = _parse(event_id)
+async def _viewer(conn: aiosqlite.Connection, ctx: ToolContext) -> Viewer:
     ns, sess = await scope_keys(conn, ctx)
+    return await visibility.viewer(conn, ns, sess)
+
+
+async def _visible(conn: aiosqlite.Connection, ctx: ToolContext, event_id: str) -> tuple[EventRow, Viewer]:
+    """The event if the caller may see it (events/visibility.py: its namespace and session, or the user tier) and
+    the viewer; otherwise -32004 (other namespaces and sessions look the same)."""
+    key = _parse(event_id)
+    viewer = await _viewer(conn, ctx)
     ev = await store.get_event(conn, key)
-    if ns is None or ev is None or not ev.visible_to(ns, sess):
+    if ev is None or not ev.visible_to(viewer):
         raise not_found(f"unknown event {ids.make('evt', key)}")
-    return ev
+    return ev, viewer
 
 
 async def _erased(conn: aiosqlite.Connection, ev: EventRow | None) -> bool:
     return ev is not None and await is_erased(conn, ev.namespace_id, ev.public_id)
+
+
+def _card(ev: EventRow, viewer: Viewer) -> dict[str, Any]:
+    """The event card of a tool result: the event with its tier (and home namespace when it is another's)."""
+    return ev.public() | ev.tier_fields(viewer)
 
 
 def _brief(ev: EventRow) -> dict[str, Any]:
@@ -159,10 +171,11 @@ async def remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
             projector=_project_now,
         )
         (outcome,) = (await admit(conn, [candidate], options)).outcomes
+        viewer = await visibility.viewer(conn, ns, sess)
     event = outcome.event
     assert event is not None
     duplicate = outcome.result != "inserted"
-    result = event.public() | {"duplicate": duplicate}
+    result = _card(event, viewer) | {"duplicate": duplicate}
     if not duplicate:
         result["graph"] = {k: v for k, v in (outcome.graph or {}).items() if k != "event"}
     elif outcome.near:
@@ -215,17 +228,24 @@ async def forget(ctx: ToolContext, args: ForgetArgs) -> dict[str, Any]:
     if args.erase:
         key = _parse(args.id)
         async with ctx.db.transaction() as conn:  # unknown and invisible events look the same
-            await _visible(conn, ctx, args.id)
+            ev, viewer = await _visible(conn, ctx, args.id)
+        if viewer.foreign(ev.namespace_id):
+            # A user-tier memory of another namespace: erased there, where its text and sources live.
+            assert ev.namespace_name is not None
+            return await erase_subject(
+                ctx.db, ev.namespace_name, ids.make("evt", key), ACTOR, max_attempts=ctx.settings.job_max_attempts
+            )
         return await erase_subject(
             ctx.db, ctx.namespace, ids.make("evt", key), ACTOR, max_attempts=ctx.settings.job_max_attempts,
             viewer_session=ctx.session,
         )
     async with ctx.db.transaction() as conn:
-        ev = await _visible(conn, ctx, args.id)
+        ev, viewer = await _visible(conn, ctx, args.id)
         if ev.status == "forgotten":
-            return ev.public() | {"unchanged": True, "note": f"{ev.public_id} was already forgotten"}
+            return _card(ev, viewer) | {"unchanged": True, "note": f"{ev.public_id} was already forgotten"}
+        # Audited in the event's own namespace (store._set), also when the user tier brought it here.
         after = await store.forget(conn, ev, ACTOR, args.reason and redact(args.reason))
-    return after.public() | {
+    return _card(after, viewer) | {
         "unchanged": False,
         "note": f"forgotten; restating it will be refused until memory_restore is called with id '{ev.public_id}'",
     }
@@ -240,7 +260,7 @@ async def forget(ctx: ToolContext, args: ForgetArgs) -> dict[str, Any]:
 )
 async def restore(ctx: ToolContext, args: IdArgs) -> dict[str, Any]:
     async with ctx.db.transaction() as conn:
-        ev = await _visible(conn, ctx, args.id)
+        ev, viewer = await _visible(conn, ctx, args.id)
         if ev.status == "superseded" and await consolidate.merged_into(conn, ev.id) == ev.successor_id:
             # A duplicate merged by maintenance: restoring it undoes exactly that merge.
             undone = await consolidate.unmerge(conn, ev, ACTOR)
@@ -250,7 +270,7 @@ async def restore(ctx: ToolContext, args: IdArgs) -> dict[str, Any]:
         if await _erased(conn, ev):
             raise invalid_params(f"{ev.public_id} was erased; an erased memory cannot be restored")
         after = await store.restore(conn, ev, ACTOR)
-    return after.public()
+    return _card(after, viewer)
 
 
 @tool(
@@ -261,13 +281,13 @@ async def restore(ctx: ToolContext, args: IdArgs) -> dict[str, Any]:
 )
 async def pin(ctx: ToolContext, args: PinArgs) -> dict[str, Any]:
     async with ctx.db.transaction() as conn:
-        ev = await _visible(conn, ctx, args.id)
+        ev, viewer = await _visible(conn, ctx, args.id)
         if ev.status == "forgotten":
             raise invalid_params(f"{ev.public_id} is forgotten; restore it before pinning")
         if ev.pinned == args.pinned:
-            return ev.public() | {"unchanged": True}
+            return _card(ev, viewer) | {"unchanged": True}
         after = await store.set_pinned(conn, ev, ACTOR, args.pinned)
-    return after.public() | {"unchanged": False}
+    return _card(after, viewer) | {"unchanged": False}
 
 
 # --- search / expand ---------------------------------------------------------------------------------------------
@@ -328,8 +348,7 @@ async def search_events(ctx: ToolContext, args: SearchEventsArgs) -> dict[str, A
         result["note"] = UNSEARCHABLE
         return result
     ns, sess = await scope_keys(conn, ctx)
-    if ns is None:
-        return result
+    viewer = await visibility.viewer(conn, ns, sess)  # a namespace with no row yet still sees the user tier
     filters = store.EventFilter(
         statuses=statuses,
         type=args.type,
@@ -341,7 +360,7 @@ async def search_events(ctx: ToolContext, args: SearchEventsArgs) -> dict[str, A
     )
     found = await store.search(conn, ns, sess, match, filters, limit=max(args.limit, DENSE_POOL))
     if match is not None and not args.temporal_intent:
-        found = await _dense_rerank(ctx, ns, args.query or "", found)
+        found = await _dense_rerank(ctx, args.query or "", found)
     for ev, score in found[: args.limit]:
         hit: dict[str, Any] = {
             "id": ev.public_id,
@@ -349,6 +368,7 @@ async def search_events(ctx: ToolContext, args: SearchEventsArgs) -> dict[str, A
             "summary": ev.summary,
             "type": ev.type,
             "scope": ev.scope,
+            **ev.tier_fields(viewer),
             "criticality": ev.criticality,
             "status": ev.status,
             "pinned": ev.pinned,
@@ -362,7 +382,7 @@ async def search_events(ctx: ToolContext, args: SearchEventsArgs) -> dict[str, A
         if ev.successor_id is not None:
             succ = await store.get_event(conn, ev.successor_id)
             hit["successor_id"] = ids.make("evt", ev.successor_id)
-            if succ is not None and succ.visible_to(ns, sess):
+            if succ is not None and succ.visible_to(viewer):
                 hit["successor_title"] = succ.title
             if ev.status == "superseded":
                 hit["note"] = f"superseded by {hit['successor_id']}: not current"
@@ -375,10 +395,11 @@ DENSE_WEIGHT = 1.0
 
 
 async def _dense_rerank(
-    ctx: ToolContext, ns: int, query: str, found: list[tuple[EventRow, float | None]]
+    ctx: ToolContext, query: str, found: list[tuple[EventRow, float | None]]
 ) -> list[tuple[EventRow, float | None]]:
     """Lexical matches re-ranked by BM25 normalised to the best match plus the query's cosine similarity to each
-    event (as memory_search_raw does). Only lexical matches are ranked: a query that matches nothing stays empty."""
+    event (as memory_search_raw does). Only lexical matches are ranked: a query that matches nothing stays empty.
+    Vectors are stored per namespace: a user-tier event of another namespace is compared in its own."""
     if not found:
         return found
     try:
@@ -391,7 +412,10 @@ async def _dense_rerank(
     vector = await index.query_vector(query)
     if vector is None:
         return found
-    sims = dict(await vectors.nearest(ctx.db.reader, ns, "event", vector, len(found), {ev.id for ev, _ in found}))
+    sims: dict[int, float] = {}
+    for home in sorted({ev.namespace_id for ev, _ in found}):
+        wanted = {ev.id for ev, _ in found if ev.namespace_id == home}
+        sims.update(await vectors.nearest(ctx.db.reader, home, "event", vector, len(wanted), wanted))
     if not sims:
         return found
     best = max((score or 0.0) for _, score in found) or 1.0
@@ -413,14 +437,12 @@ async def _dense_rerank(
 )
 async def expand_event(ctx: ToolContext, args: IdArgs) -> dict[str, Any]:
     conn = ctx.db.reader
-    ev = await _visible(conn, ctx, args.id)
-    ns, sess = await scope_keys(conn, ctx)
-    assert ns is not None
-    chain = [e for e in await store.successor_chain(conn, ev) if e.visible_to(ns, sess)]
-    result = ev.public() | {
+    ev, viewer = await _visible(conn, ctx, args.id)
+    chain = [e for e in await store.successor_chain(conn, ev) if e.visible_to(viewer)]
+    result = _card(ev, viewer) | {
         "sources": await store.sources(conn, ev.id),
         "successor_chain": [_brief(e) for e in chain],
-        "supersedes": [_brief(e) for e in await store.predecessors(conn, ev) if e.visible_to(ns, sess)],
+        "supersedes": [_brief(e) for e in await store.predecessors(conn, ev) if e.visible_to(viewer)],
     }
     if ev.status == "superseded" and chain:
         result["note"] = f"superseded; the current version is {chain[-1].public_id}"
