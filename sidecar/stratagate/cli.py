@@ -10,6 +10,7 @@ import json
 import os
 import sqlite3
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,33 @@ def _used(path: Path) -> None:
 
 
 DB_ERRORS: tuple[type[BaseException], ...] = (DbProblem, sqlite3.Error, OSError)
+
+
+def _on_db(name: str, db_path: Path, lock_timeout: float, work: Callable[[Any], Awaitable[Any]]) -> tuple[int, Any]:
+    """Open the database, run ``work(db)``, close it: ``(0, result)``, or the exit code with the error printed
+    (1 for a refused request, 2 for a database problem). The CLI commands that write open the file themselves
+    (safe while a sidecar runs: SQLite serialises writers)."""
+    from stratagate.errors import RpcError
+    from stratagate.storage.db import Database, SchemaError, StorageError
+
+    async def run() -> Any:
+        db = Database(db_path, lock_timeout=lock_timeout)
+        await db.open()
+        try:
+            return await work(db)
+        finally:
+            await db.close()
+
+    try:
+        result = asyncio.run(run())
+    except RpcError as exc:
+        print(f"{name}: {_one_line(exc.message)}", file=sys.stderr)
+        return 1, None
+    except (SchemaError, StorageError, *DB_ERRORS) as exc:
+        print(f"{name}: {db_problem(db_path, exc)}", file=sys.stderr)
+        return 2, None
+    _used(db_path)
+    return 0, result
 
 
 def _positive(value: str) -> int:
@@ -322,7 +350,6 @@ def redact_command(args: argparse.Namespace) -> int:
 def tier_command(args: argparse.Namespace, db_path: Path, lock_timeout: float) -> int:
     """`stratagate tier`: show or set a namespace's user tier (opens the database itself, like erase)."""
     from stratagate import namespaces
-    from stratagate.storage.db import Database, SchemaError, StorageError
 
     namespace = args.namespace or namespaces.resolve(
         namespaces.ResolveParams(mode="project", cwd=os.getcwd()))["namespace"]
@@ -332,22 +359,14 @@ def tier_command(args: argparse.Namespace, db_path: Path, lock_timeout: float) -
         print(f"stratagate tier: {exc}", file=sys.stderr)
         return 2
 
-    async def run() -> dict[str, Any]:
-        db = Database(db_path, lock_timeout=lock_timeout)
-        await db.open()
-        try:
-            if args.user_tier is None:
-                return await namespaces.settings_of(db, namespace)
-            return await namespaces.set_user_tier(db, namespace, args.user_tier, "user")
-        finally:
-            await db.close()
+    async def work(db: Any) -> dict[str, Any]:
+        if args.user_tier is None:
+            return await namespaces.settings_of(db, namespace)
+        return await namespaces.set_user_tier(db, namespace, args.user_tier, "user")
 
-    try:
-        result = asyncio.run(run())
-    except (SchemaError, StorageError, *DB_ERRORS) as exc:
-        print(f"stratagate tier: {db_problem(db_path, exc)}", file=sys.stderr)
-        return 2
-    _used(db_path)
+    code, result = _on_db("stratagate tier", db_path, lock_timeout, work)
+    if code:
+        return code
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
@@ -360,9 +379,7 @@ def erase_command(args: argparse.Namespace, db_path: Path, max_attempts: int, lo
     """`stratagate erase`: opens the database itself (safe while a sidecar runs: SQLite serialises writers)."""
     from stratagate import ids
     from stratagate.erase import erase_subject
-    from stratagate.errors import RpcError
     from stratagate.namespaces import ResolveParams, resolve
-    from stratagate.storage.db import Database, SchemaError, StorageError
 
     if ids.parse(args.id.strip(), "evt") is None and ids.parse(args.id.strip(), "msg") is None:
         print(f"stratagate erase: {args.id!r} is not an event id (evt_12) or a message id (msg_40)", file=sys.stderr)
@@ -382,23 +399,12 @@ def erase_command(args: argparse.Namespace, db_path: Path, max_attempts: int, lo
             print("stratagate erase: nothing erased", file=sys.stderr)
             return 1
 
-    async def run() -> dict[str, Any]:
-        db = Database(db_path, lock_timeout=lock_timeout)
-        await db.open()
-        try:
-            return await erase_subject(db, namespace, args.id, "user", max_attempts=max_attempts)
-        finally:
-            await db.close()
+    async def work(db: Any) -> dict[str, Any]:
+        return await erase_subject(db, namespace, args.id, "user", max_attempts=max_attempts)
 
-    try:
-        result = asyncio.run(run())
-    except RpcError as exc:
-        print(f"stratagate erase: {_one_line(exc.message)}", file=sys.stderr)
-        return 1
-    except (SchemaError, StorageError, *DB_ERRORS) as exc:
-        print(f"stratagate erase: {db_problem(db_path, exc)}", file=sys.stderr)
-        return 2
-    _used(db_path)
+    code, result = _on_db("stratagate erase", db_path, lock_timeout, work)
+    if code:
+        return code
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
