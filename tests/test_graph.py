@@ -292,6 +292,28 @@ def test_switch_sentences_end_the_old_tool_and_start_the_new(a: str, b: str, tem
     )
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A trailing reason after a comma: the clause holds the claim.
+        ("Let's switch to pnpm, npm is too slow.", [("this project", "pnpm", False)]),
+        ("We should move to yarn, pnpm breaks our CI.", [("this project", "yarn", False)]),
+        ("After the migration, we use pnpm.", [("this project", "pnpm", False)]),
+        # The whole sentence's own shape wins over its clauses.
+        ("Use pnpm, not npm.", [("this project", "npm", True), ("this project", "pnpm", False)]),
+        # Negated or conditional: no claim, whatever the clauses say.
+        ("Don't switch to pnpm.", []),
+        ("Don't switch to pnpm, npm is fine.", []),
+        ("Before we switch to pnpm, we need to fix CI.", []),
+        ("If we had time, we would use Rust.", []),
+    ],
+)
+def test_claims_of_clauses_and_negations(text: str, expected: list[tuple[str, str, bool]]):
+    from stratagate.events.claims import read_claims
+
+    assert [(c.subject, c.object, c.ended) for c in read_claims(text)] == expected
+
+
 async def test_near_duplicates_merge_but_negations_and_other_numbers_do_not(sidecar: SidecarClient):
     first = await tool(sidecar, "memory_remember", {"text": "The staging server runs on port 8080 behind nginx."})
     near = await tool(sidecar, "memory_remember", {"text": "the staging server runs on port 8080, behind nginx!"})

@@ -219,10 +219,17 @@ _ARTICLES = re.compile(r"^(?:the|a|an|our|my|their|its|his|her)\s+", re.I)
 _TRAILING = re.compile(r"[\s.,;:!?'\"`)\]]+$")
 
 
+_NEGATION = re.compile(
+    r"\b(?:not|never|no longer|don[’']?t|doesn[’']?t|didn[’']?t|won[’']?t|shouldn[’']?t|can[’']?t)\b", re.I
+)
+
+
 def _subject(raw: str | None, *, topics: bool = False) -> tuple[str, str | None] | None:
     """Name and kind of a sentence subject; None when it is not something a node can be made of. With ``topics``
     (a choice of tool), a part of the project ("our CI", "tests") is the project itself."""
     text = _TRAILING.sub("", (raw or "").strip())
+    if _NEGATION.search(text):
+        return None  # "Don't switch to pnpm" states no claim (and "Don't" is nobody)
     if not text or _PROJECT_SUBJECTS.match(text) or (topics and _TOPIC_SUBJECT.match(text)):
         return PROJECT, "project"
     if _USER_SUBJECTS.match(text):
@@ -335,6 +342,46 @@ _OPENER = re.compile(
 _HAS_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
+_CLAUSES = re.compile(r",\s+")
+
+
+def _read_en(sentence: str) -> list[Claim]:
+    """The claims of one English sentence (or clause): the first shape that matches decides."""
+    claims: list[Claim] = []
+    sentence = _OPENER.sub("", sentence)  # "Actually, replace npm with pnpm": the opener is no subject
+    for kind, pattern in _PATTERNS:
+        m = pattern.match(sentence)
+        if m is None:
+            continue
+        # Only a choice of tool makes a topic the project: "The API depends on Redis" stays about the API.
+        subject = _subject(m.groupdict().get("subj") or m.groupdict().get("subj2"), topics=kind in _TOOL_KINDS)
+        # Moving, going and switching "to" something is only about tools when the tool is a known one
+        # ("we moved to Berlin" is not a tool change); other relations take any short name.
+        obj = _object(
+            m.group("obj"),
+            known_only=kind in ("switch", "replace", "stop", "instead", "copula"),
+            max_words=3 if kind == "prefers" else 2,
+            loose=kind == "prefers",
+        )
+        if subject is None or obj is None:
+            break
+        name, subject_kind = subject
+        kind = "uses" if kind == "copula" else kind
+        if kind in ("switch", "replace", "instead"):
+            old = m.groupdict().get("old")
+            if old and (old_name := _object(old, known_only=True)):
+                claims.append(
+                    Claim(subject=name, subject_kind=subject_kind, predicate="uses", object=old_name, ended=True)
+                )
+            claims.append(Claim(subject=name, subject_kind=subject_kind, predicate="uses", object=obj))
+        elif kind == "stop":
+            claims.append(Claim(subject=name, subject_kind=subject_kind, predicate="uses", object=obj, ended=True))
+        else:
+            claims.append(Claim(subject=name, subject_kind=subject_kind, predicate=kind, object=obj))
+        break
+    return claims
+
+
 def read_claims(text: str) -> list[Claim]:
     """Claims the common sentence shapes of ``text`` state; [] when none is clear."""
     claims: list[Claim] = []
@@ -345,37 +392,13 @@ def read_claims(text: str) -> list[Claim]:
         if _HAS_CJK.search(sentence):
             claims.extend(_read_zh(sentence))
             continue
-        sentence = _OPENER.sub("", sentence)  # "Actually, replace npm with pnpm": the opener is no subject
-        for kind, pattern in _PATTERNS:
-            m = pattern.match(sentence)
-            if m is None:
-                continue
-            # Only a choice of tool makes a topic the project: "The API depends on Redis" stays about the API.
-            subject = _subject(m.groupdict().get("subj") or m.groupdict().get("subj2"), topics=kind in _TOOL_KINDS)
-            # Moving, going and switching "to" something is only about tools when the tool is a known one
-            # ("we moved to Berlin" is not a tool change); other relations take any short name.
-            obj = _object(
-                m.group("obj"),
-                known_only=kind in ("switch", "replace", "stop", "instead", "copula"),
-                max_words=3 if kind == "prefers" else 2,
-                loose=kind == "prefers",
-            )
-            if subject is None or obj is None:
-                break
-            name, subject_kind = subject
-            kind = "uses" if kind == "copula" else kind
-            if kind in ("switch", "replace", "instead"):
-                old = m.groupdict().get("old")
-                if old and (old_name := _object(old, known_only=True)):
-                    claims.append(
-                        Claim(subject=name, subject_kind=subject_kind, predicate="uses", object=old_name, ended=True)
-                    )
-                claims.append(Claim(subject=name, subject_kind=subject_kind, predicate="uses", object=obj))
-            elif kind == "stop":
-                claims.append(Claim(subject=name, subject_kind=subject_kind, predicate="uses", object=obj, ended=True))
-            else:
-                claims.append(Claim(subject=name, subject_kind=subject_kind, predicate=kind, object=obj))
-            break
+        found = _read_en(sentence)
+        if not found and ", " in sentence:
+            # "Let's switch to pnpm, npm is too slow": the whole sentence has no shape, its clauses may. Only
+            # when the whole has none, so "use X, not Y" keeps its meaning.
+            for clause in _CLAUSES.split(sentence):
+                found.extend(_read_en(_TRAILING.sub("", clause.strip())))
+        claims.extend(found)
     out: list[Claim] = []
     for claim in claims:
         claim = with_lexicon(claim)
