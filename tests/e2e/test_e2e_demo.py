@@ -36,7 +36,7 @@ DEMO_TEST_ENV = {
 }
 MESSAGES = [
     "We use npm for this project.",
-    "Let's switch to pnpm.",
+    "Let's switch to pnpm, npm is too slow.",
     "We need to finish the prototype next week.",
     "Keep the README short.",
 ]
@@ -171,7 +171,8 @@ def test_offline_demo_acknowledges_titles_and_recalls_what_changed(demo_home: Ds
 
     # Recall, as the demo model read it from each step's request and repeated it. The turn after the plan was
     # stored recalls pnpm current, naming the npm event it replaced (or npm on its own line as superseded by it),
-    # and the plan with its window; the question about npm and the prototype recalls the plan.
+    # and the plan with its window; the question about npm and the prototype recalls the plan, and pnpm in npm's
+    # place (a query that matches a superseded event ranks its current successor).
     npm_id, pnpm_id = f"evt_{npm[0]['id']}", f"evt_{pnpm[0]['id']}"
     after = replies[3].splitlines()
     current = [ln for ln in after if f"({pnpm_id}, " in ln]
@@ -182,6 +183,7 @@ def test_offline_demo_acknowledges_titles_and_recalls_what_changed(demo_home: Ds
     plan_line = r"prototype.*\(evt_\d+, plan, current, planned \d{4}-\d{2}-\d{2}"
     assert re.search(plan_line, replies[3]), replies[3]
     assert re.search(plan_line, recall_reply), recall_reply
+    assert any(f"({pnpm_id}, " in ln and ", current" in ln for ln in recall_reply.splitlines()), recall_reply
     # Nothing stale poses as current: once pnpm is stored, no recall shows the npm event as current.
     for text in [*replies[2:], recall_reply]:
         assert not any(f"({npm_id}, " in ln and ", current" in ln for ln in text.splitlines()), text
