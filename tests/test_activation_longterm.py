@@ -36,14 +36,8 @@ async def render(c: SidecarClient, query: str | None, session: str = "s2") -> di
 
 
 async def settled(c: SidecarClient) -> None:
-    """Wait until the background pipeline (graph projection, embeddings) has nothing queued or running: its jobs
-    change what recall shows and what system.info counts. Re-checked at each jobs.changed notification."""
-    while True:
-        seen = len(c.notifications)
-        jobs = (await c.call("system.info"))["counts"]["jobs"]
-        if jobs["queued"] == 0 and jobs["running"] == 0:
-            return
-        await c.wait_for(lambda n=seen: len(c.notifications) > n, timeout=60)
+    """The pipeline's jobs change what recall shows and what system.info counts: wait until it has settled."""
+    await c.settled(failed=True)
 
 
 def entry_of(text: str, ref: str) -> str:

@@ -293,10 +293,13 @@ async def test_retrieval_still_answers_on_a_full_database_and_writes_say_storage
 async def test_a_flood_of_pipelined_searches_keeps_memory_bounded(tmp_path: Path):
     import psutil
 
-    client = await SidecarClient.start(tmp_path / "m.db")
+    # Zero-model mode and a settled pipeline: the measurement is of the flood, not of the background jobs of the
+    # captured turns (a dense model loading for their embeddings in the middle of it is ~100 MB of RSS).
+    client = await SidecarClient.start(tmp_path / "m.db", env={"STRATAGATE_MODEL_ROUTE": "none"})
     try:
         for i in range(1, 21):
             await client.call("turn.capture", turn(i, user=f"flood {i} lorem ipsum " * 20))
+        await client.settled(timeout=300)
         proc = psutil.Process(client.proc.pid)
         await client.tool("proj", "s1", "memory_search_raw", {"query": "lorem", "limit": 20})  # warm up
         before = proc.memory_info().rss

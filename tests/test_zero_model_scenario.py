@@ -35,15 +35,7 @@ async def client(tmp_path: Path) -> AsyncIterator[SidecarClient]:
 
 
 async def settled(c: SidecarClient, failed: bool = False) -> None:
-    """Until nothing is queued or running (summaries, extraction, projection, embeddings), re-checked at each
-    jobs.changed notification: no sleeps."""
-    while True:
-        seen = len(c.notifications)
-        jobs = (await c.call("system.info"))["counts"]["jobs"]
-        if jobs["queued"] == 0 and jobs["running"] == 0:
-            assert failed or jobs.get("failed", 0) == 0, jobs
-            return
-        await c.wait_for(lambda n=seen: len(c.notifications) > n, timeout=60)
+    await c.settled(failed=failed)
 
 
 async def converse(c: SidecarClient, ns: str, pairs: list[tuple[str, str]], failed: bool = False) -> None:

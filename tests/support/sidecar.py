@@ -155,6 +155,18 @@ class SidecarClient:
                     await self._changed.wait()
                 return value
 
+    async def settled(self, *, failed: bool = False, timeout: float = 60) -> dict[str, Any]:  # noqa: ASYNC109
+        """Until the background pipeline has nothing queued or running (summaries, extraction, projection,
+        embeddings: they change what recall shows and what system.info counts), re-checked at each notification
+        (no sleeps). Returns the job counts; unless ``failed``, a failed job is an error."""
+        while True:
+            seen = len(self.notifications)
+            jobs = (await self.call("system.info"))["counts"]["jobs"]
+            if jobs["queued"] == 0 and jobs["running"] == 0:
+                assert failed or jobs.get("failed", 0) == 0, jobs
+                return jobs
+            await self.wait_for(lambda n=seen: len(self.notifications) > n, timeout=timeout)
+
     async def wait_notification(self, method: str, match: Callable[[dict[str, Any]], bool], timeout: float = 30) -> Any:  # noqa: ASYNC109
         def found() -> dict[str, Any] | None:
             for note in self.notifications:
