@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,8 @@ from stratagate.events.admit import Candidate, Options, admit
 from stratagate.storage.db import Database
 from stratagate.storage.lookup import ensure_namespace, ensure_session, set_namespace_user_tier
 from support.model_server import ScriptedModelServer
-from support.sidecar import REPO, RpcFailure, SidecarClient
+from support.sidecar import RpcFailure, SidecarClient
+from test_events_explicit import run_cli
 from test_events_extraction import Script, draft, user_msg
 
 TABS = "I prefer tabs over spaces for indentation."
@@ -286,29 +285,18 @@ async def test_a_rule_extracted_preference_crosses_projects_without_a_model(tmp_
         await client.close()
 
 
-async def _cli(*args: str) -> tuple[int, str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATAGATE_")}
-    env["PYTHONPATH"] = str(REPO / "sidecar")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "stratagate", *args, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await proc.communicate()
-    return proc.returncode or 0, out.decode(), err.decode()
-
-
 async def test_the_tier_command_opts_a_namespace_out_and_back_in(tmp_path: Path):
     db = tmp_path / "memory.db"
-    code, out, err = await _cli("tier", "--db", str(db), "--namespace", "project:beta:1", "--off", "--json")
+    code, out, err = await run_cli("tier", "--db", str(db), "--namespace", "project:beta:1", "--off", "--json")
     assert code == 0, err
     assert json.loads(out) == {"namespace": "project:beta:1", "user_tier": False, "exists": True, "changed": True}
-    code, out, _ = await _cli("tier", "--db", str(db), "--namespace", "project:beta:1")
+    code, out, _ = await run_cli("tier", "--db", str(db), "--namespace", "project:beta:1")
     assert code == 0 and "user tier off" in out
-    code, out, _ = await _cli("tier", "--db", str(db), "--namespace", "project:beta:1", "--on")
+    code, out, _ = await run_cli("tier", "--db", str(db), "--namespace", "project:beta:1", "--on")
     assert code == 0 and "user tier on" in out
-    code, _, err = await _cli("tier", "--db", str(tmp_path / "none.db"), "--namespace", "x")
+    code, _, err = await run_cli("tier", "--db", str(tmp_path / "none.db"), "--namespace", "x")
     assert code == 2 and "no database" in err
-    code, _, err = await _cli("tier", "--db", str(db), "--on", "--off")
+    code, _, err = await run_cli("tier", "--db", str(db), "--on", "--off")
     assert code == 2 and "not allowed" in err
 
 
