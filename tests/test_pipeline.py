@@ -203,6 +203,25 @@ async def test_jobs_queued_by_the_import_cli_wake_the_running_sidecar(
         await client.close()
 
 
+async def test_the_data_version_poll_never_breaks_a_vacuum_or_checkpoint_queued_beside_it(tmp_path: Path):
+    """The poll reads on the writer connection outside the write lock. Were its statement left active between two
+    calls on that connection's thread, an erase's VACUUM or checkpoint queued in between would fail ("SQL statements
+    in progress", "database table is locked"): the erase flake of CI stop 18."""
+    db = Database(tmp_path / "memory.db")
+    await db.open()
+    try:
+        for _ in range(50):  # gather queues both on the connection's thread in one go, the interleaving that broke
+            polled, compacted = await asyncio.gather(db.data_version(), db.compact_securely(), return_exceptions=True)
+            assert isinstance(polled, int) and compacted is None, (polled, compacted)
+        async with db.exclusive() as conn:
+            polls = [asyncio.ensure_future(db.data_version()) for _ in range(5)]
+            row = await (await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")).fetchone()
+            assert row[0] == 0  # not busy, no error: no poll held a read open across the call
+            await asyncio.gather(*polls)
+    finally:
+        await db.close()
+
+
 # --- leases ---------------------------------------------------------------------------------------------------------
 
 

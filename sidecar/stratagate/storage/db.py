@@ -125,8 +125,11 @@ class Database:
 
     async def data_version(self) -> int:
         """``PRAGMA data_version`` of the writer connection: changes when another connection (another process)
-        commits, not for this connection's own commits. Read-only, so it needs no write lock."""
-        row = await (await self.writer.execute("PRAGMA data_version")).fetchone()
+        commits, not for this connection's own commits. Read-only, so it needs no write lock, but it must run as one
+        call on the connection's thread: an ``execute`` and a later ``fetchone`` leave the statement active in between,
+        and a VACUUM or checkpoint of the lock holder queued there fails ("SQL statements in progress", "database
+        table is locked")."""
+        (row,) = await self.writer.execute_fetchall("PRAGMA data_version")
         return int(row[0])
 
     async def open(self) -> None:
