@@ -36,6 +36,10 @@ class Entry:
     verbatim: tuple[str, ...] = ()
     """Top-level result fields passed to the model unchanged (the rendering rule applies to every other field):
     only for text the model already saw in this very session (``decompress`` restoring its own history)."""
+    http: tuple[str, str] | None = None
+    """For the Memory page's methods: ``(HTTP method, path)`` under ``/api/stratagate/memory``, e.g.
+    ``("GET", "/events")``. ``page.request`` (page/dispatch.py) finds the method by it: one table serves JSON-RPC,
+    the DSH route and the standalone viewer alike."""
 
     def spec(self) -> dict[str, Any]:
         """The tool's JSON Schema spec for tools.list (its $refs inlined: some providers reject $defs)."""
@@ -78,11 +82,22 @@ TOOL_TABLE = Table("tool")
 """Every agent tool (called through ``tools.call``)."""
 
 
-def method(name: str, *, params: type[BaseModel], result: type[BaseModel]) -> Callable[[H], H]:
-    """Register ``handler(app, params)`` as the JSON-RPC method ``name``."""
+def method(
+    name: str, *, params: type[BaseModel], result: type[BaseModel], http: str | None = None
+) -> Callable[[H], H]:
+    """Register ``handler(app, params)`` as the JSON-RPC method ``name``; ``http="GET /events"`` also binds it to
+    that Memory page route (GET: params from the query string; POST: from the JSON body)."""
+    binding: tuple[str, str] | None = None
+    if http is not None:
+        verb, _, path = http.partition(" ")
+        if verb not in ("GET", "POST") or not path.startswith("/"):
+            raise ValueError(f"{name}: http binding must read 'GET /path' or 'POST /path', got {http!r}")
+        binding = (verb, path)
+        if any(e.http == binding for e in METHOD_TABLE):
+            raise ValueError(f"{name}: route {http!r} is bound twice")
 
     def register(handler: H) -> H:
-        METHOD_TABLE.add(Entry("method", name, params, result, handler))
+        METHOD_TABLE.add(Entry("method", name, params, result, handler, http=binding))
         return handler
 
     return register

@@ -10,6 +10,7 @@ from typing import Any
 
 from jsonrpcserver import Success
 
+import stratagate.page.routes  # noqa: F401  (the Memory page's methods and page.request register @method)
 from stratagate import __version__, ids
 from stratagate.activation.render import ActivationParams, render_activation
 from stratagate.app import App
