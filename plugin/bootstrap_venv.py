@@ -64,6 +64,10 @@ class Installer:
         except OSError:
             pass
 
+    def step(self, name: str) -> None:
+        """A step marker: the shim shows the install's steps and their times from these lines (install-progress.js)."""
+        self.log(f"step: {name}")
+
     def report(self, state: str, **fields: object) -> None:
         body = {"state": state, "at": int(time.time() * 1000), "pid": os.getpid(), "version": self.version, **fields}
         tmp = self.status_file.with_name(f"{self.status_file.name}.{os.getpid()}.tmp")
@@ -152,6 +156,7 @@ class Installer:
         return code, tail
 
     def install(self) -> None:
+        self.step("create the venv")
         self.log(f"creating {self.venv} with {sys.executable}")
         shutil.rmtree(self.venv, ignore_errors=True)
         code, out = self.run([sys.executable, "-m", "venv", str(self.venv)], 180)
@@ -172,6 +177,7 @@ class Installer:
             elif src.exists():
                 stage.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, stage / entry)
+        self.step("install the sidecar and its dependencies")
         self.log(f"pip install {stage}[dense]")
         code, out = self.run([str(self.python), "-m", "pip", "install", "--no-input", f"{stage}[dense]"], PIP_TIMEOUT_S)
         shutil.rmtree(stage, ignore_errors=True)
@@ -183,6 +189,7 @@ class Installer:
                 f"configuration and restart DSH, or install the sidecar yourself (pip install {self.source}) into a "
                 "Python >= 3.11 and set the plugin's `python` option to it.",
             )
+        self.step("install the dense recall model")
         # The dense model's declared dependency (sentence-transformers -> torch) is not needed: the sidecar runs it
         # with numpy. Without it, recall is lexical only (system.info says so).
         code, _ = self.run(
@@ -190,6 +197,7 @@ class Installer:
         )
         if code != 0:
             self.log(f"dense model not installed (exit {code}); recall stays lexical")
+        self.step("check the install")
         imported = self.imported_version()
         if imported != self.version:
             raise InstallError(f"the venv imports stratagate {imported or '(nothing)'} instead of {self.version}")
