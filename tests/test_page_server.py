@@ -136,7 +136,7 @@ def test_port_0_prints_the_url_serves_the_page_and_sigterm_exits_0(tmp_path: Pat
         status, headers, body = server.request("GET", "/")
         assert status == 200
         assert headers["content-type"] == "text/html; charset=utf-8"
-        assert b"StrataGateMemoryPage.mount" in body
+        assert b"/api/stratagate/memory/assets/memory-page.js" in body  # index.html loads the page
         assert "frame-ancestors 'none'" in headers["content-security-policy"]
         assert headers["x-content-type-options"] == "nosniff"
         # the same browser code the DSH route serves, through the same dispatcher
