@@ -15,7 +15,8 @@ What it does, in order:
   model with ``--no-deps`` (best effort, see docs/dense.md); check the import; write the version stamp; report.
 
 The report is ``<venv>.status.json``: ``{"state": "ready"|"installing"|"failed", "at": <epoch ms>, "pid": …,
-"python": …, "error": …, "hint": …}``, replaced atomically. Progress lines go to ``<venv parent>/install.log``.
+"python": …, "error": …, "hint": …}``, replaced atomically. Progress lines go to ``<venv parent>/install.log``
+(``<ISO time> [<pid>] <text>``); ``step: <name>`` lines mark each step, which the shim shows while DSH waits.
 Exit code 0 when ready or handed to another installer, 1 when the install failed, 2 for bad arguments.
 """
 

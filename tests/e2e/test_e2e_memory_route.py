@@ -1,6 +1,6 @@
 """The Memory page's JSON routes through the real ``dsh web``: DSH's web server → the shim's
-``/api/stratagate/memory`` prefix route → the sidecar's ``page.request``, next to the exact StrataGate routes, behind the
-same Host/Origin fence as DSH's own /api (the browser smoke test of the page itself is test_e2e_memory_page.py)."""
+``/api/stratagate/memory`` prefix route → the sidecar's ``page.request``, next to the exact StrataGate routes, behind
+the same Host/Origin fence as DSH's own /api (the browser smoke test of the page itself is test_e2e_memory_page.py)."""
 
 from __future__ import annotations
 
