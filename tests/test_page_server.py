@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,13 +98,14 @@ def _make_db(path: Path) -> Path:
     return path
 
 
-def _start(args: list[str]) -> Server:
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+def _start(args: list[str], stderr: Any = subprocess.DEVNULL) -> Server:
+    """Start the server; its stderr (logs) is dropped unless a test reads it (an unread pipe could fill up)."""
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=_env())
     line = _read_line(proc)
     match = URL_LINE.match(line.rstrip("\n"))
     if match is None:
         proc.kill()
-        raise AssertionError(f"unexpected first line {line!r}; stderr: {proc.communicate()[1]}")
+        raise AssertionError(f"unexpected first line {line!r}; stderr: {proc.communicate()[1]}")  # when piped
     return Server(proc, int(match.group(1)))
 
 
@@ -281,6 +283,35 @@ def test_malformed_requests_are_clear_4xx(probe: Server) -> None:
     assert status == 411
     status, _, raw = probe.raw((head + "Content-Length: -1\r\n\r\n").encode())
     assert status == 400
+
+
+def test_sigterm_during_a_pending_request_closes_it_and_exits_0(tmp_path: Path) -> None:
+    db = _make_db(tmp_path / "memory.db")
+    server = _start([sys.executable, str(PROBE), "ui", "--db", str(db), "--port", "0"], stderr=subprocess.PIPE)
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
+            head = f"GET /api/stratagate/memory/probe/hang HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n"
+            sock.sendall(head.encode())
+            assert server.proc.stderr is not None
+            while "probe: hang started" not in (line := server.proc.stderr.readline()):
+                assert line, "the server exited before the request reached its handler"
+            server.proc.send_signal(signal.SIGTERM)
+            assert server.proc.wait(timeout=30) == 0
+            assert sock.recv(65536) == b""  # closed without a reply: the server was stopping
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+        server.proc.communicate()
+
+
+def test_the_job_queue_runs_only_with_a_model_route_of_its_own() -> None:
+    from stratagate.config import load_settings
+    from stratagate.page.server import runs_jobs
+
+    assert runs_jobs(load_settings({}, environ={"STRATAGATE_MODEL_ROUTE": "none"}))
+    direct = {"STRATAGATE_MODEL_BASE_URL": "http://127.0.0.1:1/v1", "STRATAGATE_MODEL": "m"}
+    assert runs_jobs(load_settings({}, environ=direct))
+    assert not runs_jobs(load_settings({}, environ={}))  # the host route: only DSH's sidecar can run the jobs
 
 
 def test_a_missing_database_is_refused_with_exit_2(tmp_path: Path) -> None:
