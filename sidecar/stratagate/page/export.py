@@ -54,8 +54,9 @@ def _json(text: str | None) -> Any:
         return text
 
 
-async def document(app: App, namespace: str) -> dict[str, Any]:
-    """The namespace as one JSON-ready tree (not yet redacted)."""
+async def document(app: App, namespace: str, *, for_reading: bool = False) -> dict[str, Any]:
+    """The namespace as one JSON-ready tree (not yet redacted). ``for_reading`` (the Markdown): block views and
+    titles as the agent sees them, with forgotten memories hidden (events/forgotten.py ``shown_view``)."""
     db = app.db
     ns = await lookup.namespace_id(db, namespace)
     rows = await q.export_rows(db, ns)
@@ -70,7 +71,7 @@ async def document(app: App, namespace: str) -> dict[str, Any]:
         if m["role"] == "tool":
             item.update(tool_name=m["tool_name"], call_id=m["tool_call_id"], arguments=_json(m["tool_arguments"]),
                         result=_json(m["tool_result"]), is_error=bool(m["is_error"]))
-        event_id = hidden.sources.get(int(m["id"])) if hidden else None
+        event_id = hidden.message_event(m) if hidden else None
         if event_id is not None:
             item["forgotten"] = ids.make("evt", event_id)
         messages[int(m["turn_id"])].append(item)
@@ -100,7 +101,7 @@ async def document(app: App, namespace: str) -> dict[str, Any]:
             {"name": r["key"], "created_at": r["created_at"], "turns": turns.get(int(r["id"]), [])}
             for r in rows["sessions"]
         ],
-        "blocks": await _blocks(app, ns, rows, sessions),
+        "blocks": await _blocks(app, ns, rows, sessions, hidden if for_reading else None),
         "events": [_event(e, sources.get(int(e["id"]), [])) for e in rows["events"]],
         "graph": _graph(rows),
         "imports": [
@@ -119,17 +120,23 @@ async def document(app: App, namespace: str) -> dict[str, Any]:
     }
 
 
-async def _blocks(app: App, ns: int, rows: dict[str, Any], sessions: dict[int, str]) -> list[dict[str, Any]]:
+async def _blocks(
+    app: App, ns: int, rows: dict[str, Any], sessions: dict[int, str], hidden: forgotten.Forgotten | None
+) -> list[dict[str, Any]]:
     source = {int(r["id"]): r["summary_source"] for r in rows["blocks"]}
     out = []
     for session_id in sessions:
         for b in await session_blocks(app.db, ns, session_id, app.settings.block_decay_lambda):
+            title = b.l0_title
+            if hidden and title and hidden.restates(title, with_titles=True) is not None:
+                title = "[hidden: the title restates a forgotten memory]"
             out.append({
                 "id": b.ref, "session": b.session, "seq": b.seq, "status": b.status, "first_turn": b.first_turn,
                 "last_turn": b.last_turn, "sealed_at": b.sealed_at, "ready_at": b.ready_at,
                 "summary_source": source.get(b.id), "level": b.level,
-                "title": b.l0_title, "tags": _json(b.l0_tags) or [],
-                "views": {str(lv): await view_text(app.db, b, lv) for lv in b.available_levels()},
+                "title": title, "tags": _json(b.l0_tags) or [],
+                "views": {str(lv): await (forgotten.shown_view(app.db, b, lv, hidden) if hidden is not None
+                                          else view_text(app.db, b, lv)) for lv in b.available_levels()},
                 "tokens": {str(lv): b.tokens_at(lv) for lv in b.available_levels()},
             })
     return out
@@ -153,7 +160,7 @@ def _event(e: Any, sources: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _graph(rows: dict[str, Any]) -> dict[str, Any]:
-    names = {int(n["id"]): n["key"] for n in rows["nodes"]}
+    names = {int(n["id"]): n["name"] for n in rows["nodes"]}
     edges = {int(e["id"]): e for e in rows["edges"]}
     links: dict[int, dict[str, list[str]]] = defaultdict(lambda: {"supports": [], "ends": []})
     for fe in rows["fact_events"]:
@@ -162,18 +169,19 @@ def _graph(rows: dict[str, Any]) -> dict[str, Any]:
     for f in rows["facts"]:
         edge = edges.get(int(f["edge_id"])) if f["edge_id"] is not None else None
         facts.append({
-            "id": ids.make("fact", f["id"]), "subject": names.get(int(f["node_id"])), "predicate": f["attribute"],
+            "id": ids.make("fct", f["id"]), "node": ids.make("nod", f["node_id"]),
+            "subject": names.get(int(f["node_id"])), "predicate": f["attribute"],
             "object": names.get(int(edge["dst_id"])) if edge is not None else f["value"],
             "kind": "edge" if edge is not None else "attribute", "slot": f["slot"], "scope": f["scope"],
             "session": f["session"], "status": f["status"], "valid_from": f["valid_from"], "valid_to": f["valid_to"],
-            "superseded_by": ids.make("fact", f["superseded_by"]) if f["superseded_by"] is not None else None,
+            "superseded_by": ids.make("fct", f["superseded_by"]) if f["superseded_by"] is not None else None,
             "recorded_at": f["recorded_at"], "events": links[int(f["id"])],
         })
     return {
-        "nodes": [{"id": n["key"], "name": n["name"], "kind": n["kind"], "category": n["category"],
-                   "created_at": n["created_at"]} for n in rows["nodes"]],
-        "edges": [{"id": e["id"], "source": names.get(int(e["src_id"])), "predicate": e["predicate"],
-                   "target": names.get(int(e["dst_id"])), "created_at": e["created_at"]} for e in rows["edges"]],
+        "nodes": [{"id": ids.make("nod", n["id"]), "name": n["name"], "key": n["key"], "kind": n["kind"],
+                   "category": n["category"], "created_at": n["created_at"]} for n in rows["nodes"]],
+        "edges": [{"id": e["id"], "source": ids.make("nod", e["src_id"]), "predicate": e["predicate"],
+                   "target": ids.make("nod", e["dst_id"]), "created_at": e["created_at"]} for e in rows["edges"]],
         "facts": facts,
     }
 
@@ -277,7 +285,7 @@ def _filename(namespace: str, ext: str) -> str:
 @method("page.export", params=ExportParams, result=ExportResult, http="GET /export")
 async def export(app: App, p: ExportParams) -> ExportResult:
     """The namespace as JSON (everything) or Markdown (readable), secrets redacted."""
-    doc = redact_value(await document(app, p.namespace))
+    doc = redact_value(await document(app, p.namespace, for_reading=p.format == "markdown"))
     if p.format == "json":
         return ExportResult(filename=_filename(p.namespace, "json"), content_type="application/json",
                             content=json.dumps(doc, ensure_ascii=False, indent=2))

@@ -55,7 +55,8 @@ _BY_ACTION: dict[str, tuple[Area, ...]] = {
     "namespace.settings_changed": ("namespaces", "settings", "events"),  # the user tier changes what events show
     # These rewrite or remove rows of many kinds at once.
     "namespace.deleted": AREAS,
-    "memory.erase": AREAS,
+    "event.erased": AREAS,
+    "message.erased": AREAS,
     "secrets.redacted": AREAS,
 }
 
