@@ -33,7 +33,8 @@ async def page(client: SidecarClient, path: str, expect: int = 200, **query: Any
 
 
 def zero_env() -> dict[str, str]:
-    return {"STRATAGATE_MODEL_ROUTE": "none", "STRATAGATE_DENSE": "off"}
+    # No maintenance pass (due 60 s after a first start) commits behind the change polls' backs.
+    return {"STRATAGATE_MODEL_ROUTE": "none", "STRATAGATE_DENSE": "off", "STRATAGATE_MAINTENANCE_INTERVAL_HOURS": "0"}
 
 
 async def seed(client: SidecarClient) -> dict[str, Any]:
@@ -292,13 +293,13 @@ async def test_pending_blocks_and_a_failed_job_with_a_secret(tmp_path: Path) -> 
         await gate.wait()
         raise RuntimeError("released")
 
-    env = {"STRATAGATE_DENSE": "off", "STRATAGATE_JOB_MAX_ATTEMPTS": "1"}
+    env = {"STRATAGATE_DENSE": "off", "STRATAGATE_JOB_MAX_ATTEMPTS": "1", "STRATAGATE_MAINTENANCE_INTERVAL_HOURS": "0"}
     client = await SidecarClient.start(tmp_path / "memory.db", env=env, args=["--block-turns", "1"], host_handler=host)
     try:
         await client.call("turn.capture", turn(1, namespace=A, session="s1"))
         await client.wait_notification("jobs.changed", lambda p: p["status"] == "failed")
         await client.call("turn.capture", turn(2, namespace=A, session="s1"))
-        await client.wait_for(lambda: calls >= 2)
+        await client.wait_for(lambda: len(client.host_requests) >= 2)  # the next model call is held
         body = await page(client, "/overview")
         assert SECRET not in json.dumps(body)
         (failed,) = body["failed_jobs"]
@@ -316,6 +317,12 @@ async def test_pending_blocks_and_a_failed_job_with_a_secret(tmp_path: Path) -> 
         assert view["text"] == agent["view"]
         sessions = (await page(client, "/sessions", namespace=A))["sessions"]
         assert sessions[0]["blocks"] == {"ready": 1, "pending": 1}
+        # A job change names the jobs area (and not the memory areas).
+        cursor = (await page(client, "/changes", wait=0))["cursor"]
+        assert (await client.call("jobs.retry", {"id": failed["id"]}))["retried"] == [failed["id"]]
+        got = await page(client, "/changes", since=cursor, wait=25)
+        assert "jobs" in got["changed"] and "events" not in got["changed"] and "blocks" not in got["changed"]
+        assert (await page(client, "/jobs", status="failed"))["total"] == 0
     finally:
         gate.set()
         await client.close()
