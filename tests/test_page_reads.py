@@ -216,7 +216,7 @@ async def test_namespace_isolation(zero: Any) -> None:
     assert "purple-otter" not in beta_text
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(words=st.lists(st.from_regex(r"[a-z]{6,10}", fullmatch=True), min_size=2, max_size=2, unique=True))
 def test_isolation_over_generated_namespaces(tmp_path_factory: pytest.TempPathFactory, words: list[str]) -> None:
     """Two namespaces with generated words: nothing of one shows in any read of the other."""

@@ -226,7 +226,7 @@ def markdown(doc: dict[str, Any]) -> str:
             head = f"- `{b['id']}` turns {b['first_turn']}–{b['last_turn']} ({b['status']})"
             if b["title"] and b["status"] == "ready":
                 head += f": **{_line(b['title'])}**"
-            out.append(head + (f" — {_line(summary)}" if summary else ""))
+            out.append(head + (f" — {_line(re.sub(r'^[-*] ', '', summary.strip()))}" if summary else ""))
         out.append("")
     out += ["## Events", ""]
     by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -245,7 +245,7 @@ def markdown(doc: dict[str, Any]) -> str:
     if not doc["graph"]["facts"]:
         out += ["No graph facts.", ""]
     for f in doc["graph"]["facts"]:
-        mark = "current" if f["status"] in ("active", "disputed") and f["valid_to"] is None else f["status"]
+        mark = "current" if f["status"] == "active" else f["status"]
         out.append(f"- {_line(f['subject'])} — {_line(f['predicate'])} — {_line(f['object'])} "
                    f"[{_window(f['valid_from'], f['valid_to'])}] _({mark})_ `{f['id']}`")
     out.append("")
