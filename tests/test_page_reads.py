@@ -326,3 +326,24 @@ async def test_pending_blocks_and_a_failed_job_with_a_secret(tmp_path: Path) -> 
     finally:
         gate.set()
         await client.close()
+
+
+async def test_database_committed_is_set_by_a_commit_not_by_a_rollback(tmp_path: Path) -> None:
+    from stratagate.storage.db import Database
+
+    db = Database(tmp_path / "memory.db")
+    await db.open()
+    try:
+        before, event = db.revision, db.committed()
+        with pytest.raises(RuntimeError):
+            async with db.transaction() as conn:
+                await conn.execute("INSERT INTO meta(key, value) VALUES ('page.a', '1')")
+                raise RuntimeError("roll back")
+        assert not event.is_set() and db.revision == before
+        seen = await db.reader_data_version()
+        async with db.transaction() as conn:
+            await conn.execute("INSERT INTO meta(key, value) VALUES ('page.b', '1')")
+        assert event.is_set() and db.revision == before + 1 and not db.committed().is_set()
+        assert await db.reader_data_version() != seen  # the reader sees the writer's commit too
+    finally:
+        await db.close()
