@@ -50,10 +50,12 @@ def test_memory_routes_answer_through_dsh_web(web_stratagate: DshHome, tmp_path:
         assert overview["db_path"] == str(web_stratagate.db_path), overview
         assert isinstance(overview["namespaces"], list) and "jobs" in overview, overview
 
-        # The page's browser code, served by the sidecar from page/static through the same route.
-        status, headers, script = _request(port, "GET", "/api/stratagate/memory/assets/memory-page.js")
-        assert status == 200 and headers["content-type"].startswith("text/javascript"), (status, headers)
-        assert b"StrataGateMemoryPage" in script
+        # The page's files, served by the sidecar from page/static through the same route (memory-page.js is what
+        # the settings section loads; the DSH smoke test sees it mounted).
+        status, headers, html = _request(port, "GET", "/api/stratagate/memory/assets/index.html")
+        assert status == 200 and headers["content-type"].startswith("text/html"), (status, headers)
+        assert b"/api/stratagate/memory/assets/memory-page.js" in html
+        assert headers["x-content-type-options"] == "nosniff"
 
         # Errors are the sidecar's own, passed through; framing errors are the shim's.
         status, missing = _json(port, "GET", "/api/stratagate/memory/no-such-route")
