@@ -229,12 +229,17 @@ async function ensureVenv({ base, venv, packageRoot, wanted, env, onState, onIns
   child.on('error', () => ((exited = true), onExit()))
   child.on('exit', () => ((exited = true), onExit()))
   child.unref()
+  // A report is ours when written after this start (1 s of clock slack) by our installer or the lock holder it named.
+  // The pid matters for a retry right after a failure: the old report is younger than the slack.
+  const installers = new Set([child.pid])
+  const ours = (status) => Boolean(status) && Number(status.at) >= startedAt && (installers.has(status.pid) || status.state === 'installing')
   onInstall({ log: logFile, since: startedAt, pid: child.pid ?? null })
   let announced = false
   for (;;) {
     if (signal?.aborted) throw new PythonEnvError('cancelled: DSH is stopping (the install continues in the background)')
     const status = readInstallStatus(venv)
-    const fresh = status && Number(status.at) >= startedAt ? status : null
+    const fresh = ours(status) ? status : null
+    if (fresh?.state === 'installing') installers.add(fresh.pid)
     if (fresh?.state === 'ready') {
       if (announced) log.info?.(`sidecar ${wanted} installed into ${venv}`)
       return fresh.python
@@ -250,7 +255,7 @@ async function ensureVenv({ base, venv, packageRoot, wanted, env, onState, onIns
     if (exited && (!fresh || (fresh.state === 'installing' && !alive(fresh.pid)))) {
       // Re-read once: the final report may have landed between the read above and the exit.
       const last = readInstallStatus(venv)
-      if (!last || Number(last.at) < startedAt || last.state === 'installing') {
+      if (!ours(last) || last.state === 'installing') {
         throw new PythonEnvError(`the sidecar installer stopped without finishing; see ${logFile}`)
       }
       continue

@@ -280,7 +280,9 @@ describe('the install status and Retry through the Runtime (real plugin/bootstra
     const dshHome = tempDir()
     const env = cleanEnv({ PATH: `${bin}:/usr/bin:/bin`, DSH_HOME: dshHome, PYTHONPATH: join(REPO, 'sidecar'), STRATAGATE_MODEL_ROUTE: 'none', STRATAGATE_DENSE: 'off' })
     const { config } = normalizeConfig({ python: 'auto' })
-    const runtime = new Runtime({ config, packageRoot: root, log: quietLog, env })
+    const seen = []
+    const log = { info: (m) => seen.push(m), warn: (m) => seen.push(m), error: (m) => seen.push(m), debug() {} }
+    const runtime = new Runtime({ config, packageRoot: root, log, env })
     try {
       await runtime.start()
       assert.equal(runtime.state(), 'unavailable')
@@ -304,7 +306,9 @@ describe('the install status and Retry through the Runtime (real plugin/bootstra
       writeFileSync(join(venv, '.stratagate-installed'), JSON.stringify({ version: '0.1.0' }))
       assert.deepEqual(runtime.retry(), { retried: true, what: 'install', state: 'starting' })
       assert.equal(runtime.retry().retried, false) // already under way
-      await waitFor(() => runtime.state() === 'ready', { timeoutMs: 120_000, what: 'the sidecar after Retry' })
+      await waitFor(() => runtime.state() === 'ready', { timeoutMs: 120_000, what: 'the sidecar after Retry' }).catch((e) => {
+        throw new Error(`${e.message}; state ${runtime.state()}; log: ${seen.join(' / ')}`)
+      })
       const after = await runtime.status()
       assert.equal(after.state, 'ready')
       assert.equal(after.install, null) // nothing was installed this time
