@@ -71,11 +71,10 @@ class Applied:
 
 
 def _choices(annotation: Any) -> list[str]:
-    out: list[str] = []
-    for arg in typing.get_args(annotation) or (annotation,):
-        if typing.get_origin(arg) is Literal:
-            out += [str(a) for a in typing.get_args(arg)]
-    return out
+    """The values of a Literal field (an optional one too: ``Literal[...] | None``)."""
+    if typing.get_origin(annotation) is Literal:
+        return [str(a) for a in typing.get_args(annotation)]
+    return [c for arg in typing.get_args(annotation) if typing.get_origin(arg) is Literal for c in _choices(arg)]
 
 
 def _spec(name: str, source: Source) -> FieldSpec:
