@@ -369,21 +369,21 @@ async def audit(
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (namespace_id, now_iso(), actor, action, subject_type, subject_id, _dump(before), _dump(after)),
     )
-    collected = _audit_ids.get()
-    if collected is not None:
-        collected.append(int(cursor.lastrowid or 0))
+    collector = _audit_ids.get()
+    if collector is not None and collector[0] is asyncio.current_task():
+        collector[1].append(int(cursor.lastrowid or 0))
 
 
-_audit_ids: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("audit_ids", default=None)
+_audit_ids: contextvars.ContextVar[tuple[object, list[int]] | None] = contextvars.ContextVar("audit_ids", default=None)
 
 
 @contextlib.contextmanager
 def collect_audit_ids() -> Iterator[list[int]]:
     """The ids of the audit rows this task writes inside the block (in whatever transactions the store functions
-    open): the Memory page's writes return them as ``audit_ids``. A context variable, so the runner's jobs and other
-    requests, which run in their own tasks, never add theirs."""
+    open): the Memory page's writes return them as ``audit_ids``. Only this very task's: the runner's jobs and other
+    requests run in their own tasks, and a task started meanwhile (it inherits the context) is not this one."""
     collected: list[int] = []
-    token = _audit_ids.set(collected)
+    token = _audit_ids.set((asyncio.current_task(), collected))
     try:
         yield collected
     finally:
