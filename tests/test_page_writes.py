@@ -584,3 +584,39 @@ def test_random_bodies_never_fail_the_server(tmp_path: Path):
     finally:
         loop.run_until_complete(client.close())
         loop.close()
+
+
+# --- the undo table (pure) -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("action", "actor", "after", "label"), [
+    ("event.forgotten", "agent", None, "Restore evt_3"),
+    ("event.restored", "user", {}, "Forget evt_3 again"),
+    ("event.pinned", "user", {}, "Unpin evt_3"),
+    ("event.unpinned", "user", {}, "Pin evt_3 again"),
+    ("event.edited", "user", {"id": "evt_9"}, "Undo the edit of evt_3 (archive evt_9)"),
+    ("event.merged", "system", {"note": {"into": "evt_1"}}, "Unmerge evt_3 from evt_1"),
+    ("event.resolved", "user", {"pair": ["evt_3", "evt_4"]}, "Reopen the dispute of evt_3 and evt_4"),
+    ("event.superseded", "user", {}, "Unsupersede evt_3"),
+    ("event.superseded", "agent", {}, None),  # only the user's own supersession
+    ("event.superseded", "user", {"note": {"part_of": "event.edited"}}, None),  # undone through its edit
+    ("namespace.deleted", "user", {}, None),
+    ("job.retried", "user", {}, None),
+    ("audit.undone", "user", {"undid": 3}, None),
+])
+def test_undo_rules_table(action: str, actor: str, after: Any, label: str | None):
+    assert undoable({"id": 1, "action": action, "actor": actor, "subject_id": "evt_3", "after": after}) == label
+
+
+@given(entry=st.dictionaries(st.sampled_from(["id", "action", "actor", "subject_id", "before", "after"]),
+                             st.one_of(st.none(), st.text(max_size=20), st.integers(),
+                                       st.sampled_from(["event.forgotten", "event.edited", "event.resolved",
+                                                        "event.merged", "settings.changed", "import.created"]),
+                                       st.dictionaries(st.sampled_from(["note", "pair", "id"]),
+                                                       st.one_of(st.none(), st.text(max_size=5),
+                                                                 st.lists(st.text(max_size=5), max_size=3),
+                                                                 st.dictionaries(st.sampled_from(["part_of", "into"]),
+                                                                                 st.text(max_size=5)))))))
+def test_undo_rules_never_raise_on_any_entry(entry: dict[str, Any]):
+    label = undoable(entry)
+    assert label is None or (isinstance(label, str) and label)
