@@ -1551,6 +1551,11 @@
         eventLinks(T('events.replaces'), ev.replaces),
         eventLinks(T('events.disputes'), ev.disputed_with),
       )
+      // A click anywhere on the row opens it (its own links and buttons do their own thing).
+      row.addEventListener('click', (e) => {
+        if (e.target.closest && e.target.closest('button, a, input, select')) return
+        openEvent(ev.id)
+      })
       return row
     }
     async function renderEventDetail(view, host, id) {
