@@ -98,7 +98,7 @@
     'ns.graph': 'Graph nodes',
     'ns.imports': 'Imports',
     'ns.lastTurn': 'Last turn',
-    'ns.userTier': 'user tier',
+    'ns.userTier': 'shares the user tier',
     'recent.sessions': 'Sessions',
     'recent.blocks': 'Blocks of {session}',
     'recent.noSessions': 'No sessions in this namespace.',
@@ -161,6 +161,8 @@
     'event.timeOriginal': 'as said: “{text}”',
     'event.timeStatus': '({status})',
     'event.sourceLine': '{message} · {session} turn {turn} · {role}',
+    'event.sourceImport': 'import {id} {ref}',
+    'event.sourceTool': 'tool call {call}',
     'action.edit': 'Edit…',
     'action.forget': 'Forget',
     'action.restore': 'Restore',
@@ -365,7 +367,7 @@
     'ns.graph': '图谱节点',
     'ns.imports': '导入',
     'ns.lastTurn': '最近一轮',
-    'ns.userTier': '用户层',
+    'ns.userTier': '共享用户层',
     'recent.sessions': '会话',
     'recent.blocks': '{session} 的区块',
     'recent.noSessions': '此命名空间没有会话。',
@@ -428,6 +430,8 @@
     'event.timeOriginal': '原话：“{text}”',
     'event.timeStatus': '（{status}）',
     'event.sourceLine': '{message} · {session} 第 {turn} 轮 · {role}',
+    'event.sourceImport': '导入 {id} {ref}',
+    'event.sourceTool': '工具调用 {call}',
     'action.edit': '编辑…',
     'action.forget': '遗忘',
     'action.restore': '恢复',
@@ -734,11 +738,14 @@
         disp[j].x += (dx / d) * f
         disp[j].y += (dy / d) * f
       }
-      // A weak pull to the centre keeps unlinked nodes from drifting to the walls.
+      // A pull to the centre (a weak spring to an invisible hub) keeps unlinked nodes from drifting to the walls.
       for (let i = 0; i < n; i++) {
         const p = pos[keys[i]]
-        disp[i].x += (cx - p.x) * 0.02 * k * 0.05
-        disp[i].y += (cy - p.y) * 0.02 * k * 0.05
+        const gd = Math.hypot(cx - p.x, cy - p.y)
+        if (gd > 0.01) {
+          disp[i].x += ((cx - p.x) / gd) * ((gd * gd) / k) * 0.4
+          disp[i].y += ((cy - p.y) / gd) * ((gd * gd) / k) * 0.4
+        }
         const d = Math.hypot(disp[i].x, disp[i].y)
         if (d > 0) {
           const step = Math.min(d, temperature)
@@ -752,6 +759,13 @@
     }
     for (const key of keys) pos[key] = { x: Math.round(pos[key].x * 10) / 10, y: Math.round(pos[key].y * 10) / 10 }
     return pos
+  }
+
+  /** The dense-search status in one line: its state and model, else the object as compact JSON. */
+  function denseLine(dense) {
+    if (!dense || typeof dense !== 'object') return String(dense === undefined || dense === null ? '—' : dense)
+    const parts = [dense.state, dense.model, dense.dim ? dense.dim + 'd' : null].filter((x) => x !== undefined && x !== null && x !== '')
+    return parts.length ? parts.join(' · ') : JSON.stringify(dense)
   }
 
   /** How far a node label centred under x must move so its (estimated) width stays inside the canvas. */
@@ -1090,7 +1104,7 @@
     // ---- namespaces
     function renderNamespaces() {
       clear(nsSelect)
-      for (const ns of state.namespaces) nsSelect.appendChild(el('option', { value: ns.name, selected: ns.name === state.namespace }, ns.name + (ns.user_tier ? ' (' + T('ns.userTier') + ')' : '')))
+      for (const ns of state.namespaces) nsSelect.appendChild(el('option', { value: ns.name, selected: ns.name === state.namespace }, ns.name))
       nsSelect.disabled = !state.namespaces.length
       for (const b of header.querySelectorAll('.sgm-header-actions .sgm-btn')) b.disabled = !state.namespace
     }
@@ -1201,7 +1215,7 @@
               el('dd', {}, mode),
               el('dt', {}, T('overview.modelRoute')),
               el('dd', { testid: 'model-route' }, code(ov.model_route || '—', true)),
-              ov.dense ? [el('dt', {}, T('overview.dense')), el('dd', {}, code(compactJson(ov.dense).replace(/\s+/g, ' '), true))] : null,
+              ov.dense ? [el('dt', {}, T('overview.dense')), el('dd', { title: compactJson(ov.dense) }, denseLine(ov.dense))] : null,
               el('dt', {}, T('overview.lastError')),
               el('dd', { class: ov.last_error ? 'sgm-warn' : 'sgm-muted' }, ov.last_error ? String(typeof ov.last_error === 'string' ? ov.last_error : compactJson(ov.last_error)) : T('overview.noError')),
             ),
@@ -1291,7 +1305,9 @@
         const data = await fetchFor(view, sessionsBox, () => get('/sessions', { namespace: state.namespace }), (d) => {
           const sessions = d.sessions || []
           if (!sessions.some((s) => s.name === recentState.session)) {
-            recentState.session = sessions.length ? sessions[0].name : null
+            // The session talked in last (a session with no turn yet shows nothing to expand).
+            const latest = sessions.filter((x) => x.last_turn_at).sort((a, b) => String(b.last_turn_at).localeCompare(String(a.last_turn_at)))[0]
+            recentState.session = latest ? latest.name : sessions.length ? sessions[0].name : null
             recentState.offset = 0
           }
           if (!sessions.length) sessionsBox.appendChild(el('p', { class: 'sgm-muted' }, T('recent.noSessions')))
@@ -1508,7 +1524,7 @@
             { testid: 'happened-at' },
             happenedText(lang, ev),
             ev.time_original ? [' ', el('span', { class: 'sgm-muted' }, T('event.timeOriginal', { text: ev.time_original }))] : null,
-            ev.time_status ? [' ', el('span', { class: 'sgm-muted' }, T('event.timeStatus', { status: ev.time_status }))] : null,
+            ev.time_status && ev.time_status !== 'unknown' ? [' ', el('span', { class: 'sgm-muted' }, T('event.timeStatus', { status: ev.time_status }))] : null,
           ),
         ),
       )
@@ -1625,12 +1641,20 @@
                 el(
                   'li',
                   {},
-                  button([el('span', { class: 'sgm-small' }, T('event.sourceLine', { message: s.message, session: s.session, turn: s.turn, role: s.role })), s.quote ? el('q', { class: 'sgm-quote' }, s.quote) : null], {
-                    class: 'sgm-item',
-                    testid: 'source-link',
-                    data: { 'message-id': s.message },
-                    on: { click: () => showMessage(view, messageHost, s.message) },
-                  }),
+                  // A message source opens the message among its neighbours; an imported or tool source has no message.
+                  s.message
+                    ? button([el('span', { class: 'sgm-small' }, T('event.sourceLine', { message: s.message, session: s.session, turn: s.turn, role: s.role })), s.quote ? el('q', { class: 'sgm-quote' }, s.quote) : null], {
+                        class: 'sgm-item',
+                        testid: 'source-link',
+                        data: { 'message-id': s.message },
+                        on: { click: () => showMessage(view, messageHost, s.message) },
+                      })
+                    : el(
+                        'div',
+                        { class: 'sgm-item sgm-item-static', testid: 'source-item' },
+                        el('span', { class: 'sgm-small' }, s.import ? T('event.sourceImport', { id: s.import, ref: s.source_ref || '' }) : T('event.sourceTool', { call: s.call_id || s.source_ref || '' })),
+                        s.quote ? el('q', { class: 'sgm-quote' }, s.quote) : null,
+                      ),
                 ),
               ),
             )
@@ -2327,7 +2351,7 @@
 
   const api = {
     mount,
-    _internals: { I18N, TABS, TAB_AREAS, EVENT_STATUSES, pickLang, translate, statusChip, humanBytes, humanDuration, shortTime, happenedText, refetchPlan, fieldErrors, queryString, layoutGraph, labelShift, undoTarget },
+    _internals: { I18N, TABS, TAB_AREAS, EVENT_STATUSES, pickLang, translate, statusChip, humanBytes, humanDuration, shortTime, happenedText, refetchPlan, fieldErrors, queryString, layoutGraph, labelShift, undoTarget, denseLine },
   }
   root.StrataGateMemoryPage = api
 
