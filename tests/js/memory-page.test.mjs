@@ -108,16 +108,34 @@ describe('labels', () => {
     const body = { error: 'params: settings.block_turns: too big', details: [{ loc: ['settings', 'block_turns'], msg: 'Input should be less than or equal to 50' }, { loc: ['settings', 'colour'], msg: 'Extra inputs are not permitted' }] }
     assert.deepEqual({ ...I.fieldErrors(body, ['block_turns', 'context_mode']) }, { block_turns: 'Input should be less than or equal to 50', _: 'Extra inputs are not permitted' })
     assert.deepEqual({ ...I.fieldErrors({ error: 'type the namespace name to confirm' }, []) }, { _: 'type the namespace name to confirm' })
+    // A route's own refusal names the field in an object.
+    assert.deepEqual({ ...I.fieldErrors({ error: 'settings.block_turns: too big', details: { setting: 'block_turns' } }, ['block_turns']) }, { block_turns: 'settings.block_turns: too big' })
+    assert.deepEqual({ ...I.fieldErrors({ error: 'bad', details: { setting: 'colour' } }, ['block_turns']) }, { _: 'bad' })
+  })
+
+  it('dense search reads as one line', () => {
+    assert.equal(I.denseLine({ state: 'ready', model: 'all-MiniLM-L6-v2', dim: 384, vectors: { event: 6 } }), 'ready · all-MiniLM-L6-v2 · 384d')
+    assert.equal(I.denseLine({ other: 1 }), '{"other":1}')
+    assert.equal(I.denseLine(null), '—')
   })
 
   it('query strings leave out empty params', () => {
     assert.equal(I.queryString({ namespace: 'my proj', q: '', status: 'active,superseded', offset: 0, as_of: null }), 'namespace=my%20proj&status=active%2Csuperseded&offset=0')
   })
 
-  it('Undo reverses the entry of the action itself', () => {
-    assert.equal(I.undoTarget({ audit_ids: [7, 8] }), 7)
-    assert.equal(I.undoTarget({ audit_ids: [] }), null)
-    assert.equal(I.undoTarget({}), null)
+  it('Undo reverses the one entry of the action the audit can undo (the anchor of a compound action)', () => {
+    const entries = [
+      { id: 120, action: 'event.resolved', undo: { label: 'Back to disputed' } },
+      { id: 119, action: 'event.settled', undo: null },
+      { id: 117, action: 'event.settled', undo: null },
+      { id: 90, action: 'event.forgotten', undo: { label: 'Restore evt_1' } },
+    ]
+    assert.equal(I.undoTarget({ audit_ids: [117, 118, 119, 120] }, entries), 120)
+    assert.equal(I.undoTarget({ audit_ids: [117, 119] }, entries), null)
+    assert.equal(I.undoTarget({ audit_ids: [91] }, entries), null)
+    assert.equal(I.undoTarget({ audit_ids: [117], undo_audit_id: 117 }, entries), 117)
+    assert.equal(I.undoTarget({}, entries), null)
+    assert.equal(I.undoTarget({ audit_ids: [120] }, undefined), null)
   })
 })
 

@@ -260,7 +260,7 @@
     'audit.after': 'After',
     'settings.title': 'Plugin settings',
     'settings.note': 'Saved in the database and applied at once, without a restart.',
-    'settings.source.default': 'default',
+    'settings.source.default': 'not set here',
     'settings.source.env': 'from the environment',
     'settings.source.page': 'set here',
     'settings.default': 'default {value}',
@@ -529,7 +529,7 @@
     'audit.after': '之后',
     'settings.title': '插件设置',
     'settings.note': '保存在数据库中，立即生效，无需重启。',
-    'settings.source.default': '默认值',
+    'settings.source.default': '未在此设置',
     'settings.source.env': '来自环境变量',
     'settings.source.page': '在此设置',
     'settings.default': '默认 {value}',
@@ -565,7 +565,6 @@
     audit: ['audit'],
     settings: ['settings'],
   }
-  const UNDOABLE = new Set(['edit', 'forget', 'restore', 'pin', 'unpin', 'merge', 'resolve'])
   const PAGE = 50
 
   // ---------------------------------------------------------------- pure helpers (exported for tests)
@@ -653,7 +652,10 @@
       if (name) out[name] = out[name] ? out[name] + '; ' + msg : msg
       else out._ = out._ ? out._ + '; ' + msg : msg
     }
-    if (!details.length && body && body.error) out._ = String(body.error)
+    // A route's own refusal names its field in an object: {setting: "block_turns"} or {field: "confirm"}.
+    const named = body && body.details && !Array.isArray(body.details) && typeof body.details === 'object' ? body.details.setting || body.details.field : null
+    if (named && names.has(String(named))) out[String(named)] = String(body.error || '')
+    else if (!details.length && body && body.error) out._ = String(body.error)
     return out
   }
 
@@ -778,11 +780,15 @@
     return 0
   }
 
-  /** The audit id an action's Undo reverses: the entry of the action itself (the first one it wrote). */
-  function undoTarget(result) {
-    const ids = result && Array.isArray(result.audit_ids) ? result.audit_ids : []
+  /**
+   * The audit id an action's Undo reverses. A compound action (an edit, a resolve) writes several entries and only its
+   * anchor is undoable: the one the audit lists with an `undo` label. `entries` are GET /audit entries (any order).
+   */
+  function undoTarget(result, entries) {
     if (result && Number.isInteger(result.undo_audit_id)) return result.undo_audit_id
-    return ids.length ? ids[0] : null
+    const ids = new Set(result && Array.isArray(result.audit_ids) ? result.audit_ids : [])
+    const undoable = (entries || []).filter((e) => ids.has(e.id) && e.undo).map((e) => e.id)
+    return undoable.length ? Math.max(...undoable) : null
   }
 
   function todayUtc(now) {
@@ -990,11 +996,23 @@
       }
     }
     /** A write: POST, then a toast (with Undo for review actions), then the open tab refetched. */
+    /** Which entry of a write Undo would reverse: asked of GET /audit (it labels what page.undo can reverse). */
+    async function findUndo(result) {
+      const ids = result && Array.isArray(result.audit_ids) ? result.audit_ids.filter(Number.isInteger) : []
+      if (result && Number.isInteger(result.undo_audit_id)) return result.undo_audit_id
+      if (!ids.length || !state.namespace) return null
+      try {
+        const d = await get('/audit', { namespace: state.namespace, before_id: Math.max(...ids) + 1, limit: Math.min(200, ids.length + 10) })
+        return undoTarget(result, d.entries)
+      } catch (err) {
+        return null
+      }
+    }
     async function act(kind, path, body, message) {
       try {
         const result = await post(path, body)
         const text = typeof message === 'function' ? message(result) : message
-        toast(text, { undo: UNDOABLE.has(kind) ? undoTarget(result) : null })
+        toast(text, { undo: await findUndo(result) })
         refreshTab()
         return result
       } catch (err) {
@@ -1745,7 +1763,7 @@
                   'li',
                   {},
                   button([code(o.id), ' ', el('span', {}, o.title || ''), ' ', el('span', { class: statusChip(lang, o.status).className }, statusChip(lang, o.status).label)], {
-                    class: 'sgm-item',
+                    class: 'sgm-item sgm-item-row',
                     testid: 'merge-option',
                     data: { 'event-id': o.id },
                     'aria-label': T('merge.choose', { id: o.id }) + ': ' + (o.title || ''),
@@ -2174,28 +2192,37 @@
       const values = d.settings || {}
       const fields = Array.isArray(d.fields) ? d.fields : Object.keys(values).map((name) => ({ name, type: typeof values[name] === 'number' ? 'int' : 'choice', default: values[name], source: 'default' }))
       const inputs = {}
+      const initial = {}
+      const numericField = {}
       const errors = {}
       const general = el('p', { class: 'sgm-error-text', role: 'alert' })
       const rows = fields.map((f) => {
         const id = nextId('set')
         const errId = id + '-err'
         let input
+        const current = values[f.name] === null || values[f.name] === undefined ? '' : String(values[f.name])
+        // A number field whose value is not a number is edited as text (the server's bounds still decide).
+        const numeric = f.type === 'int' && (current === '' || /^-?\d+$/.test(current))
         if (f.type === 'choice' && Array.isArray(f.choices)) {
-          input = el('select', { id, testid: 'setting-' + f.name, name: f.name, 'aria-describedby': errId }, f.choices.map((c) => el('option', { value: String(c) }, String(c))))
-          input.value = values[f.name] === null || values[f.name] === undefined ? '' : String(values[f.name])
+          const choices = f.choices.map(String)
+          if (current && !choices.includes(current)) choices.push(current)
+          input = el('select', { id, testid: 'setting-' + f.name, name: f.name, 'aria-describedby': errId }, choices.map((c) => el('option', { value: c }, c)))
+          input.value = current
         } else {
           input = el('input', {
             id,
             testid: 'setting-' + f.name,
             name: f.name,
-            type: f.type === 'int' ? 'number' : 'text',
+            type: numeric ? 'number' : 'text',
             min: f.min === undefined ? undefined : String(f.min),
             max: f.max === undefined ? undefined : String(f.max),
-            step: f.type === 'int' ? '1' : undefined,
-            value: values[f.name] === null || values[f.name] === undefined ? '' : String(values[f.name]),
+            step: numeric ? '1' : undefined,
+            value: current,
             'aria-describedby': errId,
           })
         }
+        initial[f.name] = input.value
+        numericField[f.name] = numeric
         input.addEventListener('input', markDirty)
         input.addEventListener('change', markDirty)
         inputs[f.name] = input
@@ -2217,12 +2244,16 @@
       form.addEventListener('submit', async (e) => {
         e.preventDefault()
         general.textContent = ''
-        for (const n of Object.keys(errors)) errors[n].textContent = ''
+        for (const n of Object.keys(errors)) {
+          errors[n].textContent = ''
+          inputs[n].removeAttribute('aria-invalid')
+        }
         const changed = {}
+        // Only what the user changed is sent (an empty number field resets it to its default: null).
         for (const f of fields) {
           const raw = inputs[f.name].value
-          const value = f.type === 'int' ? (raw.trim() === '' ? null : Number(raw)) : raw
-          if (String(value) !== String(values[f.name])) changed[f.name] = value
+          if (raw === initial[f.name]) continue
+          changed[f.name] = numericField[f.name] ? (raw.trim() === '' ? null : Number(raw)) : raw
         }
         if (!Object.keys(changed).length) {
           general.textContent = T('settings.unchanged')
