@@ -146,6 +146,7 @@
     'events.fromImport': 'from import {id}',
     'events.confidence': 'confidence {value}',
     'events.open': 'Open {id}',
+    'events.pick': 'Open an event to see its sources, its history and the review actions.',
     'event.narrative': 'Narrative',
     'event.quotes': 'Quotes',
     'event.tags': 'Tags',
@@ -415,6 +416,7 @@
     'events.fromImport': '来自导入 {id}',
     'events.confidence': '置信度 {value}',
     'events.open': '打开 {id}',
+    'events.pick': '打开一个事件，查看其来源、历史和审核操作。',
     'event.narrative': '叙述',
     'event.quotes': '引文',
     'event.tags': '标签',
@@ -1179,6 +1181,7 @@
         return
       }
       view.busy = true
+      const focus = focusKey()
       try {
         do {
           view.again = false
@@ -1186,6 +1189,26 @@
         } while (view.again && view.alive && !state.stopped)
       } finally {
         view.busy = false
+      }
+      if (view.alive) restoreFocus(focus)
+    }
+    // A refetch rebuilds the panel: keep the keyboard user's place (the same control, or its counterpart after a
+    // toggle: Forget becomes Restore) instead of dropping focus to <body>.
+    const COUNTERPART = { 'event-forget': 'event-restore', 'event-restore': 'event-forget' }
+    function focusKey() {
+      const a = doc.activeElement
+      if (!a || !panel.contains(a) || !a.getAttribute('data-testid')) return null
+      const attrs = ['data-event-id', 'data-block-id', 'data-level', 'data-session', 'data-message-id', 'data-audit-id', 'data-import-id', 'data-job-id', 'data-node', 'data-fact-id']
+      const scope = a.closest('[data-testid="event-detail"], [data-testid="block-item"]')
+      return { testid: a.getAttribute('data-testid'), attrs: attrs.filter((n) => a.hasAttribute(n)).map((n) => [n, a.getAttribute(n)]), scope: scope ? scope.getAttribute('data-testid') : null }
+    }
+    function restoreFocus(key) {
+      if (!key || (doc.activeElement && doc.activeElement !== doc.body && panel.contains(doc.activeElement))) return
+      const match = (testid) => Array.from(panel.querySelectorAll('[data-testid="' + testid + '"]')).find((n) => key.attrs.every(([k, v]) => n.getAttribute(k) === v))
+      const target = match(key.testid) || (COUNTERPART[key.testid] && match(COUNTERPART[key.testid])) || (key.scope && panel.querySelector('[data-testid="' + key.scope + '"]'))
+      if (target && target.focus) {
+        if (!target.hasAttribute('tabindex') && !/^(BUTTON|INPUT|SELECT|TEXTAREA|A)$/.test(target.tagName)) target.setAttribute('tabindex', '-1')
+        target.focus({ preventScroll: true })
       }
     }
     /** Run a fetch for a view; its result is dropped if the view was replaced meanwhile. */
@@ -1525,7 +1548,7 @@
         )
         if (!view.alive) return
         if (eventsState.open) await renderEventDetail(view, detail, eventsState.open)
-        else clear(detail)
+        else clear(detail).appendChild(el('p', { class: 'sgm-muted sgm-hint' }, T('events.pick')))
       }
     }
     function eventTimes(ev) {
@@ -1624,7 +1647,7 @@
       const panelEl = el(
         'section',
         { class: 'sgm-card sgm-detail', testid: 'event-detail', data: { 'event-id': ev.id, status: ev.status }, 'aria-label': ev.title || ev.id },
-        el('div', { class: 'sgm-detail-top' }, el('div', { class: 'sgm-event-head' }, chip(ev.status, ev.successor, openEvent)), button('×', { class: 'sgm-btn sgm-btn-small sgm-btn-ghost', 'aria-label': T('app.close'), on: { click: () => ((eventsState.open = null), clear(host)) } })),
+        el('div', { class: 'sgm-detail-top' }, el('div', { class: 'sgm-event-head' }, chip(ev.status, ev.successor, openEvent)), button('×', { class: 'sgm-btn sgm-btn-small sgm-btn-ghost', 'aria-label': T('app.close'), on: { click: () => ((eventsState.open = null), clear(host).appendChild(el('p', { class: 'sgm-muted sgm-hint' }, T('events.pick')))) } })),
         el('h3', { class: 'sgm-h' }, ev.title || ev.id),
         el(
           'div',
