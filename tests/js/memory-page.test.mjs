@@ -113,6 +113,14 @@ describe('labels', () => {
     assert.deepEqual({ ...I.fieldErrors({ error: 'bad', details: { setting: 'colour' } }, ['block_turns']) }, { _: 'bad' })
   })
 
+  it('the audit hides the job queue\'s bookkeeping, not a user\'s retry', () => {
+    assert.equal(I.isBookkeeping({ actor: 'system', action: 'job.enqueued' }), true)
+    assert.equal(I.isBookkeeping({ actor: 'system', action: 'maintenance.scheduled' }), true)
+    assert.equal(I.isBookkeeping({ actor: 'user', action: 'job.retried' }), false)
+    assert.equal(I.isBookkeeping({ actor: 'system', action: 'event.superseded' }), false)
+    assert.equal(I.isBookkeeping(null), false)
+  })
+
   it('dense search reads as one line', () => {
     assert.equal(I.denseLine({ state: 'ready', model: 'all-MiniLM-L6-v2', dim: 384, vectors: { event: 6 } }), 'ready · all-MiniLM-L6-v2 · 384d')
     assert.equal(I.denseLine({ other: 1 }), '{"other":1}')

@@ -255,6 +255,8 @@
     'audit.actor': 'Actor',
     'audit.anyActor': 'Any actor',
     'audit.none': 'No audit entries.',
+    'audit.bookkeeping': 'Show the job queue’s own entries',
+    'audit.hidden': '{n} job queue entries on this page are hidden.',
     'audit.older': 'Older entries',
     'audit.newest': 'Newest',
     'audit.change': 'Show the change',
@@ -526,6 +528,8 @@
     'audit.actor': '操作者',
     'audit.anyActor': '任意操作者',
     'audit.none': '没有审计记录。',
+    'audit.bookkeeping': '显示任务队列自身的记录',
+    'audit.hidden': '本页隐藏了 {n} 条任务队列记录。',
     'audit.older': '更早的记录',
     'audit.newest': '最新',
     'audit.change': '查看改动',
@@ -765,6 +769,11 @@
     }
     for (const key of keys) pos[key] = { x: Math.round(pos[key].x * 10) / 10, y: Math.round(pos[key].y * 10) / 10 }
     return pos
+  }
+
+  /** The job queue's own bookkeeping (enqueued, done, scheduled…): hidden in the audit unless asked; a user's retry stays. */
+  function isBookkeeping(entry) {
+    return !!entry && entry.actor === 'system' && /^(job|maintenance)\./.test(String(entry.action || ''))
   }
 
   /** The dense-search status in one line: its state and model, else the object as compact JSON. */
@@ -2149,7 +2158,7 @@
     }
 
     // ---------------------------------------------------------------- Audit
-    const auditState = { subject: '', actor: '', before: null, stack: [] }
+    const auditState = { subject: '', actor: '', before: null, stack: [], bookkeeping: false }
     function auditRow(a) {
       const hasChange = (a.before !== null && a.before !== undefined) || (a.after !== null && a.after !== undefined)
       return el(
@@ -2177,8 +2186,10 @@
     }
     VIEWS.audit = (view, host) => {
       const subject = el('input', { type: 'search', id: nextId('as'), value: auditState.subject, placeholder: 'evt_3', autocomplete: 'off' })
-      const actor = el('select', { id: nextId('aa') }, el('option', { value: '' }, T('audit.anyActor')), ['user', 'system', 'model', 'agent', 'import'].map((x) => el('option', { value: x }, x)))
+      const actor = el('select', { id: nextId('aa') }, el('option', { value: '' }, T('audit.anyActor')), ['user', 'agent', 'capture', 'model', 'system'].map((x) => el('option', { value: x }, x)))
       actor.value = auditState.actor
+      const bookkeeping = el('input', { type: 'checkbox', testid: 'audit-bookkeeping', checked: auditState.bookkeeping })
+      bookkeeping.addEventListener('change', () => ((auditState.bookkeeping = bookkeeping.checked), refreshTab()))
       const apply = () => {
         auditState.subject = subject.value.trim()
         auditState.actor = actor.value
@@ -2188,12 +2199,14 @@
       }
       subject.addEventListener('change', apply)
       actor.addEventListener('change', apply)
-      host.appendChild(el('div', { class: 'sgm-filters' }, el('label', { class: 'sgm-field' }, el('span', {}, T('audit.subject')), subject), el('label', { class: 'sgm-field' }, el('span', {}, T('audit.actor')), actor)))
+      host.appendChild(el('div', { class: 'sgm-filters' }, el('label', { class: 'sgm-field' }, el('span', {}, T('audit.subject')), subject), el('label', { class: 'sgm-field' }, el('span', {}, T('audit.actor')), actor), el('label', { class: 'sgm-check' }, bookkeeping, el('span', {}, T('audit.bookkeeping')))))
       const body = el('div', {}, loading())
       host.appendChild(body)
       view.refresh = () =>
         fetchFor(view, body, () => get('/audit', { namespace: state.namespace, subject: auditState.subject, actor: auditState.actor, before_id: auditState.before, limit: PAGE }), (d) => {
-          const entries = d.entries || []
+          const all = d.entries || []
+          const entries = auditState.bookkeeping ? all : all.filter((a) => !isBookkeeping(a))
+          if (all.length > entries.length) body.appendChild(el('p', { class: 'sgm-muted sgm-small' }, T('audit.hidden', { n: all.length - entries.length })))
           body.appendChild(entries.length ? el('ol', { class: 'sgm-list sgm-stack' }, entries.map((a) => el('li', {}, auditRow(a)))) : el('p', { class: 'sgm-muted' }, T('audit.none')))
           const nav = el('div', { class: 'sgm-pager' })
           if (auditState.before !== null) nav.appendChild(button(T('audit.newest'), { on: { click: () => ((auditState.before = null), (auditState.stack = []), refreshTab()) } }))
@@ -2407,7 +2420,7 @@
 
   const api = {
     mount,
-    _internals: { I18N, TABS, TAB_AREAS, EVENT_STATUSES, pickLang, translate, statusChip, humanBytes, humanDuration, shortTime, happenedText, refetchPlan, fieldErrors, queryString, layoutGraph, labelShift, undoTarget, denseLine },
+    _internals: { I18N, TABS, TAB_AREAS, EVENT_STATUSES, pickLang, translate, statusChip, humanBytes, humanDuration, shortTime, happenedText, refetchPlan, fieldErrors, queryString, layoutGraph, labelShift, undoTarget, denseLine, isBookkeeping },
   }
   root.StrataGateMemoryPage = api
 
