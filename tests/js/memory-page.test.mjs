@@ -121,6 +121,11 @@ describe('labels', () => {
     assert.equal(I.isBookkeeping(null), false)
   })
 
+  it('a message\'s neighbours read in the order they were said', () => {
+    const around = [{ id: 'msg_4', turn: 2 }, { id: 'msg_10', turn: 3 }, { id: 'msg_3', turn: 2 }, { id: 'msg_1', turn: 1 }]
+    assert.deepEqual(around.sort(I.byMessageOrder).map((m) => m.id), ['msg_1', 'msg_3', 'msg_4', 'msg_10'])
+  })
+
   it('dense search reads as one line', () => {
     assert.equal(I.denseLine({ state: 'ready', model: 'all-MiniLM-L6-v2', dim: 384, vectors: { event: 6 } }), 'ready · all-MiniLM-L6-v2 · 384d')
     assert.equal(I.denseLine({ other: 1 }), '{"other":1}')

@@ -776,6 +776,12 @@
     return !!entry && entry.actor === 'system' && /^(job|maintenance)\./.test(String(entry.action || ''))
   }
 
+  /** Messages in the order they were said: by turn, then by their id's number (ids grow with capture order). */
+  function byMessageOrder(a, b) {
+    const n = (m) => Number(/^msg_(\d+)$/.exec(String(m && m.id))?.[1] ?? Number.MAX_SAFE_INTEGER)
+    return (Number(a.turn) || 0) - (Number(b.turn) || 0) || n(a) - n(b)
+  }
+
   /** The dense-search status in one line: its state and model, else the object as compact JSON. */
   function denseLine(dense) {
     if (!dense || typeof dense !== 'object') return String(dense === undefined || dense === null ? '—' : dense)
@@ -1726,7 +1732,8 @@
       fetchFor(view, host, () => get('/message', { namespace: state.namespace, id, around: 2 }), (d) => {
         const m = d.message || {}
         const around = Array.isArray(d.around) ? d.around : []
-        const all = around.some((x) => x.id === m.id) ? around : around.concat([m]).sort((a, b) => (a.turn || 0) - (b.turn || 0))
+        // In the order they were said: message ids grow with capture order (a turn's user message before its reply).
+        const all = (around.some((x) => x.id === m.id) ? around.slice() : around.concat([m])).sort(byMessageOrder)
         host.appendChild(
           el(
             'section',
@@ -2420,7 +2427,7 @@
 
   const api = {
     mount,
-    _internals: { I18N, TABS, TAB_AREAS, EVENT_STATUSES, pickLang, translate, statusChip, humanBytes, humanDuration, shortTime, happenedText, refetchPlan, fieldErrors, queryString, layoutGraph, labelShift, undoTarget, denseLine, isBookkeeping },
+    _internals: { I18N, TABS, TAB_AREAS, EVENT_STATUSES, pickLang, translate, statusChip, humanBytes, humanDuration, shortTime, happenedText, refetchPlan, fieldErrors, queryString, layoutGraph, labelShift, undoTarget, denseLine, isBookkeeping, byMessageOrder },
   }
   root.StrataGateMemoryPage = api
 
