@@ -1014,7 +1014,6 @@
         toast(T('action.failed', { error: err.message }), { error: true })
       }
     }
-    /** A write: POST, then a toast (with Undo for review actions), then the open tab refetched. */
     /** Which entry of a write Undo would reverse: asked of GET /audit (it labels what page.undo can reverse). */
     async function findUndo(result) {
       const ids = result && Array.isArray(result.audit_ids) ? result.audit_ids.filter(Number.isInteger) : []
@@ -1027,7 +1026,8 @@
         return null
       }
     }
-    async function act(kind, path, body, message) {
+    /** A write: POST, then a toast (with Undo when the audit can reverse it), then the open tab refetched. */
+    async function act(path, body, message) {
       try {
         const result = await post(path, body)
         const text = typeof message === 'function' ? message(result) : message
@@ -1300,7 +1300,7 @@
                 {},
                 button(T('overview.retry'), {
                   testid: 'retry-job',
-                  on: { click: (e) => ((e.currentTarget.disabled = true), act('retry', '/jobs/retry', { job: job.id }, (r) => T('overview.retried', { ids: (r.retried || []).join(', ') || job.id })).catch(() => {})) },
+                  on: { click: (e) => ((e.currentTarget.disabled = true), act('/jobs/retry', { job: job.id }, (r) => T('overview.retried', { ids: (r.retried || []).join(', ') || job.id })).catch(() => {})) },
                 }),
               ),
             ),
@@ -1314,7 +1314,7 @@
                   table([T('job.id'), T('job.kind'), T('job.subject'), T('job.attempts'), T('job.error'), T('job.updated'), ''], failedRows),
                   button(T('overview.retryAll'), {
                     testid: 'retry-all-failed',
-                    on: { click: () => act('retry', '/jobs/retry', { status: 'failed' }, (r) => T('overview.retried', { ids: (r.retried || []).join(', ') })).catch(() => {}) },
+                    on: { click: () => act('/jobs/retry', { status: 'failed' }, (r) => T('overview.retried', { ids: (r.retried || []).join(', ') })).catch(() => {}) },
                   }),
                 ]
               : el('p', { class: 'sgm-muted' }, T('overview.noFailed')),
@@ -1648,12 +1648,12 @@
         { class: 'sgm-actions' },
         button(T('action.edit'), { testid: 'event-edit', on: { click: () => editDialog(ev) } }),
         ev.status === 'forgotten' || ev.status === 'archived'
-          ? button(T('action.restore'), { testid: 'event-restore', on: { click: () => act('restore', '/events/restore', { namespace: state.namespace, id: ev.id }, T('done.restore', { id: ev.id })).catch(() => {}) } })
-          : button(T('action.forget'), { class: 'sgm-btn sgm-btn-danger', testid: 'event-forget', on: { click: () => act('forget', '/events/forget', { namespace: state.namespace, id: ev.id }, T('done.forget', { id: ev.id })).catch(() => {}) } }),
+          ? button(T('action.restore'), { testid: 'event-restore', on: { click: () => act('/events/restore', { namespace: state.namespace, id: ev.id }, T('done.restore', { id: ev.id })).catch(() => {}) } })
+          : button(T('action.forget'), { class: 'sgm-btn sgm-btn-danger', testid: 'event-forget', on: { click: () => act('/events/forget', { namespace: state.namespace, id: ev.id }, T('done.forget', { id: ev.id })).catch(() => {}) } }),
         button(ev.pinned ? T('action.unpin') : T('action.pin'), {
           testid: 'event-pin',
           'aria-pressed': ev.pinned ? 'true' : 'false',
-          on: { click: () => act(ev.pinned ? 'unpin' : 'pin', '/events/pin', { namespace: state.namespace, id: ev.id, pinned: !ev.pinned }, T(ev.pinned ? 'done.unpin' : 'done.pin', { id: ev.id })).catch(() => {}) },
+          on: { click: () => act('/events/pin', { namespace: state.namespace, id: ev.id, pinned: !ev.pinned }, T(ev.pinned ? 'done.unpin' : 'done.pin', { id: ev.id })).catch(() => {}) },
         }),
         button(T('action.merge'), { testid: 'event-merge', on: { click: () => mergeDialog(ev) } }),
         ev.status === 'disputed' || (ev.disputed_with && ev.disputed_with.length) ? button(T('action.resolve'), { testid: 'event-resolve', on: { click: () => resolveDialog(ev) } }) : null,
@@ -1765,7 +1765,7 @@
               }
               save.disabled = true
               try {
-                const r = await act('edit', '/events/edit', body, (res) => T('done.edit', { id: res.id, old: ev.id }))
+                const r = await act('/events/edit', body, (res) => T('done.edit', { id: res.id, old: ev.id }))
                 close()
                 if (r && r.id) openEvent(r.id)
               } catch (e) {
@@ -1811,7 +1811,7 @@
                     on: {
                       click: async () => {
                         try {
-                          await act('merge', '/events/merge', { namespace: state.namespace, keep: ev.id, merge: o.id }, (r) => T('done.merge', { merged: r.merged || o.id, survivor: r.survivor || ev.id }))
+                          await act('/events/merge', { namespace: state.namespace, keep: ev.id, merge: o.id }, (r) => T('done.merge', { merged: r.merged || o.id, survivor: r.survivor || ev.id }))
                           close()
                         } catch (e) {
                           err.textContent = e.message
@@ -1841,7 +1841,7 @@
         const err = el('p', { class: 'sgm-error-text', role: 'alert' })
         const run = async (body) => {
           try {
-            await act('resolve', '/events/resolve', Object.assign({ namespace: state.namespace }, body), T('done.resolve'))
+            await act('/events/resolve', Object.assign({ namespace: state.namespace }, body), T('done.resolve'))
             close()
           } catch (e) {
             err.textContent = e.message
@@ -2102,7 +2102,7 @@
         }
         reader.onload = async () => {
           try {
-            await act('import', '/imports/add', { namespace: state.namespace, text: String(reader.result || ''), filename: f.name, scope: scope.value }, (r) => T('done.importAdd', { file: f.name, n: Array.isArray(r.inserted) ? r.inserted.length : 0 }))
+            await act('/imports/add', { namespace: state.namespace, text: String(reader.result || ''), filename: f.name, scope: scope.value }, (r) => T('done.importAdd', { file: f.name, n: Array.isArray(r.inserted) ? r.inserted.length : 0 }))
           } catch (e) {
             /* the toast said why */
           }
@@ -2152,7 +2152,7 @@
                             class: 'sgm-btn sgm-btn-danger',
                             testid: 'import-remove',
                             data: { 'import-id': imp.id },
-                            on: { click: (e) => ((e.currentTarget.disabled = true), act('import', '/imports/remove', { namespace: state.namespace, import_id: imp.id }, T('done.importRemove', { id: imp.id })).catch(() => {})) },
+                            on: { click: (e) => ((e.currentTarget.disabled = true), act('/imports/remove', { namespace: state.namespace, import_id: imp.id }, T('done.importRemove', { id: imp.id })).catch(() => {})) },
                           }),
                         )
                       : null,
