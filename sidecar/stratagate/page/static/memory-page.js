@@ -174,6 +174,7 @@
     'action.resolve': 'Resolve dispute…',
     'action.undo': 'Undo',
     'action.undone': 'Undone',
+    'action.undoneWhat': 'Undone: {label}',
     'action.failed': 'Failed: {error}',
     'done.edit': 'Saved as {id} (replaces {old})',
     'done.forget': 'Forgot {id}',
@@ -447,6 +448,7 @@
     'action.resolve': '解决冲突…',
     'action.undo': '撤销',
     'action.undone': '已撤销',
+    'action.undoneWhat': '已撤销：{label}',
     'action.failed': '失败：{error}',
     'done.edit': '已保存为 {id}（取代 {old}）',
     'done.forget': '已遗忘 {id}',
@@ -1007,8 +1009,8 @@
     }
     async function undo(auditId) {
       try {
-        await post('/undo', { namespace: state.namespace, audit_id: auditId })
-        toast(T('action.undone'))
+        const r = await post('/undo', { namespace: state.namespace, audit_id: auditId })
+        toast(r && r.label ? T('action.undoneWhat', { label: r.label }) : T('action.undone'))
         refreshTab()
       } catch (err) {
         toast(T('action.failed', { error: err.message }), { error: true })
