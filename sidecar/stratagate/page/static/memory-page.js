@@ -1010,7 +1010,7 @@
     async function undo(auditId) {
       try {
         const r = await post('/undo', { namespace: state.namespace, audit_id: auditId })
-        toast(r && r.label ? T('action.undoneWhat', { label: r.label }) : T('action.undone'))
+        toast(r && r.label && lang === 'en' ? T('action.undoneWhat', { label: r.label }) : T('action.undone'))
         refreshTab()
       } catch (err) {
         toast(T('action.failed', { error: err.message }), { error: true })
@@ -2181,7 +2181,8 @@
           el('span', { class: 'sgm-muted sgm-small' }, String(a.actor || '')),
           el('span', { class: 'sgm-muted sgm-small' }, timeEl(a.at)),
           el('span', { class: 'sgm-muted sgm-small' }, '#' + a.id),
-          a.undo ? button(a.undo.label || T('action.undo'), { class: 'sgm-btn sgm-btn-small', testid: 'undo-button', data: { 'audit-id': a.id }, on: { click: (e) => ((e.currentTarget.disabled = true), undo(a.id)) } }) : null,
+          // The server's undo label is English: other languages show "Undo" with the label as its title.
+          a.undo ? button(lang === 'en' && a.undo.label ? a.undo.label : T('action.undo'), { class: 'sgm-btn sgm-btn-small', testid: 'undo-button', title: a.undo.label || undefined, data: { 'audit-id': a.id }, on: { click: (e) => ((e.currentTarget.disabled = true), undo(a.id)) } }) : null,
         ),
         hasChange
           ? el(
