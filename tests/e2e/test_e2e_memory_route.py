@@ -56,6 +56,9 @@ def test_memory_routes_answer_through_dsh_web(web_stratagate: DshHome, tmp_path:
         assert status == 200 and headers["content-type"].startswith("text/html"), (status, headers)
         assert b"/api/stratagate/memory/assets/memory-page.js" in html
         assert headers["x-content-type-options"] == "nosniff"
+        status, headers, script = _request(port, "GET", "/api/stratagate/memory/assets/memory-page.js")
+        assert status == 200 and headers["content-type"].startswith("text/javascript"), (status, headers)
+        assert b"StrataGateMemoryPage" in script
 
         # Errors are the sidecar's own, passed through; framing errors are the shim's.
         status, missing = _json(port, "GET", "/api/stratagate/memory/no-such-route")
