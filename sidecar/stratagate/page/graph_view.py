@@ -27,7 +27,9 @@ class GraphParams(BaseModel):
     as_of: str | None = Field(
         None, max_length=40, description="A date ('2026-05-01' = the end of that day, UTC) or date-time; default now."
     )
-    q: str | None = Field(None, max_length=2000, description="Only nodes found by these words, and their neighbours.")
+    q: str | None = Field(
+        None, max_length=2000, description="Only nodes found by these words, and the facts between them."
+    )
     limit: int = Field(100, ge=1, le=500, description="At most this many nodes, the best connected first.")
     history: bool = Field(False, description="Also list facts that do not hold at as_of (current=false).")
 
@@ -103,7 +105,8 @@ async def page_graph(app: App, p: GraphParams) -> dict[str, Any]:
     match = fts_query(p.q) if p.q and p.q.strip() else None
     if match is not None or (p.q and p.q.strip()):
         found = {int(n["id"]) for n in await q.graph_nodes(conn, ns, match)} if match else set()
-        listed = [f for f in listed if _touches(f) & found]
+        # A node's index holds its neighbours' names too: keep the facts whose every node was found.
+        listed = [f for f in listed if _touches(f) <= found]
     nodes = {int(n["id"]): n for n in await q.graph_nodes(conn, ns, None)}
     degree: dict[int, int] = {}
     for f in listed:
