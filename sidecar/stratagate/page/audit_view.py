@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from stratagate.app import App
 from stratagate.page import longterm_queries as q
+from stratagate.page.foreign import hide_foreign
 from stratagate.page.undo_rules import undoable
 from stratagate.protocol import method
 from stratagate.protocol.types import Name, Result
@@ -82,4 +83,7 @@ async def page_audit(app: App, p: AuditParams) -> dict[str, Any]:
     )
     more = len(rows) > p.limit
     rows = rows[: p.limit]
-    return {"entries": await entry_views(app, ns, rows), "next_before_id": int(rows[-1]["id"]) if more else None}
+    entries = await entry_views(app, ns, rows)
+    return await hide_foreign(app.db.reader, ns, {
+        "entries": entries, "next_before_id": int(rows[-1]["id"]) if more else None
+    })

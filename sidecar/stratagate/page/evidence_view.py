@@ -13,6 +13,7 @@ from stratagate import ids
 from stratagate.app import App
 from stratagate.page import longterm_queries as q
 from stratagate.page.audit_view import Limit, Offset
+from stratagate.page.foreign import hide_foreign
 from stratagate.protocol import method
 from stratagate.protocol.types import Name, Result
 from stratagate.storage.lookup import namespace_id
@@ -128,7 +129,7 @@ async def page_evidence(app: App, p: EvidenceParams) -> dict[str, Any]:
             })
         return out
 
-    return {
+    return await hide_foreign(conn, ns, {
         "receipts": [
             {"id": ids.make("rcp", int(r["id"])), "session": r["session"], "turn": r["turn"], "at": r["created_at"],
              "batch": ids.make("rb", int(r["batch_id"])) if r["batch_id"] else None,
@@ -144,7 +145,7 @@ async def page_evidence(app: App, p: EvidenceParams) -> dict[str, Any]:
         ],
         "total": total,
         "assessments_total": assessed_total,
-    }
+    })
 
 
 def _assessment_note(a: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ from stratagate import ids
 from stratagate.app import App
 from stratagate.graph import read
 from stratagate.page import longterm_queries as q
+from stratagate.page.foreign import hide_foreign
 from stratagate.protocol import method
 from stratagate.protocol.types import Name, Result
 from stratagate.storage.lookup import namespace_id
@@ -144,7 +145,7 @@ async def page_graph(app: App, p: GraphParams) -> dict[str, Any]:
         return {"id": ids.make("fct", int(f["id"])), "source": ids.make("nod", int(f["node_id"])),
                 "target": ids.make("nod", int(f["object_id"])), "predicate": f["attribute"], **window(f)}
 
-    return {
+    return await hide_foreign(conn, ns, {
         "as_of": instant,
         "nodes": [
             {"id": ids.make("nod", n), "name": nodes[n]["name"], "kind": nodes[n]["kind"],
@@ -157,4 +158,4 @@ async def page_graph(app: App, p: GraphParams) -> dict[str, Any]:
             if f["object_id"] is not None and int(f["id"]) in current and int(f["object_id"]) in keep
         ],
         "facts": [fact(f) for f in listed],
-    }
+    })

@@ -14,6 +14,7 @@ from stratagate.errors import not_found
 from stratagate.events.models import EventRow, EventType, Scope, Status
 from stratagate.page import longterm_queries as q
 from stratagate.page.audit_view import AuditEntry, Limit, Offset, entry_views
+from stratagate.page.foreign import hide_foreign
 from stratagate.protocol import method
 from stratagate.protocol.types import Name, Result
 from stratagate.storage.lookup import namespace_id
@@ -201,7 +202,7 @@ async def events_list(app: App, p: EventsListParams) -> dict[str, Any]:
         app.db.reader, ns, match=match, statuses=p.status.split(","), event_type=p.type, scope=p.scope,
         session=p.session, limit=p.limit, offset=p.offset,
     )
-    return {"events": await event_views(app, ns, rows), "total": total}
+    return await hide_foreign(app.db.reader, ns, {"events": await event_views(app, ns, rows), "total": total})
 
 
 def _source(row: dict[str, Any]) -> dict[str, Any]:
@@ -231,13 +232,13 @@ async def events_get(app: App, p: EventGetParams) -> dict[str, Any]:
     into, merged = await q.merges(conn, ns, ev.id)
     linked = await q.events_by_id(conn, ns, [*merged, *([into] if into else [])])
     history = list(reversed(await q.audit_entries(conn, ns, subject=ev.public_id, limit=500)))
-    return view | {
+    return await hide_foreign(conn, ns, view | {
         "narrative": ev.narrative,
         "quotes": ev.quotes,
         "tags": ev.tags,
         "participants": ev.participants,
-        "sources": [_source(r) for r in await q.event_sources(conn, ev.id)],
+        "sources": [_source(r) for r in await q.event_sources(conn, ns, ev.id)],
         "history": await entry_views(app, ns, history),
         "merged_into": _link(linked[into]) if into in linked else None,
         "merged": [_link(linked[m]) for m in merged if m in linked],
-    }
+    })

@@ -133,15 +133,18 @@ async def disputes_naming(
     return [(str(r["subject_id"]), str(r["other"])) for r in rows]
 
 
-async def event_sources(conn: aiosqlite.Connection, event_id: int) -> list[dict[str, Any]]:
-    """The evidence rows of an event with, for a message, its session, turn, role and time."""
+async def event_sources(conn: aiosqlite.Connection, namespace_id: int, event_id: int) -> list[dict[str, Any]]:
+    """The evidence rows of an event with, for a message, its session, turn, role and time. Rows from another
+    namespace (a user-tier memory restated in another project) are left out: their words are that project's."""
     rows = await conn.execute_fetchall(
         "SELECT es.message_id, es.call_id, es.import_id, es.source_ref, es.quote, es.created_at,"
         " m.role, m.created_at AS message_at, t.seq AS turn, s.key AS session"
         " FROM event_sources es LEFT JOIN messages m ON m.id = es.message_id"
         " LEFT JOIN turns t ON t.id = m.turn_id LEFT JOIN sessions s ON s.id = m.session_id"
-        " WHERE es.event_id = ? ORDER BY es.id",
-        (event_id,),
+        " LEFT JOIN imports i ON i.id = es.import_id"
+        " WHERE es.event_id = ? AND (m.id IS NULL OR m.namespace_id = ?) AND (i.id IS NULL OR i.namespace_id = ?)"
+        " ORDER BY es.id",
+        (event_id, namespace_id, namespace_id),
     )
     return [dict(r) for r in rows]
 
@@ -316,3 +319,31 @@ async def titles(conn: aiosqlite.Connection, namespace_id: int, kind: str, keys:
         f"{sql} WHERE x.namespace_id = ? AND x.id IN ({_marks(keys)})", (namespace_id, *keys)
     )
     return {int(r[0]): str(r[1]) for r in rows}
+
+
+# --- ownership ----------------------------------------------------------------------------------------------------
+
+_ELSEWHERE = {
+    "evt": "SELECT x.id FROM events x WHERE x.namespace_id <> ?",
+    "blk": "SELECT x.id FROM blocks x WHERE x.namespace_id <> ?",
+    "msg": "SELECT x.id FROM messages x WHERE x.namespace_id <> ?",
+    "nod": "SELECT x.id FROM graph_nodes x WHERE x.namespace_id <> ?",
+    "fct": "SELECT x.id FROM graph_facts x WHERE x.namespace_id <> ?",
+    "imp": "SELECT x.id FROM imports x WHERE x.namespace_id <> ?",
+    "rb": "SELECT x.id FROM retrieval_batches x WHERE x.namespace_id <> ?",
+    "rcp": "SELECT x.id FROM use_receipts x WHERE x.namespace_id <> ?",
+    "asm": "SELECT x.id FROM evidence_assessments x JOIN retrieval_batches b ON b.id = x.batch_id"
+    " WHERE b.namespace_id <> ?",
+}
+ID_KINDS = tuple(_ELSEWHERE)
+
+
+async def elsewhere(conn: aiosqlite.Connection, namespace_id: int, kind: str, keys: Iterable[int]) -> set[int]:
+    """The keys among ``keys`` of rows of that kind (an id prefix) that belong to ANOTHER namespace."""
+    wanted = sorted(set(keys))
+    if not wanted:
+        return set()
+    rows = await conn.execute_fetchall(
+        f"{_ELSEWHERE[kind]} AND x.id IN ({_marks(wanted)})", (namespace_id, *wanted)
+    )
+    return {int(r[0]) for r in rows}
