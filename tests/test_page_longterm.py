@@ -331,6 +331,29 @@ async def test_audit_newest_first_with_paging_and_filters(seeded):
     assert agent["entries"] and {e["actor"] for e in agent["entries"]} == {"agent"}
 
 
+async def test_an_undone_entry_offers_no_undo(seeded):
+    """page.undo (pwrite's) writes an ``audit.undone`` entry naming the entry it reversed: that one shows who undid
+    it and no Undo any more. Written here the way page.undo writes it (the audit log takes appends only)."""
+    c, ids = seeded
+    forgot = (await ok(c, "/audit", namespace=A, subject=ids["forgotten"]))["entries"][0]
+    assert forgot["undo"] and forgot["undone_by"] is None
+    conn = sqlite3.connect(ids["db"], timeout=30)
+    try:
+        with conn:
+            ns = conn.execute("SELECT id FROM namespaces WHERE name = ?", (A,)).fetchone()[0]
+            cur = conn.execute(
+                "INSERT INTO audit_log(namespace_id, at, actor, action, subject_type, subject_id, before, after)"
+                " VALUES (?, '2026-06-01T00:00:00.000Z', 'user', 'audit.undone', 'audit', ?, NULL, ?)",
+                (ns, str(forgot["id"]), json.dumps({"undid": forgot["id"], "action": "event.forgotten"})))
+            undo_id = cur.lastrowid
+    finally:
+        conn.close()
+    again = (await ok(c, "/audit", namespace=A, subject=ids["forgotten"]))["entries"][0]
+    assert (again["id"], again["undo"], again["undone_by"]) == (forgot["id"], None, undo_id)
+    newest = (await ok(c, "/audit", namespace=A, limit=1))["entries"][0]
+    assert (newest["id"], newest["action"], newest["undo"]) == (undo_id, "audit.undone", None)
+
+
 # --- imports -------------------------------------------------------------------------------------------------------
 
 
