@@ -78,7 +78,7 @@ async def handle(app: App, req: PageRequest) -> PageResponse:
         value = await adapter.call(entry, app, raw)
     except RpcError as exc:
         body: dict[str, Any] = {"error": exc.message}
-        if exc.data is not None and exc.data is not NODATA:  # jsonrpcserver's "no data" sentinel
+        if exc.data is not None and exc.data is not NODATA:  # an error without data carries jsonrpcserver's sentinel
             body["details"] = exc.data
         return PageResponse(status=_STATUS.get(exc.code, 500), body=redact_value(body))
     return PageResponse(status=200, body=redact_value(value))
