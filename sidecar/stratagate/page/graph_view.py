@@ -108,8 +108,10 @@ async def page_graph(app: App, p: GraphParams) -> dict[str, Any]:
         found = {int(n["id"]) for n in await q.graph_nodes(conn, ns, match)} if match else set()
         # A node's index holds its neighbours' names too: keep the facts whose every node was found.
         listed = [f for f in listed if _touches(f) <= found]
+    else:
+        found = set()
     nodes = {int(n["id"]): n for n in await q.graph_nodes(conn, ns, None)}
-    degree: dict[int, int] = {}
+    degree: dict[int, int] = dict.fromkeys(found, 0)  # a node found by q is shown even with no fact now
     for f in listed:
         for node in _touches(f):
             degree[node] = degree.get(node, 0) + (1 if int(f["id"]) in current else 0)
