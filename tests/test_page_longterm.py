@@ -332,26 +332,21 @@ async def test_audit_newest_first_with_paging_and_filters(seeded):
 
 
 async def test_an_undone_entry_offers_no_undo(seeded):
-    """page.undo (pwrite's) writes an ``audit.undone`` entry naming the entry it reversed: that one shows who undid
-    it and no Undo any more. Written here the way page.undo writes it (the audit log takes appends only)."""
+    """page.undo writes an ``audit.undone`` entry naming the entry it reversed: that one then shows who undid it and
+    no Undo any more; the restore it wrote offers its own undo."""
     c, ids = seeded
     forgot = (await ok(c, "/audit", namespace=A, subject=ids["forgotten"]))["entries"][0]
-    assert forgot["undo"] and forgot["undone_by"] is None
-    conn = sqlite3.connect(ids["db"], timeout=30)
-    try:
-        with conn:
-            ns = conn.execute("SELECT id FROM namespaces WHERE name = ?", (A,)).fetchone()[0]
-            cur = conn.execute(
-                "INSERT INTO audit_log(namespace_id, at, actor, action, subject_type, subject_id, before, after)"
-                " VALUES (?, '2026-06-01T00:00:00.000Z', 'user', 'audit.undone', 'audit', ?, NULL, ?)",
-                (ns, str(forgot["id"]), json.dumps({"undid": forgot["id"], "action": "event.forgotten"})))
-            undo_id = cur.lastrowid
-    finally:
-        conn.close()
-    again = (await ok(c, "/audit", namespace=A, subject=ids["forgotten"]))["entries"][0]
-    assert (again["id"], again["undo"], again["undone_by"]) == (forgot["id"], None, undo_id)
-    newest = (await ok(c, "/audit", namespace=A, limit=1))["entries"][0]
-    assert (newest["id"], newest["action"], newest["undo"]) == (undo_id, "audit.undone", None)
+    assert forgot["action"] == "event.forgotten" and forgot["undo"] and forgot["undone_by"] is None
+    reply = await page(c, "/undo", method="POST", body={"namespace": A, "audit_id": forgot["id"]})
+    assert reply["status"] == 200, reply
+    entries = (await ok(c, "/audit", namespace=A, subject=ids["forgotten"]))["entries"]
+    again = next(e for e in entries if e["id"] == forgot["id"])
+    assert again["undo"] is None and again["undone_by"] in reply["body"]["audit_ids"]
+    restored = entries[0]
+    assert restored["action"] == "event.restored" and restored["undo"] == {"label": f"Forget {ids['forgotten']} again"}
+    newest = (await ok(c, "/audit", namespace=A, limit=5))["entries"]
+    undone = next(e for e in newest if e["action"] == "audit.undone")
+    assert undone["id"] == again["undone_by"] and undone["undo"] is None
 
 
 # --- imports -------------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from stratagate.page.foreign import hide_foreign
 from stratagate.page.undo_rules import undoable
 from stratagate.protocol import method
 from stratagate.protocol.types import Name, Result
-from stratagate.storage.lookup import namespace_id
+from stratagate.storage.lookup import audit_undone, namespace_id
 
 Limit = Annotated[int, Field(ge=1, le=200, description="Page size (1–200).")]
 Offset = Annotated[int, Field(ge=0, le=1_000_000, description="Rows to skip.")]
@@ -55,8 +55,9 @@ def entry_view(row: dict[str, Any], undone_by: int | None = None) -> dict[str, A
     return entry | {"undo": {"label": label} if label else None, "undone_by": undone_by}
 
 
-async def entry_views(app: App, ns: int, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    undone = await q.undone_by(app.db.reader, ns, [int(r["id"]) for r in rows])
+async def entry_views(app: App, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # The rule page.undo refuses a second undo by: an audit.undone entry naming the entry.
+    undone = await audit_undone(app.db.reader, [int(r["id"]) for r in rows])
     return [entry_view(r, undone.get(int(r["id"]))) for r in rows]
 
 
@@ -83,7 +84,7 @@ async def page_audit(app: App, p: AuditParams) -> dict[str, Any]:
     )
     more = len(rows) > p.limit
     rows = rows[: p.limit]
-    entries = await entry_views(app, ns, rows)
+    entries = await entry_views(app, rows)
     return await hide_foreign(app.db.reader, ns, {
         "entries": entries, "next_before_id": int(rows[-1]["id"]) if more else None
     })

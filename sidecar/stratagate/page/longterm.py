@@ -238,7 +238,7 @@ async def events_get(app: App, p: EventGetParams) -> dict[str, Any]:
         "tags": ev.tags,
         "participants": ev.participants,
         "sources": [_source(r) for r in await q.event_sources(conn, ns, ev.id)],
-        "history": await entry_views(app, ns, history),
+        "history": await entry_views(app, history),
         "merged_into": _link(linked[into]) if into in linked else None,
         "merged": [_link(linked[m]) for m in merged if m in linked],
     })

@@ -194,18 +194,6 @@ async def audit_entries(
     return [dict(r) for r in rows]
 
 
-async def undone_by(conn: aiosqlite.Connection, namespace_id: int, entry_ids: list[int]) -> dict[int, int]:
-    """For each of these audit entries that ``page.undo`` reversed, the id of its ``audit.undone`` entry."""
-    if not entry_ids:
-        return {}
-    rows = await conn.execute_fetchall(
-        "SELECT id, subject_id FROM audit_log WHERE action = 'audit.undone' AND subject_type = 'audit'"
-        f" AND (namespace_id = ? OR namespace_id IS NULL) AND subject_id IN ({_marks(entry_ids)}) ORDER BY id",
-        (namespace_id, *[str(i) for i in entry_ids]),
-    )
-    return {int(r["subject_id"]): int(r["id"]) for r in rows}
-
-
 # --- graph --------------------------------------------------------------------------------------------------------
 
 
