@@ -15,7 +15,8 @@ What it does, in order:
   model with ``--no-deps`` (best effort, see docs/dense.md); check the import; write the version stamp; report.
 
 The report is ``<venv>.status.json``: ``{"state": "ready"|"installing"|"failed", "at": <epoch ms>, "pid": …,
-"python": …, "error": …, "hint": …}``, replaced atomically. Progress lines go to ``<venv parent>/install.log``.
+"python": …, "error": …, "hint": …}``, replaced atomically. Progress lines go to ``<venv parent>/install.log``
+(``<ISO time> [<pid>] <text>``); ``step: <name>`` lines mark each step, which the shim shows while DSH waits.
 Exit code 0 when ready or handed to another installer, 1 when the install failed, 2 for bad arguments.
 """
 
@@ -63,6 +64,10 @@ class Installer:
                 f.write(f"{stamp} [{os.getpid()}] {line}\n")
         except OSError:
             pass
+
+    def step(self, name: str) -> None:
+        """A step marker: the shim shows the install's steps and their times from these lines (install-progress.js)."""
+        self.log(f"step: {name}")
 
     def report(self, state: str, **fields: object) -> None:
         body = {"state": state, "at": int(time.time() * 1000), "pid": os.getpid(), "version": self.version, **fields}
@@ -152,6 +157,7 @@ class Installer:
         return code, tail
 
     def install(self) -> None:
+        self.step("create the venv")
         self.log(f"creating {self.venv} with {sys.executable}")
         shutil.rmtree(self.venv, ignore_errors=True)
         code, out = self.run([sys.executable, "-m", "venv", str(self.venv)], 180)
@@ -172,6 +178,7 @@ class Installer:
             elif src.exists():
                 stage.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, stage / entry)
+        self.step("install the sidecar and its dependencies")
         self.log(f"pip install {stage}[dense]")
         code, out = self.run([str(self.python), "-m", "pip", "install", "--no-input", f"{stage}[dense]"], PIP_TIMEOUT_S)
         shutil.rmtree(stage, ignore_errors=True)
@@ -183,6 +190,7 @@ class Installer:
                 f"configuration and restart DSH, or install the sidecar yourself (pip install {self.source}) into a "
                 "Python >= 3.11 and set the plugin's `python` option to it.",
             )
+        self.step("install the dense recall model")
         # The dense model's declared dependency (sentence-transformers -> torch) is not needed: the sidecar runs it
         # with numpy. Without it, recall is lexical only (system.info says so).
         code, _ = self.run(
@@ -190,6 +198,7 @@ class Installer:
         )
         if code != 0:
             self.log(f"dense model not installed (exit {code}); recall stays lexical")
+        self.step("check the install")
         imported = self.imported_version()
         if imported != self.version:
             raise InstallError(f"the venv imports stratagate {imported or '(nothing)'} instead of {self.version}")

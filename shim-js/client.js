@@ -1,5 +1,8 @@
-// Browser half of stratagate-py: a "StrataGate Memory" settings section showing GET /api/stratagate/status with a
-// small "Context" form (GET/POST /api/stratagate/context/settings), and a glyph in the composer dock
+// Browser half of stratagate-py: the "StrataGate Memory" settings section (nav label "Memory"), which mounts the
+// Memory page (memory-page.js from /api/stratagate/memory/assets/, the same code `stratagate ui` serves) once the
+// sidecar is ready and, while it installs, starts or failed, shows GET /api/stratagate/status: the install's steps,
+// elapsed time and log tail, its error and a Retry (POST /api/stratagate/install/retry). Below the page, a small
+// "Context engine" form (GET/POST /api/stratagate/context/settings). And a glyph in the composer dock
 // (`conversation.composer.dock`, session-scoped) showing the session's context use and the last change
 // (GET /api/stratagate/context/status?session=…). Labels of changes come from the sidecar (`last_change.label`).
 // Hand-written in the lazy-CJS factory shape DSH's client module loader expects (DSH's client build preset is not
@@ -28,67 +31,204 @@ window.__ModuleLoader__.load({
         'tr',
         null,
         h('td', { style: { padding: '4px 16px 4px 0', opacity: 0.7, verticalAlign: 'top', whiteSpace: 'nowrap' } }, props.label),
-        h('td', { style: { padding: '4px 0', fontFamily: 'monospace', wordBreak: 'break-all' } }, props.children),
+        // Paths and versions: broken only where they would overflow (never 'break-all', which splits every word).
+        h('td', { style: { padding: '4px 0', fontFamily: 'monospace', overflowWrap: 'anywhere' } }, props.children),
+      )
+    }
+
+    const MEMORY_API = '/api/stratagate/memory'
+    const zh = () => {
+      try {
+        return /^zh/i.test((window.document && window.document.documentElement && window.document.documentElement.lang) || (window.navigator && window.navigator.language) || '')
+      } catch (e) {
+        return false
+      }
+    }
+    // DSH's settings nav leaves ~112 px for a label (188 px nav, 14 px text, ellipsis): "StrataGate Memory" would be
+    // cut, so the nav says "Memory" and the section opens with the whole name.
+    const navLabel = () => (zh() ? '记忆' : 'Memory')
+
+    /** Load memory-page.js once (a <script> tag; the same file the standalone `stratagate ui` serves). */
+    let pageScript = null
+    function loadMemoryPage() {
+      if (window.StrataGateMemoryPage) return Promise.resolve(window.StrataGateMemoryPage)
+      if (!pageScript) {
+        pageScript = new Promise((resolve, reject) => {
+          const doc = window.document
+          const tag = doc.createElement('script')
+          tag.src = `${MEMORY_API}/assets/memory-page.js`
+          tag.async = true
+          tag.setAttribute('data-stratagate', 'memory-page')
+          tag.onload = () => (window.StrataGateMemoryPage ? resolve(window.StrataGateMemoryPage) : reject(new Error('memory-page.js defined no StrataGateMemoryPage')))
+          tag.onerror = () => {
+            pageScript = null // a later mount tries again
+            tag.remove()
+            reject(new Error(`could not load ${tag.src}`))
+          }
+          doc.head.appendChild(tag)
+        })
+      }
+      return pageScript
+    }
+
+    /** The Memory page (memory-page.js) mounted into a div of ours; unmounted with the section. */
+    function MemoryPage() {
+      const box = React.useRef(null)
+      const [problem, setProblem] = React.useState(null)
+      React.useEffect(() => {
+        let live = true
+        let mounted = null
+        loadMemoryPage().then(
+          (page) => {
+            if (live && box.current) mounted = page.mount(box.current, { api: MEMORY_API })
+          },
+          (e) => live && setProblem(String(e && e.message ? e.message : e)),
+        )
+        return () => {
+          live = false
+          if (mounted && mounted.unmount) mounted.unmount()
+        }
+      }, [])
+      return h(
+        'div',
+        { 'data-stratagate-memory': '' },
+        problem ? h('p', { role: 'alert', style: { color: '#cf222e' } }, `Could not load the Memory page: ${problem}`) : null,
+        h('div', { ref: box }),
+      )
+    }
+
+    const SHOWN_STATES = ['ready', 'restarting'] // a restart is brief: the page stays and retries its requests
+
+    function seconds(n) {
+      const s = Math.max(0, Math.round(n))
+      return s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${s % 60} s`
+    }
+
+    function stepTime(step, now) {
+      const start = Date.parse(step.started_at)
+      const end = step.done_at ? Date.parse(step.done_at) : now
+      return Number.isFinite(start) && Number.isFinite(end) ? seconds((end - start) / 1000) : ''
+    }
+
+    /** While the sidecar installs, starts or failed: the install's steps and elapsed time, its error and Retry. */
+    function InstallStatus(props) {
+      const { status, fetchedAt, onRetry, retrying, retryMessage } = props
+      const install = status.install || null
+      const state = STATES[status.state] || [status.state, 'inherit']
+      const failed = status.state === 'failed' || status.state === 'unavailable'
+      const running = install && install.state === 'installing' && !failed
+      const now = Date.now()
+      const elapsed = install ? install.elapsed_s + (running ? Math.max(0, (now - fetchedAt) / 1000) : 0) : null
+      const error = (install && install.error) || status.last_error
+      const q = status.queue || {}
+      return h(
+        'div',
+        { 'data-testid': 'install-progress', role: 'status', 'aria-live': 'polite' },
+        h('p', null, h('span', { style: { color: state[1], fontWeight: 600 } }, state[0]), status.detail ? ` — ${status.detail}` : ''),
+        install
+          ? h(
+              'div',
+              null,
+              h('p', null, `${running ? 'Elapsed' : 'Took'} ${seconds(elapsed)}`),
+              h(
+                'ol',
+                { style: { paddingLeft: 20 } },
+                install.steps.map((step, i) =>
+                  h(
+                    'li',
+                    { key: i, 'data-step': step.name },
+                    step.name,
+                    ' — ',
+                    step.done_at ? `done in ${stepTime(step, now)}` : failed ? 'failed' : `running for ${stepTime(step, running ? now : Date.parse(step.started_at))}`,
+                  ),
+                ),
+              ),
+              install.log_tail && install.log_tail.length
+                ? h('pre', { style: { whiteSpace: 'pre-wrap', overflowWrap: 'anywhere', fontSize: 12, opacity: 0.8, maxHeight: 200, overflow: 'auto' } }, install.log_tail.join('\n'))
+                : null,
+              install.log ? h('p', { style: { opacity: 0.7 } }, 'Install log: ', h('code', { style: { overflowWrap: 'anywhere' } }, install.log)) : null,
+            )
+          : null,
+        failed && error ? h('p', { role: 'alert', style: { color: '#cf222e' } }, error) : null,
+        failed && status.hint ? h('p', null, status.hint) : null,
+        failed ? h('button', { type: 'button', onClick: onRetry, disabled: retrying, 'data-testid': 'install-retry' }, retrying ? 'Retrying…' : 'Retry') : null,
+        retryMessage ? h('p', null, retryMessage) : null,
+        h(
+          'table',
+          { style: { borderCollapse: 'collapse', marginTop: 12 } },
+          h(
+            'tbody',
+            null,
+            h(Row, { label: 'Version' }, `shim ${(status.version && status.version.shim) || '—'} · sidecar ${(status.version && status.version.sidecar) || '—'}`),
+            h(Row, { label: 'Python' }, status.python ? `${status.python.command} (${status.python.version}, ${status.python.source})` : '—'),
+            status.venv ? h(Row, { label: 'Venv' }, status.venv) : null,
+            h(Row, { label: 'Database' }, status.db_path || '—'),
+            h(Row, { label: 'Queue' }, `${q.depth || 0} (spooled turns ${q.spooled_turns || 0})`),
+            h(Row, { label: 'Restarts' }, String(status.restarts || 0)),
+          ),
+        ),
       )
     }
 
     function StrataGatePage() {
       const [status, setStatus] = React.useState(null)
       const [error, setError] = React.useState(null)
+      const [fetchedAt, setFetchedAt] = React.useState(0)
+      const [retry, setRetry] = React.useState({ busy: false, message: null })
+      const [, setTick] = React.useState(0)
+      const ready = Boolean(status && SHOWN_STATES.includes(status.state))
       const load = React.useCallback(() => {
         fetch('/api/stratagate/status', { headers: { Accept: 'application/json' } })
           .then((r) => (r.ok ? r.json() : Promise.reject(new Error(`HTTP ${r.status}`))))
           .then((s) => {
             setStatus(s)
+            setFetchedAt(Date.now())
             setError(null)
           }, (e) => setError(String(e && e.message ? e.message : e)))
       }, [])
+      // The status is polled only to follow an install or a start (every 2 s) and to notice a failure later
+      // (every 15 s); the Memory page has its own event-driven updates.
       React.useEffect(() => {
         load()
-        const timer = setInterval(load, 5000)
-        return () => clearInterval(timer)
-      }, [load])
-      const state = status ? STATES[status.state] || [status.state, 'inherit'] : ['Loading…', 'inherit']
-      const q = (status && status.queue) || {}
-      const c = (status && status.counts) || null
+        const timer = setInterval(load, ready ? 15000 : 2000)
+        const clock = ready ? null : setInterval(() => setTick((n) => n + 1), 1000)
+        return () => {
+          clearInterval(timer)
+          if (clock) clearInterval(clock)
+        }
+      }, [load, ready])
+      const onRetry = () => {
+        setRetry({ busy: true, message: null })
+        getJson('/api/stratagate/install/retry', { method: 'POST', body: '{}' }).then(
+          (r) => {
+            setRetry({ busy: false, message: r && r.retried ? 'Trying again…' : null })
+            load()
+          },
+          (e) => setRetry({ busy: false, message: String(e && e.message ? e.message : e) }),
+        )
+      }
       return h(
         'div',
-        { style: { padding: 16, maxWidth: 860 } },
-        h('h2', { style: { marginTop: 0 } }, 'StrataGate Memory'),
-        h(
-          'p',
-          { style: { opacity: 0.75 } },
-          'Long-term memory for DSH: every completed turn is stored by a local Python sidecar, sealed into blocks, summarised in the background and recalled at each step.',
-        ),
-        error ? h('p', { style: { color: '#cf222e' } }, `Could not load the status: ${error}`) : null,
-        h(
-          'table',
-          { style: { borderCollapse: 'collapse' } },
-          h(
-            'tbody',
-            null,
-            h(Row, { label: 'State' }, h('span', { style: { color: state[1], fontWeight: 600 } }, state[0]), status && status.detail ? ` — ${status.detail}` : ''),
-            status && status.last_error ? h(Row, { label: 'Last error' }, h('span', { style: { color: '#cf222e' } }, status.last_error)) : null,
-            status && status.hint ? h(Row, { label: 'What to do' }, status.hint) : null,
-            status ? h(Row, { label: 'Version' }, `shim ${status.version.shim} · sidecar ${status.version.sidecar || '—'}`) : null,
-            status ? h(Row, { label: 'Python' }, status.python ? `${status.python.command} (${status.python.version}, ${status.python.source})` : '—') : null,
-            status && status.venv ? h(Row, { label: 'Venv' }, status.venv) : null,
-            status ? h(Row, { label: 'Database' }, status.db_path || '—') : null,
-            status ? h(Row, { label: 'Namespaces' }, status.namespace_mode) : null,
-            status ? h(Row, { label: 'Queue' }, `${q.depth || 0} (spooled turns ${q.spooled_turns || 0}, jobs queued ${q.jobs_queued || 0}, running ${q.jobs_running || 0}, failed ${q.jobs_failed || 0})`) : null,
-            c ? h(Row, { label: 'Stored' }, `${c.turns} turns · ${c.messages} messages · ${c.blocks.ready} ready / ${c.blocks.pending} pending blocks · ${c.sessions} sessions · ${c.namespaces} namespaces`) : null,
-            status ? h(Row, { label: 'Model route' }, status.model_route || '—') : null,
-            status ? h(Row, { label: 'Restarts' }, String(status.restarts)) : null,
-          ),
-        ),
-        h('button', { type: 'button', onClick: load, style: { marginTop: 12 } }, 'Refresh'),
-        h('h3', { style: { marginTop: 24 } }, 'Context'),
-        h(
-          'p',
-          { style: { opacity: 0.75 } },
-          'How StrataGate manages the conversation history: cost mode lands changes at turn end when the saving outweighs the cache miss; quality mode also relieves long turns before each step.',
-        ),
-        h('table', { style: { borderCollapse: 'collapse' } }, h('tbody', null, h(ContextForm, null))),
+        { style: { padding: 16, wordBreak: 'normal', overflowWrap: 'normal' } },
+        ready
+          ? null
+          : h('h2', { style: { marginTop: 0 } }, 'StrataGate Memory'),
+        error ? h('p', { role: 'alert', style: { color: '#cf222e' } }, `Could not load the status: ${error}`) : null,
+        status === null && !error ? h('p', { style: { opacity: 0.7 } }, 'Loading…') : null,
+        ready ? h(MemoryPage, null) : status ? h(InstallStatus, { status, fetchedAt, onRetry, retrying: retry.busy, retryMessage: retry.message }) : null,
+        ready
+          ? h(
+              'details',
+              { style: { marginTop: 24 } },
+              h('summary', null, 'Context engine'),
+              h(
+                'p',
+                { style: { opacity: 0.75 } },
+                'How StrataGate manages the conversation history: cost mode lands changes at turn end when the saving outweighs the cache miss; quality mode also relieves long turns before each step.',
+              ),
+              h('table', { style: { borderCollapse: 'collapse' } }, h('tbody', null, h(ContextForm, null))),
+            )
+          : null,
       )
     }
 
@@ -193,7 +333,7 @@ window.__ModuleLoader__.load({
       const slots = ctx.get('slots')
       if (!slots) return
       slots.inject('settings.section', () =>
-        slots.register({ name: 'settings.section', id: 'stratagate', order: 90, label: () => 'StrataGate Memory' }, () => h(StrataGatePage, null)),
+        slots.register({ name: 'settings.section', id: 'stratagate', order: 90, label: navLabel }, () => h(StrataGatePage, null)),
       )
       slots.inject('conversation.composer.dock', () =>
         slots.register({ name: 'conversation.composer.dock', id: 'stratagate-context', order: 50, inject: (sessionId) => ({ sessionId }) }, ContextDock),

@@ -19,7 +19,7 @@ import { PRESET_ID, writeStrataGatePreset } from './preset.js'
 import { Runtime } from './runtime.js'
 import { FALLBACK_TOOLS, ToolSet } from './tools.js'
 import { TurnBuffer } from './turns.js'
-import { registerContextRoutes, registerStatusRoute } from './web.js'
+import { registerContextRoutes, registerInstallRetryRoute, registerMemoryRoute, registerStatusRoute } from './web.js'
 
 export const name = 'stratagate-py'
 export const inject = ['tools', 'systemPrompt']
@@ -143,7 +143,7 @@ export function apply(ctx, rawConfig) {
 
   const lang = () => uiLanguage(ctx.get('settings'))
 
-  // Status and context routes, only where a web server exists (the web profile).
+  // Status, install retry, context and Memory page routes, only where a web server exists (the web profile).
   ctx.plugin({
     name: 'stratagate-py-web',
     inject: ['webServer'],
@@ -154,6 +154,8 @@ export function apply(ctx, rawConfig) {
       if (preset.ok) log.info(`agent preset '${PRESET_ID}' ${preset.changed ? 'written' : 'up to date'} (${preset.path})`)
       else log.error(`could not write the agent preset '${PRESET_ID}': ${preset.error}; web sessions need another default preset (settings.yaml agent-presets.default)`)
       registerStatusRoute(web, () => runtime.status(), log)
+      registerInstallRetryRoute(web, () => runtime.retry(), log)
+      registerMemoryRoute(web, contextCall, log)
       registerContextRoutes(
         web,
         {

@@ -127,12 +127,14 @@ export class PythonEnvError extends Error {
  * @param {string} options.home - $DSH_HOME/stratagate.
  * @param {Record<string,string>} [options.env]
  * @param {(state: string, detail?: string) => void} [options.onState] - 'probing' | 'installing'.
+ * @param {(install: {log: string, since: number, pid: number|null}) => void} [options.onInstall] - where this start's
+ *   installer writes (its log, its start time, its pid; again with the lock holder's pid when another process installs).
  * @param {{info: Function, warn: Function, debug?: Function}} [options.log]
  * @returns {Promise<{ok: true, python: string, venv: string|null, source: string, pythonVersion: string}
  *   | {ok: false, error: string, hint: string}>}
  */
 export async function preparePython(options) {
-  const { configPython, packageRoot, home, env = process.env, onState = () => {}, log = console, signal } = options
+  const { configPython, packageRoot, home, env = process.env, onState = () => {}, onInstall = () => {}, log = console, signal } = options
   const wanted = bundledSidecarVersion(packageRoot)
   const version = packageVersion(packageRoot)
   onState('probing')
@@ -170,7 +172,7 @@ export async function preparePython(options) {
   }
   const venv = join(home, `venv-${version}`)
   try {
-    const python = await ensureVenv({ base, venv, packageRoot, wanted, env, onState, log, signal })
+    const python = await ensureVenv({ base, venv, packageRoot, wanted, env, onState, onInstall, log, signal })
     return { ok: true, python, venv, source: `venv (${base.source}: ${base.command})`, pythonVersion }
   } catch (error) {
     return {
@@ -210,7 +212,7 @@ function alive(pid) {
  * aborts. Only reports written after this start count; `installing` names the pid doing the work, and an
  * installer that is gone without a final report is an error that points at install.log.
  */
-async function ensureVenv({ base, venv, packageRoot, wanted, env, onState, log, signal }) {
+async function ensureVenv({ base, venv, packageRoot, wanted, env, onState, onInstall = () => {}, log, signal }) {
   mkdirSync(dirname(venv), { recursive: true, mode: 0o700 })
   const logFile = join(dirname(venv), 'install.log')
   const startedAt = Date.now() - 1000 // the installer's clock is this machine's; allow for rounding
@@ -227,11 +229,17 @@ async function ensureVenv({ base, venv, packageRoot, wanted, env, onState, log, 
   child.on('error', () => ((exited = true), onExit()))
   child.on('exit', () => ((exited = true), onExit()))
   child.unref()
+  // A report is ours when written after this start (1 s of clock slack) by our installer or the lock holder it named.
+  // The pid matters for a retry right after a failure: the old report is younger than the slack.
+  const installers = new Set([child.pid])
+  const ours = (status) => Boolean(status) && Number(status.at) >= startedAt && (installers.has(status.pid) || status.state === 'installing')
+  onInstall({ log: logFile, since: startedAt, pid: child.pid ?? null })
   let announced = false
   for (;;) {
     if (signal?.aborted) throw new PythonEnvError('cancelled: DSH is stopping (the install continues in the background)')
     const status = readInstallStatus(venv)
-    const fresh = status && Number(status.at) >= startedAt ? status : null
+    const fresh = ours(status) ? status : null
+    if (fresh?.state === 'installing') installers.add(fresh.pid)
     if (fresh?.state === 'ready') {
       if (announced) log.info?.(`sidecar ${wanted} installed into ${venv}`)
       return fresh.python
@@ -240,13 +248,14 @@ async function ensureVenv({ base, venv, packageRoot, wanted, env, onState, log, 
     if (fresh?.state === 'installing' && !announced) {
       announced = true
       const who = fresh.pid === child.pid ? 'in the background' : `by another process (pid ${fresh.pid})`
+      if (fresh.pid !== child.pid) onInstall({ log: logFile, since: startedAt, pid: fresh.pid })
       log.info?.(`installing the sidecar into ${venv} ${who} (first start only; log: ${logFile})`)
       onState('installing', `installing the Python sidecar into ${venv} (log: ${logFile})`)
     }
     if (exited && (!fresh || (fresh.state === 'installing' && !alive(fresh.pid)))) {
       // Re-read once: the final report may have landed between the read above and the exit.
       const last = readInstallStatus(venv)
-      if (!last || Number(last.at) < startedAt || last.state === 'installing') {
+      if (!ours(last) || last.state === 'installing') {
         throw new PythonEnvError(`the sidecar installer stopped without finishing; see ${logFile}`)
       }
       continue

@@ -7,6 +7,7 @@ import { CaptureQueue } from './capture.js'
 import { effectiveDbPath, sidecarEnv, stratagateHome } from './config.js'
 import { makeHostLlm } from './host-llm.js'
 import { fitLine, lineBudget } from './line.js'
+import { readInstallProgress } from './install-progress.js'
 import { Namespaces, resolveRequest } from './namespaces.js'
 import { bundledSidecarVersion, packageVersion, preparePython } from './python-env.js'
 import { SidecarProcess } from './sidecar-process.js'
@@ -38,6 +39,8 @@ export class Runtime {
     this.shimVersion = packageVersion(this.packageRoot)
     this.bundledVersion = bundledSidecarVersion(this.packageRoot)
     this.setup = { state: 'starting', detail: null, python: null, venv: null, error: null, hint: null }
+    /** Where this start's venv installer writes ({log, since, pids}), null until it runs. */
+    this.install = null
     this.sidecar = null
     this.lastRoute = null
     this.lastJob = null
@@ -97,6 +100,11 @@ export class Runtime {
       env: this.env,
       signal: this.abort.signal,
       log: this.log,
+      onInstall: ({ log, since, pid }) => {
+        const pids = this.install?.since === since ? this.install.pids : new Set()
+        if (pid) pids.add(pid)
+        this.install = { log, since, pids }
+      },
       onState: (state, detail) => {
         this.setup.state = state === 'installing' ? 'installing' : 'starting'
         this.setup.detail = detail ?? null
@@ -326,14 +334,49 @@ export class Runtime {
   }
 
   /**
+   * The install's progress for the status route: `{state, steps, elapsed_s, log_tail, error, log}` while an install
+   * runs or after one ran in this process (failed or done); null when none was needed (the usual start).
+   */
+  installProgress() {
+    if (!this.install) return null
+    const progress = readInstallProgress({ log: this.install.log, since: this.install.since, pids: this.install.pids })
+    const failed = this.setup.state === 'unavailable'
+    if (!progress.steps.length && !progress.error && this.setup.state !== 'installing' && !failed) return null
+    if (failed && !progress.error) progress.error = this.setup.error
+    if (failed) progress.state = 'failed'
+    return { ...progress, log: this.install.log }
+  }
+
+  /**
+   * Try again after a failure (`POST /api/stratagate/install/retry`): a failed setup (install or no Python) runs
+   * the whole start again — the installer re-installs what is incomplete —, a sidecar that kept crashing is started
+   * again. Anything else has nothing to retry.
+   * @returns {{retried: boolean, what?: 'install'|'sidecar', state: string, reason?: string}}
+   */
+  retry() {
+    if (this.stopping || this.abort.signal.aborted) return { retried: false, state: 'stopped', reason: 'DSH is stopping' }
+    if (this.setup.state === 'unavailable' && !this.sidecar) {
+      this.setup = { state: 'starting', detail: null, python: null, venv: null, error: null, hint: null }
+      this.install = null
+      this.setupDone = new Promise((resolve) => (this.markSetupDone = resolve))
+      this.start() // not awaited: an install takes minutes; the status route shows its progress
+      return { retried: true, what: 'install', state: 'starting' }
+    }
+    if (this.sidecar?.state === 'failed' && this.sidecar.retry()) return { retried: true, what: 'sidecar', state: this.state() }
+    const state = this.state()
+    return { retried: false, state, reason: `nothing to retry: StrataGate memory is ${state}` }
+  }
+
+  /**
    * The status the Settings page shows: assembled by the sidecar (`system.status`). While the sidecar cannot answer
    * (installing, crashed, no Python) the shim's own half is all there is, in the same shape.
    */
   async status() {
     const host = this.hostState()
+    const install = this.installProgress()
     if (this.sidecar?.state === 'ready') {
       const status = await this.sidecar.call('system.status', { host }, { timeoutMs: 2000 }).catch(() => null)
-      if (status) return status
+      if (status) return { ...status, install }
     }
     const spooled = host.spooled_turns
     return {
@@ -352,6 +395,7 @@ export class Runtime {
       hint: host.hint,
       restarts: host.restarts,
       pid: host.pid,
+      install,
       source: 'shim',
     }
   }

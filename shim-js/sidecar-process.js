@@ -92,6 +92,14 @@ export class SidecarProcess {
     }
   }
 
+  /** Start again after giving up ('failed'): a fresh crash budget. False when it has not failed. */
+  retry() {
+    if (this.state !== 'failed' || this.stopping || this.child) return false
+    this.crashes = []
+    this.spawnChild()
+    return true
+  }
+
   /** Spawn the sidecar (no-op if already running or stopping). */
   start() {
     if (this.stopping || this.child) return

@@ -120,14 +120,17 @@ class App:
         if self.peer is not None and not self.peer.closed:
             await self.peer.notify(method, params)
 
-    async def start(self) -> None:
+    async def start(self, jobs: bool = True) -> None:
+        """Open the database and warm the caches; ``jobs=False`` leaves the queue to another process (``stratagate
+        ui`` with the host model route: only DSH's sidecar can run those jobs)."""
         await self.db.open()
         self.user_settings = await user_settings.apply_at_start(self.db, self.settings)
         # Build the tokenizer (~1 s) off the event loop; captures await it, pings do not.
         self.tokens_ready = _warm_up(count_tokens, "warm up")
         # The secret detector (detect-secrets' patterns, ~150 ms to import) too: the first ping never waits for it.
         self.secrets_ready = _warm_up(secrets.warm)
-        await self.runner.start()
+        if jobs:
+            await self.runner.start()
         try:  # queue the maintenance job if it is overdue; a failure here must not keep the sidecar from serving
             log.info("maintenance at start: %s", await maintenance.at_start(self.db, self.settings))
         except Exception:

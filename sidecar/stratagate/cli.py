@@ -29,6 +29,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default $STRATAGATE_LOG_LEVEL or INFO"
     )
+    ui = sub.add_parser("ui", help="serve the Memory page for a database on 127.0.0.1 (see, trace, correct, export)")
+    ui.add_argument("--db", type=Path, required=True, help="the SQLite file to inspect (it must exist)")
+    ui.add_argument("--port", type=_port, default=0, help="TCP port (default 0: pick a free one; the URL is printed)")
+    ui.add_argument("--host", default="127.0.0.1", choices=["127.0.0.1", "::1", "localhost"],
+                    help="loopback address to listen on (the page has no login: never a public one)")
+    ui.add_argument(
+        "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default $STRATAGATE_LOG_LEVEL or INFO"
+    )
     sub.add_parser("tools", help="print the agent tools (tools.list) as JSON; plugin/tools.json is this output")
     sub.add_parser("prompt-section", help="print the DSH system-prompt section as JSON; plugin/prompt.json is this")
     sub.add_parser("turn-events", help="print the DSH event types the shim forwards; plugin/turn-events.json is this")
@@ -168,6 +176,39 @@ def _on_db(name: str, db_path: Path, lock_timeout: float, work: Callable[[Any], 
         return 2, None
     _used(db_path)
     return 0, result
+
+
+def _port(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {value!r}") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError("must be 0-65535 (0: pick a free port)")
+    return number
+
+
+def ui_command(args: argparse.Namespace, settings: Any) -> int:
+    """`stratagate ui --db PATH`: the Memory page on a loopback port until SIGINT/SIGTERM."""
+    from stratagate.page.server import ListenError, serve_ui
+    from stratagate.storage.db import SchemaError, StorageError
+
+    try:
+        check_db(settings.db)  # an inspector never creates an empty database for a mistyped path
+    except DbProblem as exc:
+        print(f"stratagate ui: {exc}", file=sys.stderr)
+        return 2
+    _used(settings.db)
+    try:
+        return asyncio.run(serve_ui(settings, args.host, args.port))
+    except KeyboardInterrupt:
+        return 130
+    except ListenError as exc:
+        print(f"stratagate ui: {exc}", file=sys.stderr)
+        return 2
+    except (SchemaError, StorageError, *DB_ERRORS) as exc:
+        print(f"stratagate ui: {db_problem(settings.db, exc)}", file=sys.stderr)
+        return 2
 
 
 def _positive(value: str) -> int:
@@ -516,6 +557,8 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             print(f"stratagate: invalid configuration: {exc}", file=sys.stderr)
             return 2
+    if args.command == "ui":
+        return ui_command(args, settings)
     if args.command == "serve":
         from stratagate.rpc.server import serve
 

@@ -359,9 +359,11 @@ describe('the plugin in a stand-in DSH context (real sidecar)', () => {
     const web = { webServer: { register: (r) => (routes.push(r), () => {}) }, effect: (fn) => fn() }
     ctx.children[0].apply(web)
     const res = { headers: {}, setHeader(k, v) { this.headers[k] = v }, end(body) { this.body = body } }
-    await routes[0].handler({ method: 'GET', url: '/api/stratagate/status' }, res)
+    // The route checks the request as DSH's /api does: a loopback Host (a real request always carries one).
+    await routes[0].handler({ method: 'GET', url: '/api/stratagate/status', headers: { host: '127.0.0.1:4100' } }, res)
     const status = JSON.parse(res.body)
     assert.equal(routes[0].path, '/api/stratagate/status')
+    assert.equal(status.install, null) // no install ran: the interpreter already had the sidecar
     assert.equal(status.state, 'ready')
     assert.equal(status.version.shim, JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).version)
     assert.equal(status.version.sidecar, '0.1.0')
@@ -372,6 +374,13 @@ describe('the plugin in a stand-in DSH context (real sidecar)', () => {
     assert.equal(typeof status.queue.depth, 'number')
     assert.equal(status.restarts, 0)
     assert.ok(status.counts.turns >= 2)
+    // The Memory page's prefix route reaches the real sidecar's page.request (its assets are served by it).
+    const memory = routes.find((r) => r.path === '/api/stratagate/memory')
+    assert.equal(memory.kind, 'prefix')
+    const page = { headers: {}, setHeader(k, v) { this.headers[k] = v }, end(body) { this.body = body } }
+    await memory.handler({ method: 'GET', url: '/api/stratagate/memory/no-such-route?x=1', headers: { host: '127.0.0.1:4100' } }, page)
+    assert.equal(page.statusCode, 404)
+    assert.match(JSON.parse(page.body).error, /no route GET \/no-such-route/)
   })
 })
 
