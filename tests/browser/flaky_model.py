@@ -19,8 +19,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conftest import summary_arguments  # noqa: E402
-from support.model_server import Behaviour, ScriptedModelServer, auto_tool_call, http_error, tool_call  # noqa: E402
+from conftest import summary_arguments
+from support.model_server import Behaviour, ScriptedModelServer, auto_tool_call, http_error, tool_call
 
 EXTRACT = "stratagate_extract_events"
 

@@ -11,8 +11,9 @@ What it writes, in namespace ``NS`` (and one turn in ``OTHER``):
 - an import (Markdown, project scope);
 - a retrieval batch in session s2 assessed with memory_assess and a memory_record_use receipt citing the pnpm event;
 - session s3 with a direct model route to a scripted server (flaky_model.py) whose summaries answer HTTP 500 and
-  job_max_attempts 1: its block's summary job FAILS (the rules write its fallback views; extraction finds nothing). A start re-queues such a job (the upgrade), so whoever
-  opens this database with a model route that fails once more sees it failed again.
+  job_max_attempts 1: its block's summary job FAILS (the rules write its fallback views; extraction finds nothing).
+  A start re-queues such a job (the upgrade), so whoever opens this database with a model route that fails once
+  more sees it failed again.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ sys.path.insert(0, str(TESTS))
 sys.path.insert(0, str(TESTS / "browser"))
 
 from flaky_model import FlakyModel  # noqa: E402
+
 from support.model_server import ScriptedModelServer  # noqa: E402
 from support.sidecar import SidecarClient  # noqa: E402
 
