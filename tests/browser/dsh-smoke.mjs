@@ -14,7 +14,10 @@ const { values: args } = parseArgs({
 })
 if (!args.url) throw new Error('--url is required')
 const timeout = Number(args.timeout)
-const SECTION = 'StrataGate Memory'
+// The nav label (DSH's nav cell is ~112 px of ellipsised text: "StrataGate Memory" never fits there, so the
+// plugin labels it "Memory"); the section's own heading says "StrataGate Memory".
+const NAV_LABEL = /^\s*(StrataGate Memory|Memory|记忆)\s*$/
+const HEADING = 'StrataGate Memory'
 
 const browser = await launchChromium()
 const report = { url: args.url, steps: [], errors: [] }
@@ -35,7 +38,7 @@ try {
   const trigger = page.locator('button[aria-haspopup="dialog"]').filter({ hasText: /Settings|设置/ })
   await trigger.first().click({ timeout })
   const dialog = page.locator('[role="dialog"]')
-  const nav = dialog.locator('nav button').filter({ hasText: SECTION })
+  const nav = dialog.locator('nav button').filter({ hasText: NAV_LABEL })
   await nav.first().click({ timeout })
   report.steps.push('section opened')
   report.nav_label = (await nav.first().innerText()).trim()
@@ -45,6 +48,9 @@ try {
     return label.scrollWidth > label.clientWidth
   })
 
+  const heading = dialog.getByRole('heading', { name: HEADING })
+  await heading.first().waitFor({ timeout })
+  report.heading = (await heading.first().innerText()).trim()
   const select = dialog.locator('[data-testid="namespace-select"]')
   await select.waitFor({ timeout })
   report.mounted = true

@@ -1,7 +1,7 @@
 """Smoke test of the Memory page inside the real DeepSeek Harness: ``dsh web`` with the plugin, one turn captured,
-then headless chromium (tests/browser/dsh-smoke.mjs, playwright-core) opens Settings → StrataGate Memory and sees the
-page mounted (loaded by the plugin's client bundle from the sidecar's assets) with the namespace's counts, fetched
-through DSH's route to the shim and the sidecar. The full page is tested against the standalone viewer
+then headless chromium (tests/browser/dsh-smoke.mjs, playwright-core) opens Settings → Memory (the section headed
+"StrataGate Memory") and sees the page mounted (loaded by the plugin's client bundle from the sidecar's assets) with
+the namespace's counts, fetched through DSH's route to the shim and the sidecar. The full page is tested against the standalone viewer
 (tests/browser/memory-page.test.mjs)."""
 
 from __future__ import annotations
@@ -47,8 +47,10 @@ def test_settings_shows_the_memory_page_with_the_namespace_counts(
     assert "failure" not in report, f"{report.get('failure')}\nsteps: {report['steps']}\nscreenshot: {shot}"
     assert report["errors"] == [], report["errors"]
 
-    # Settings → "StrataGate Memory": the nav label whole, the page mounted in the section.
-    assert report["nav_label"] == "StrataGate Memory" and not report["nav_label_cut"], report
+    # Settings → Memory: the nav label whole (DSH ellipsises what does not fit), the section headed "StrataGate Memory"
+    # and the page mounted in it.
+    assert report["nav_label"] in ("Memory", "StrataGate Memory") and not report["nav_label_cut"], report
+    assert report["heading"] == "StrataGate Memory", report
     assert report["mounted"], report
 
     (namespace,) = [row["name"] for row in web_stratagate.query("SELECT name FROM namespaces")]
