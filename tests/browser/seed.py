@@ -42,7 +42,9 @@ JEST = "We use Jest for tests."
 NO_JEST = "We don't use Jest."
 IMPORT_TEXT = "# Team notes\n\n- Deploys go out on Fridays.\n- The staging server runs Postgres 16.\n"
 FAILING_TURN = "Please draft the release checklist for the next version."
-ZERO_MODEL = {"STRATAGATE_MODEL_ROUTE": "none", "STRATAGATE_DENSE": "off"}
+# No maintenance pass (its consolidation and re-queues would make what is seeded depend on how long seeding takes).
+QUIET = {"STRATAGATE_DENSE": "off", "STRATAGATE_MAINTENANCE_INTERVAL_HOURS": "0"}
+ZERO_MODEL = {"STRATAGATE_MODEL_ROUTE": "none", **QUIET}
 
 
 def turn(seq: int, session: str, user: str, assistant: str, day: str, namespace: str = NS) -> dict[str, Any]:
@@ -126,7 +128,7 @@ async def seed_failed_job(db: Path) -> dict[str, Any]:
             "STRATAGATE_MODEL": "scripted-model",
             "STRATAGATE_MODEL_TIMEOUT": "10",
             "STRATAGATE_JOB_MAX_ATTEMPTS": "1",
-            "STRATAGATE_DENSE": "off",
+            **QUIET,
         }
         client = await SidecarClient.start(db, env=env, args=["--block-turns", "1"])
         try:
