@@ -61,11 +61,10 @@ try {
     const res = await fetch('/api/stratagate/memory/overview')
     return { status: res.status, body: await res.json() }
   })
-  const shown = report.overview.body?.namespaces?.find((n) => n.name === report.selected_namespace)
-  if (shown) {
-    // Wait until the overview shows this namespace's counts (rendered from the same route).
-    await dialog.getByText(String(shown.turns), { exact: false }).first().waitFor({ timeout })
-  }
+  // The overview's row of the selected namespace (its counts), as rendered from that same route.
+  const name = dialog.getByText(report.selected_namespace, { exact: true }).filter({ visible: true }).first()
+  await name.waitFor({ timeout })
+  report.namespace_row = await name.evaluate((el) => (el.closest('tr, li, [data-namespace]') || el.parentElement).innerText)
   report.text = (await dialog.innerText()).slice(0, 20_000)
 } catch (err) {
   report.failure = String(err && err.stack ? err.stack : err)

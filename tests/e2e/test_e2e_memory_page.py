@@ -1,12 +1,13 @@
 """Smoke test of the Memory page inside the real DeepSeek Harness: ``dsh web`` with the plugin, one turn captured,
 then headless chromium (tests/browser/dsh-smoke.mjs, playwright-core) opens Settings → Memory (the section headed
 "StrataGate Memory") and sees the page mounted (loaded by the plugin's client bundle from the sidecar's assets) with
-the namespace's counts, fetched through DSH's route to the shim and the sidecar. The full page is tested against the standalone viewer
-(tests/browser/memory-page.test.mjs)."""
+the namespace's counts, fetched through DSH's route to the shim and the sidecar. The full page is tested against the
+standalone viewer (tests/browser/memory-page.test.mjs)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -27,7 +28,10 @@ def test_settings_shows_the_memory_page_with_the_namespace_counts(
     assert node, "node is needed to drive chromium"
     work = tmp_path / "project"
     work.mkdir()
-    shot = web_stratagate.logs / "dsh-memory-page.png"
+    # Saved with the browser tests' screenshots when $STRATAGATE_SCREENSHOTS names a folder, else in the test's logs.
+    shots = Path(os.environ.get("STRATAGATE_SCREENSHOTS") or web_stratagate.logs)
+    shots.mkdir(parents=True, exist_ok=True)
+    shot = shots / "dsh-settings-memory.png"
     with running_web(web_stratagate, work) as web:
         session = web.create_session(work)
         turn = session.send(MESSAGE, requests=lambda: len(model_server.requests))
@@ -59,4 +63,6 @@ def test_settings_shows_the_memory_page_with_the_namespace_counts(
     shown = {n["name"]: n for n in report["overview"]["body"]["namespaces"]}
     counts = shown[namespace]
     assert counts["turns"] == 1 and counts["messages"] >= 2, counts
-    assert report["selected_namespace"] == namespace and str(counts["turns"]) in report["text"], report["text"]
+    assert report["selected_namespace"] == namespace, report
+    row = report["namespace_row"].split()
+    assert namespace in row and str(counts["turns"]) in row and str(counts["messages"]) in row, report["namespace_row"]
