@@ -20,7 +20,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from conftest import summary_arguments
-from support.model_server import Behaviour, ScriptedModelServer, auto_tool_call, http_error, tool_call
+from support.model_server import Behaviour, ScriptedModelServer, auto_tool_call, count_tokens, http_error, tool_call
 
 EXTRACT = "stratagate_extract_events"
 
@@ -30,6 +30,9 @@ class FlakyModel:
         self.failures_left = fail_summaries  # None: every summary fails
         self.summary = auto_tool_call(summary_arguments)
         self._lock = threading.Lock()
+        # The server counts every prompt's tokens; loading the tokenizer takes seconds, so it is loaded now rather
+        # than inside the first request (which would then outlast the sidecar's model timeout instead of failing).
+        count_tokens("warm up")
 
     def __call__(self, body: dict[str, Any]) -> Behaviour:
         if (body.get("tool_choice") or {}).get("function", {}).get("name") == EXTRACT:
