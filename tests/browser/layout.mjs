@@ -1,5 +1,6 @@
-// Layout checks run inside the page (page.evaluate(layoutProblems)): no label cut, no word broken across lines, no
-// box whose text overflows it, no sideways scrolling of the page. Returns a list of problems (empty = fine).
+// Layout checks run inside the page (page.evaluate(layoutProblems)): no label cut (by its own box or hidden by a
+// scrolling ancestor), no word broken across lines, no box whose text overflows it, no sideways scrolling of the page.
+// Returns a list of problems (empty = fine).
 export function layoutProblems() {
   const problems = []
   const describe = (el) => {
@@ -12,6 +13,17 @@ export function layoutProblems() {
     return box.width > 0 && box.height > 0 && getComputedStyle(el).visibility !== 'hidden'
   }
   const inside = (el, selector) => el.closest(selector) !== null
+  // The nearest ancestor that hides part of the element (overflow other than visible, e.g. a scrolling table box).
+  const clippedBy = (el) => {
+    const box = el.getBoundingClientRect()
+    for (let up = el.parentElement; up && up !== document.documentElement; up = up.parentElement) {
+      if (getComputedStyle(up).overflowX === 'visible') continue
+      const edge = up.getBoundingClientRect()
+      const left = edge.left + up.clientLeft
+      if (box.left < left - 1 || box.right > left + up.clientWidth + 1) return up
+    }
+    return null
+  }
 
   if (document.documentElement.scrollWidth > window.innerWidth + 1) {
     problems.push(`the page scrolls sideways: ${document.documentElement.scrollWidth} > ${window.innerWidth}`)
@@ -26,6 +38,8 @@ export function layoutProblems() {
       problems.push(`label cut: ${describe(el)} (${el.scrollWidth} > ${el.clientWidth})`)
     }
     if (style.textOverflow === 'ellipsis' && el.scrollWidth > el.clientWidth) problems.push(`label ellipsised: ${describe(el)}`)
+    const clip = clippedBy(el)
+    if (clip) problems.push(`label clipped by ${describe(clip)}: ${describe(el)}`)
     const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT)
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
       if (node.parentElement && inside(node.parentElement, 'code')) continue // ids and paths may wrap anywhere
