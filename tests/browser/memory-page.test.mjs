@@ -226,12 +226,20 @@ describe('the Memory page in chromium (standalone viewer)', () => {
     const row = page.locator(tid('failed-job', `[data-job-id="${seeded.failed_job}"]`))
     await row.waitFor({ timeout: 60_000 })
     await page.screenshot({ path: join(screenshotDir(), 'overview-failed-job.png'), fullPage: true })
+    const layout = await page.evaluate(layoutProblems) // asserted last: the retry is checked either way
     const retried = page.waitForResponse((r) => r.url().endsWith(`${API}/jobs/retry`) && r.request().method() === 'POST')
     await row.locator(tid('retry-job')).click()
     assert.equal((await retried).status(), 200)
     await row.waitFor({ state: 'detached', timeout: 60_000 })
     const failed = (await api('/jobs', { status: 'failed' })).jobs
     assert.ok(!failed.some((j) => j.id === seeded.failed_job), JSON.stringify(failed))
+    // The user's retry is in the audit, by the user.
+    await openTab(page, 'audit')
+    const entry = page.locator(tid('audit-row', '[data-action="job.retried"]')).filter({ hasText: seeded.failed_job })
+    await entry.first().waitFor(WAIT)
+    assert.match(await entry.first().innerText(), /user/)
+    // The failed job's row fitted the overview (its Retry button was not hidden in a scrolled table).
+    assert.deepEqual(layout, [], 'layout of the overview with a failed job')
   })
 
   test('export JSON and Markdown download the namespace', async (t) => {
