@@ -11,6 +11,7 @@ import mimetypes
 from importlib import resources
 from typing import Any, Literal
 
+from jsonrpcserver.sentinels import NODATA
 from pydantic import BaseModel, Field
 
 from stratagate.app import App
@@ -77,7 +78,7 @@ async def handle(app: App, req: PageRequest) -> PageResponse:
         value = await adapter.call(entry, app, raw)
     except RpcError as exc:
         body: dict[str, Any] = {"error": exc.message}
-        if exc.data is not None:
+        if exc.data is not None and exc.data is not NODATA:  # an error without data carries jsonrpcserver's sentinel
             body["details"] = exc.data
         return PageResponse(status=_STATUS.get(exc.code, 500), body=redact_value(body))
     return PageResponse(status=200, body=redact_value(value))

@@ -109,6 +109,19 @@ class Database:
         """Called once, with a sentence, when opening finds the database locked and starts waiting for it."""
         self._lock_reported = False
         self._listeners: dict[str, list[Callable[[Any], None]]] = {}
+        self.revision = 0
+        """Bumped after every commit of this process's writer (the Memory page's long poll waits on it)."""
+        self._committed = asyncio.Event()
+
+    def committed(self) -> asyncio.Event:
+        """An event set at the next commit (or exclusive step: VACUUM, checkpoint) of this process's writer;
+        other processes' commits show in the reader's ``PRAGMA data_version`` instead."""
+        return self._committed
+
+    def _bump(self) -> None:
+        self.revision += 1
+        event, self._committed = self._committed, asyncio.Event()
+        event.set()
 
     def listen(self, topic: str, callback: Callable[[Any], None]) -> None:
         """Run ``callback(arg)`` after every committed transaction that announced ``topic`` (see ``on_commit``).
@@ -130,6 +143,12 @@ class Database:
         and a VACUUM or checkpoint of the lock holder queued there fails ("SQL statements in progress", "database
         table is locked")."""
         (row,) = await self.writer.execute_fetchall("PRAGMA data_version")
+        return int(row[0])
+
+    async def reader_data_version(self) -> int:
+        """``PRAGMA data_version`` of the reader: changes at every commit of any other connection, this process's
+        writer included (one call on the reader's thread, as ``data_version``)."""
+        (row,) = await self.reader.execute_fetchall("PRAGMA data_version")
         return int(row[0])
 
     async def open(self) -> None:
@@ -294,13 +313,17 @@ class Database:
                     raise StorageError(f"commit failed, nothing was written: {exc}") from exc
             finally:
                 _open.pop(conn, None)
+        self._bump()
         self._after_commit(signals)
 
     @asynccontextmanager
     async def exclusive(self) -> AsyncIterator[aiosqlite.Connection]:
         """The writer under the write lock, outside any transaction (VACUUM, checkpoints)."""
         async with self._write_lock:
-            yield self.writer
+            try:
+                yield self.writer
+            finally:
+                self._bump()
 
     async def compact_securely(self) -> None:
         """After a scrub or an erase: VACUUM (no old copy left in free pages) and empty the WAL, under the write lock
