@@ -3,9 +3,10 @@ event extraction always answers "nothing new".
 
     python tests/browser/flaky_model.py --fail-summaries 1
 
-prints ``listening <base_url>`` and serves until SIGTERM. seed.py uses it in process (every summary fails: the
-seeded failed job); the browser test runs it for the viewer, where a start re-queues that job (the upgrade) and its
-one failure leaves the job failed again, so the page's Retry is the attempt that succeeds.
+prints ``listening <base_url>``, then ``failed a summary`` at each scripted failure, and serves until SIGTERM.
+seed.py uses it in process (every summary fails: the seeded failed job); the browser test runs it for the viewer,
+where a start re-queues that job (the upgrade) and its one failure leaves the job failed again, so the page's Retry
+is the attempt that succeeds.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ EXTRACT = "stratagate_extract_events"
 
 
 class FlakyModel:
-    def __init__(self, fail_summaries: int | None) -> None:
+    def __init__(self, fail_summaries: int | None, *, announce: bool = False) -> None:
         self.failures_left = fail_summaries  # None: every summary fails
+        self.announce = announce  # print a line at each failure (the browser test waits for it, not for time)
         self.summary = auto_tool_call(summary_arguments)
         self._lock = threading.Lock()
         # The server counts every prompt's tokens; loading the tokenizer takes seconds, so it is loaded now rather
@@ -41,6 +43,8 @@ class FlakyModel:
             if self.failures_left is None or self.failures_left > 0:
                 if self.failures_left is not None:
                     self.failures_left -= 1
+                if self.announce:
+                    print("failed a summary", flush=True)
                 return http_error(500, "scripted model is down")
         return self.summary(body)
 
@@ -54,7 +58,7 @@ def main() -> int:
     parser.add_argument("--fail-summaries", type=int, default=1)
     args = parser.parse_args()
     server = ScriptedModelServer()
-    server.default = FlakyModel(args.fail_summaries)
+    server.default = FlakyModel(args.fail_summaries, announce=True)
     server.start()
     print(f"listening {server.base_url}", flush=True)
     signal.signal(signal.SIGTERM, _stop)

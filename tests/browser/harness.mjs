@@ -52,7 +52,7 @@ export function seedDatabase(db) {
  * Start a process and resolve once a stdout line matches `pattern` (with the match); reject if it exits first or
  * `timeoutMs` passes. stderr is kept for the error message.
  */
-export function startUntilLine(command, args, { env, pattern, timeoutMs = 60_000, cwd = REPO }) {
+export function startUntilLine(command, args, { env, pattern, timeoutMs = 60_000, cwd = REPO, onLine = null }) {
   const child = spawn(command, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] })
   let stderr = ''
   child.stderr.on('data', (d) => {
@@ -77,7 +77,8 @@ export function startUntilLine(command, args, { env, pattern, timeoutMs = 60_000
       if (!match) return
       clearTimeout(timer)
       lines.removeAllListeners('line')
-      child.stdout.resume() // keep draining what it prints later
+      if (onLine) lines.on('line', onLine) // what it prints later
+      else child.stdout.resume() // keep draining it
       resolve({ child, match, stop, stderr: () => stderr })
     })
     child.once('exit', (code, signal) => {
@@ -87,14 +88,31 @@ export function startUntilLine(command, args, { env, pattern, timeoutMs = 60_000
   })
 }
 
-/** tests/browser/flaky_model.py: the first `failSummaries` block summaries fail with HTTP 500. */
+/**
+ * tests/browser/flaky_model.py: the first `failSummaries` block summaries fail with HTTP 500. `failed(n)` resolves
+ * once it has failed n of them (it prints a line at each).
+ */
 export async function startFlakyModel(failSummaries = 1) {
+  let failures = 0
+  const waiting = []
+  const onLine = (line) => {
+    if (line !== 'failed a summary') return
+    failures += 1
+    for (const w of waiting.filter((w) => failures >= w.n)) w.resolve()
+  }
   const proc = await startUntilLine(
     sidecarPython(),
     [join(REPO, 'tests', 'browser', 'flaky_model.py'), '--fail-summaries', String(failSummaries)],
-    { env: pythonEnv(), pattern: /^listening (\S+)/ },
+    { env: pythonEnv(), pattern: /^listening (\S+)/, onLine },
   )
-  return { ...proc, baseUrl: proc.match[1] }
+  const failed = (n, timeoutMs = 60_000) =>
+    failures >= n
+      ? Promise.resolve()
+      : new Promise((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`the scripted model failed ${failures} of ${n} summaries`)), timeoutMs)
+          waiting.push({ n, resolve: () => (clearTimeout(timer), resolve()) })
+        })
+  return { ...proc, baseUrl: proc.match[1], failed }
 }
 
 /** `stratagate ui --db DB --port 0` (the standalone viewer); `env` adds STRATAGATE_* settings. */
