@@ -11,7 +11,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from stratagate import __version__
+from stratagate import __version__, user_settings
 from stratagate.config import Settings
 from stratagate.jobs import pipeline
 from stratagate.jobs.queue import latest_failure
@@ -102,6 +102,8 @@ class App:
         self.db.listen(ITEMS_ADDED, self.dense.notice)
         deps = pipeline.StageDeps(db=self.db, settings=settings, gateway=self.gateway, count=count_tokens)
         self.runner = build_runner(self.db, settings, deps, notify=self._notify)
+        # The page's stored settings (user_settings.py): applied over the environment once the database is open.
+        self.user_settings = user_settings.Applied.of(settings)
 
     def gateway(self) -> ModelGateway:
         if self.settings.zero_model:
@@ -120,6 +122,7 @@ class App:
 
     async def start(self) -> None:
         await self.db.open()
+        self.user_settings = await user_settings.apply_at_start(self.db, self.settings)
         # Build the tokenizer (~1 s) off the event loop; captures await it, pings do not.
         self.tokens_ready = _warm_up(count_tokens, "warm up")
         # The secret detector (detect-secrets' patterns, ~150 ms to import) too: the first ping never waits for it.

@@ -18,6 +18,9 @@ class Settings(BaseModel):
     """Every knob the sidecar has. Field name ``x`` maps to env ``STRATAGATE_X``."""
 
     db: Path = Field(default_factory=default_db_path)
+    # Which namespace a DSH session uses (namespace.for_session). None: the mode the shim passes (the plugin
+    # config's namespaceMode, default project); set (env, or the Memory page's settings) it wins over the shim's.
+    namespace_mode: Literal["project", "session", "global"] | None = None
     block_turns: int = Field(6, ge=1, le=1000)
     block_decay_lambda: float = Field(0.30, gt=0, le=10)
 

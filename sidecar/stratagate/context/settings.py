@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any, Literal
 
+import aiosqlite
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from stratagate.context import queries
@@ -159,14 +160,19 @@ async def load_stored(db: Database) -> dict[str, Any]:
 async def update_stored(db: Database, changes: dict[str, Any]) -> dict[str, Any]:
     """Merge ``changes`` (null resets a key) into the stored settings; a DomainError names a bad field. Choosing
     a preset (``mode`` cost or quality) resets the stored thresholds to it; ``custom`` keeps them."""
-    values = normalise(changes)
     async with db.transaction() as conn:
-        stored = await queries.stored_settings(conn)
-        if values.get("mode") in PRESETS:  # picking a preset drops stored thresholds (not the on/off switches)
-            stored = {k: v for k, v in stored.items() if k not in KNOBS}
-        merged = {**stored, **{k: v for k, v in values.items() if v is not None}}
-        for key in [k for k, v in values.items() if v is None]:
-            merged.pop(key, None)
-        check_partial(merged, "settings")
-        await queries.put_settings(conn, merged)
+        return await update_stored_in(conn, changes)
+
+
+async def update_stored_in(conn: aiosqlite.Connection, changes: dict[str, Any]) -> dict[str, Any]:
+    """``update_stored`` inside the caller's transaction (the Memory page's settings write it with their audit)."""
+    values = normalise(changes)
+    stored = await queries.stored_settings(conn)
+    if values.get("mode") in PRESETS:  # picking a preset drops stored thresholds (not the on/off switches)
+        stored = {k: v for k, v in stored.items() if k not in KNOBS}
+    merged = {**stored, **{k: v for k, v in values.items() if v is not None}}
+    for key in [k for k, v in values.items() if v is None]:
+        merged.pop(key, None)
+    check_partial(merged, "settings")
+    await queries.put_settings(conn, merged)
     return merged

@@ -127,6 +127,7 @@ class Options:
     projection_reason: str = ""
     projection_jobs: bool = True  # False: a job handler returns the batches' jobs as follow-ups instead
     note: dict[str, Any] | None = None  # content-free context for audit rows
+    supersede_note: dict[str, Any] | None = None  # the note of the supersessions' audit rows (the page's edit)
 
 
 Result = Literal["inserted", "merged", "duplicate", "suppressed"]
@@ -335,7 +336,7 @@ async def _admit_one(conn: aiosqlite.Connection, opts: Options, raw: Candidate) 
         if target.id == event.id:
             continue
         target = await store.get_event(conn, target.id) or target  # earlier steps may have changed it
-        outcome.supersedes.append(await store.supersede(conn, target, event, opts.actor))
+        outcome.supersedes.append(await store.supersede(conn, target, event, opts.actor, opts.supersede_note))
         superseded.add(target.id)
     for target in conflicts:
         if target.id == event.id or target.id in superseded:

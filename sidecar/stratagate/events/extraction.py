@@ -138,7 +138,8 @@ def _with_block_targets(
 
 def job_handler(deps: StageDeps) -> EventExtractor:
     """The ``event_extraction`` stage's handler (declared in jobs/pipeline.py)."""
-    return EventExtractor(deps.db, deps.gateway, deps.count, zero_model=deps.settings.zero_model)
+    # Read at every job: the Memory page switches the model route of the running sidecar (page.settings.set).
+    return EventExtractor(deps.db, deps.gateway, deps.count, zero_model=lambda: deps.settings.zero_model)
 
 
 async def recover_jobs(db: Database, max_attempts: int) -> int:
@@ -175,12 +176,12 @@ class EventExtractor:
         gateway: Callable[[], ModelGateway],
         count: Callable[[str], int],
         *,
-        zero_model: bool = False,
+        zero_model: bool | Callable[[], bool] = False,
     ):
         self._db = db
         self._gateway = gateway
         self._count = count
-        self._zero_model = zero_model
+        self._zero_model = zero_model if callable(zero_model) else (lambda: zero_model)
 
     async def __call__(self, job: JobRow) -> list[FollowUp]:
         block = await self._db.fetchone(
@@ -201,7 +202,7 @@ class EventExtractor:
             return []
         related = await self._related(job.namespace_id, block)
         related_ids = {ev.id for ev in related}
-        if self._zero_model:
+        if self._zero_model():
             return await self._store_rules(job, block, messages, related, "rules")
         payload = json.dumps(
             {

@@ -337,8 +337,11 @@ async def _set(
     return after
 
 
-async def supersede(conn: aiosqlite.Connection, target: EventRow, successor: EventRow, actor: Actor) -> dict[str, Any]:
-    """Mark ``target`` superseded by ``successor``; a forgotten or already superseded target is left as it is."""
+async def supersede(
+    conn: aiosqlite.Connection, target: EventRow, successor: EventRow, actor: Actor, note: Any = None
+) -> dict[str, Any]:
+    """Mark ``target`` superseded by ``successor``; a forgotten or already superseded target is left as it is.
+    ``note`` (content-free) goes into the audit row's ``after``."""
     if target.status == "forgotten":
         return {
             "id": target.public_id,
@@ -359,7 +362,7 @@ async def supersede(conn: aiosqlite.Connection, target: EventRow, successor: Eve
         target,
         actor,
         "event.superseded",
-        None,
+        note,
         status="superseded",
         prior_status=target.status,
         successor_id=successor.id,
@@ -421,6 +424,11 @@ async def unsupersede(conn: aiosqlite.Connection, ev: EventRow, actor: Actor, no
     return await _set(
         conn, ev, actor, "event.unsuperseded", note, status=back, prior_status=None, successor_id=None, weight_cap=None
     )
+
+
+async def settle(conn: aiosqlite.Connection, ev: EventRow, actor: Actor, note: Any = None) -> EventRow:
+    """A disputed event made current again by the user's decision (the Memory page's resolve): ``active``."""
+    return await _set(conn, ev, actor, "event.settled", note, status="active", prior_status=None)
 
 
 async def set_pinned(conn: aiosqlite.Connection, ev: EventRow, actor: Actor, pinned: bool) -> EventRow:

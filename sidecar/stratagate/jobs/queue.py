@@ -314,14 +314,20 @@ async def mark_failed_attempt(
     return status
 
 
-async def retry(db: Database, job_id: int | None, namespace: str | None, actor: str) -> list[int]:
-    """Put failed (or waiting) jobs back at the front of the queue with a fresh attempt budget."""
+async def retry(
+    db: Database, job_id: int | None, namespace: str | None, actor: str, kind: str | None = None
+) -> list[int]:
+    """Put failed (or waiting) jobs back at the front of the queue with a fresh attempt budget (without ``job_id``:
+    every failed job, of ``kind`` when given)."""
     clauses, params = ["j.status IN ('failed', 'queued')"], []
     if job_id is not None:
         clauses.append("j.id = ?")
         params.append(job_id)
     else:
         clauses.append("j.status = 'failed'")
+    if kind is not None:
+        clauses.append("j.kind = ?")
+        params.append(kind)
     if namespace is not None:
         clauses.append("n.name = ?")
         params.append(namespace)

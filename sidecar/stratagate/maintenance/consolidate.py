@@ -147,24 +147,41 @@ async def plan(conn: aiosqlite.Connection) -> list[Merge]:
     return out
 
 
-def _still_mergeable(survivor: EventRow | None, merged: EventRow | None) -> bool:
-    if survivor is None or merged is None or survivor.status != "active" or merged.status != "active":
-        return False
-    if merged.pinned or survivor.namespace_id != merged.namespace_id:
-        return False
-    if (survivor.type, survivor.time_status, survivor.scope) != (merged.type, merged.time_status, merged.scope):
-        return False
-    return survivor.scope != "session" or survivor.session_id == merged.session_id
+def mergeable(survivor: EventRow | None, merged: EventRow | None, *, chosen: bool = False) -> str | None:
+    """Why ``merged`` cannot be merged into ``survivor`` now (None: it can). A merge the user ``chosen`` (the
+    Memory page) may join events of another type or time status; never a pinned one, and never across scopes or
+    sessions of session scope (a merge must not widen what a session sees)."""
+    if survivor is None or merged is None:
+        return "no such event"
+    for ev in (survivor, merged):
+        if ev.status != "active":
+            return f"{ev.public_id} is {ev.status}; only active events are merged"
+    if survivor.id == merged.id:
+        return "an event cannot be merged into itself"
+    if survivor.namespace_id != merged.namespace_id:
+        return "the events belong to different namespaces"
+    if merged.pinned:
+        return f"{merged.public_id} is pinned; unpin it first"
+    if survivor.scope != merged.scope:
+        return f"{survivor.public_id} has scope {survivor.scope}, {merged.public_id} {merged.scope}"
+    if survivor.scope == "session" and survivor.session_id != merged.session_id:
+        return "session-scoped events of different sessions are never merged"
+    if not chosen and (survivor.type, survivor.time_status) != (merged.type, merged.time_status):
+        return "different type or time status"
+    return None
 
 
-async def merge_one(conn: aiosqlite.Connection, m: Merge, actor: Actor, run_id: int | None, why: str) -> bool:
-    """Apply one planned merge inside the caller's transaction, if it still holds; True when it was made."""
+async def merge_one(
+    conn: aiosqlite.Connection, m: Merge, actor: Actor, run_id: int | None, why: str, *, chosen: bool = False
+) -> bool:
+    """Apply one planned merge inside the caller's transaction, if it still holds; True when it was made.
+    ``chosen``: the user picked the pair (the Memory page), so it need not be a near duplicate."""
     survivor = await events.get_event(conn, m.survivor_id)
     merged = await events.get_event(conn, m.merged_id)
-    if not _still_mergeable(survivor, merged) or await store.is_open_survivor(conn, m.merged_id):
+    if mergeable(survivor, merged, chosen=chosen) is not None or await store.is_open_survivor(conn, m.merged_id):
         return False
     assert survivor is not None and merged is not None
-    if similarity(survivor.model_dump(), merged.model_dump()) is None:
+    if not chosen and similarity(survivor.model_dump(), merged.model_dump()) is None:
         return False
     before = await store.lifecycle_columns(conn, merged.id)
     added_sources = await events.copy_sources(conn, merged.id, survivor.id)

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
-UNDONE = "audit.undone"
+from stratagate.storage import lookup
+
+UNDONE = lookup.UNDONE
 """The action of the entry ``page.undo`` writes for each undo: subject_type ``audit``, subject_id ``str(id)`` of the
 entry it undid, ``after = {"undid": id, "action": ..., "audit_ids": [...]}``. An entry is undone when such an entry
 names it."""

@@ -118,7 +118,9 @@ async def render_step(app: App, p: StepParams) -> dict[str, Any]:
 
 @method("namespace.for_session", params=SessionNamespaceParams, result=SessionNamespace)
 async def namespace_for_session(app: App, p: SessionNamespaceParams) -> dict[str, Any]:
-    result: SessionNamespace = session_namespace(p)
+    # A namespace mode set on the Memory page (or STRATAGATE_NAMESPACE_MODE) wins over the shim's plugin config.
+    mode = app.settings.namespace_mode
+    result: SessionNamespace = session_namespace(p.model_copy(update={"mode": mode}) if mode else p)
     return result.model_dump()
 
 

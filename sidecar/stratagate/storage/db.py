@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import os
@@ -15,7 +16,7 @@ import secrets
 import sqlite3
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -386,8 +387,27 @@ async def audit(
 ) -> None:
     """Append one audit row inside the caller's transaction. Secrets in before/after are redacted first."""
     before, after = redact_value(before), redact_value(after)
-    await conn.execute(
+    cursor = await conn.execute(
         "INSERT INTO audit_log(namespace_id, at, actor, action, subject_type, subject_id, before, after)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (namespace_id, now_iso(), actor, action, subject_type, subject_id, _dump(before), _dump(after)),
     )
+    collector = _audit_ids.get()
+    if collector is not None and collector[0] is asyncio.current_task():
+        collector[1].append(int(cursor.lastrowid or 0))
+
+
+_audit_ids: contextvars.ContextVar[tuple[object, list[int]] | None] = contextvars.ContextVar("audit_ids", default=None)
+
+
+@contextlib.contextmanager
+def collect_audit_ids() -> Iterator[list[int]]:
+    """The ids of the audit rows this task writes inside the block (in whatever transactions the store functions
+    open): the Memory page's writes return them as ``audit_ids``. Only this very task's: the runner's jobs and other
+    requests run in their own tasks, and a task started meanwhile (it inherits the context) is not this one."""
+    collected: list[int] = []
+    token = _audit_ids.set((asyncio.current_task(), collected))
+    try:
+        yield collected
+    finally:
+        _audit_ids.reset(token)

@@ -6,6 +6,9 @@ caller's transaction (then the answer is consistent with what that transaction s
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import aiosqlite
 
 from stratagate.errors import not_found
@@ -96,3 +99,38 @@ async def set_namespace_user_tier(conn: aiosqlite.Connection, namespace_id: int,
         "UPDATE namespaces SET user_tier = ? WHERE id = ? AND user_tier <> ?", (int(on), namespace_id, int(on))
     )
     return cur.rowcount > 0
+
+
+# --- audit entries (the Memory page's undo) -----------------------------------------------------------------------
+
+UNDONE = "audit.undone"
+"""The action of the entry an undo writes (subject ``audit``/``<id of the undone entry>``); page/undo_rules.py."""
+
+
+async def audit_entry(conn: aiosqlite.Connection, entry_id: int) -> dict[str, Any] | None:
+    """One audit row as the page shows it (``before``/``after`` parsed), with ``namespace_id``."""
+    row = await (
+        await conn.execute(
+            "SELECT id, namespace_id, at, actor, action, subject_type, subject_id, before, after FROM audit_log"
+            " WHERE id = ?",
+            (entry_id,),
+        )
+    ).fetchone()
+    if row is None:
+        return None
+    out = dict(row)
+    for key in ("before", "after"):
+        out[key] = None if out[key] is None else json.loads(out[key])
+    return out
+
+
+async def audit_undone(conn: aiosqlite.Connection, entry_ids: list[int]) -> dict[int, int]:
+    """Of ``entry_ids``, the ones already undone: ``{undone entry id: id of the audit.undone entry}``."""
+    if not entry_ids:
+        return {}
+    marks = ", ".join("?" for _ in entry_ids)
+    rows = await conn.execute_fetchall(
+        f"SELECT id, subject_id FROM audit_log WHERE action = ? AND subject_type = 'audit' AND subject_id IN ({marks})",
+        (UNDONE, *[str(i) for i in entry_ids]),
+    )
+    return {int(r["subject_id"]): int(r["id"]) for r in rows}

@@ -1,0 +1,287 @@
+"""Human review on the Memory page: edit, forget, restore, pin, merge and resolve events — each through the store
+function the agent's tools and maintenance use, audited as the user's, each result naming its ``audit_ids``.
+
+An edit never changes an event (content is immutable): it admits a corrected event through the one admission path
+(origin ``remember``, the original's type, scope, session, times and sources) that supersedes the original, and an
+``event.edited`` entry says so. A merge is maintenance's reversible merge of a pair the user chose; a resolve settles
+a disputed pair (one kept and the other superseded by it, or both kept). The steps of an edit or a resolve carry
+``note.part_of``: they are undone with the compound entry (page/undo.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints, model_validator
+
+from stratagate import ids
+from stratagate.app import App
+from stratagate.errors import invalid_params
+from stratagate.events import store
+from stratagate.events.admit import Candidate, Options, admit
+from stratagate.events.models import EventRow
+from stratagate.events.store import Source
+from stratagate.maintenance import consolidate
+from stratagate.maintenance import store as merges
+from stratagate.page.undo_rules import PART_OF
+from stratagate.page.writes import ACTOR, EventRef, NamespaceParams, Written, event_of, namespace_id
+from stratagate.protocol import method
+from stratagate.protocol.types import Result
+from stratagate.redact import redact
+from stratagate.storage.db import audit, collect_audit_ids
+from stratagate.timeutil import parse_time
+
+Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+Summary = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)]
+
+
+class EventBrief(Result):
+    id: str
+    title: str
+    summary: str
+    status: str
+    pinned: bool
+    successor_id: str | None
+
+
+def brief(ev: EventRow) -> dict[str, Any]:
+    life = ev.lifecycle()
+    return {"id": ev.public_id, "title": ev.title, "summary": ev.summary, "status": ev.status,
+            "pinned": bool(ev.pinned), "successor_id": life["successor_id"]}
+
+
+class EventParams(NamespaceParams):
+    id: EventRef
+
+
+class EventResult(Written):
+    event: EventBrief
+
+
+# --- edit ----------------------------------------------------------------------------------------------------------
+
+
+class EditParams(EventParams):
+    title: Title | None = None
+    summary: Summary | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> EditParams:
+        if self.title is None and self.summary is None:
+            raise ValueError("give title or summary (or both): the corrected text")
+        return self
+
+
+class EditResult(Written):
+    id: str
+    replaces: str
+
+
+def _correction(ev: EventRow, title: str, summary: str, sources: list[dict[str, Any]]) -> Candidate:
+    """The corrected event: the original's type, scope, times and evidence, the user's words. A new summary replaces
+    the narrative too (and the claims, read again from the new words); a new title alone keeps both."""
+    summary_changed = summary != ev.summary
+    return Candidate(
+        statement=f"{title}\n{summary}",  # never the original's fingerprint: the correction is not a restatement
+        title=title,
+        summary=summary,
+        narrative=summary if summary_changed else ev.narrative,
+        tags=ev.tags,
+        quotes=ev.quotes,
+        participants=ev.participants,
+        type=ev.type,
+        scope=ev.scope,
+        criticality=ev.criticality,
+        confidence=ev.confidence,
+        mentioned_at=parse_time(ev.mentioned_at),
+        time_original=ev.time_original,
+        time_status=ev.time_status or "unknown",
+        block_id=ev.block_id,
+        claims=[] if summary_changed else ev.claims,
+        sources=[Source(message_id=_key(s["message_id"], "msg"), call_id=s["call_id"],
+                        import_id=_key(s["import_id"], "imp"), source_ref=s["source_ref"], quote=s["quote"] or "")
+                 for s in sources],
+        supersedes=[ev.id],
+    )
+
+
+def _key(public: str | None, prefix: str) -> int | None:
+    return None if public is None else ids.parse(public, prefix)
+
+
+@method("page.events.edit", params=EditParams, result=EditResult, http="POST /events/edit")
+async def edit(app: App, p: EditParams) -> dict[str, Any]:
+    """Correct an event's title or summary: a corrected event supersedes it (undo: page.undo)."""
+    with collect_audit_ids() as audit_ids:
+        async with app.db.transaction() as conn:
+            ns = await namespace_id(conn, p.namespace)
+            ev = await event_of(conn, ns, p.id)
+            if ev.status not in ("active", "disputed"):
+                raise invalid_params(f"{ev.public_id} is {ev.status}; only a current (active or disputed) event "
+                                     "can be edited")
+            title = redact(p.title) if p.title is not None else ev.title
+            summary = redact(p.summary) if p.summary is not None else ev.summary
+            if title == ev.title and summary == ev.summary:
+                raise invalid_params("nothing to change: the title and summary are the event's own")
+            options = Options(
+                namespace_id=ns, session_id=ev.session_id, origin="remember", actor=ACTOR, on_tombstone="refuse",
+                on_exact_duplicate="error", unknown_target="error", projection_reason=f"edit of {ev.public_id}",
+                supersede_note={PART_OF: "event.edited"},
+            )
+            candidate = _correction(ev, title, summary, await store.sources(conn, ev.id))
+            (outcome,) = (await admit(conn, [candidate], options)).outcomes
+            new = outcome.event
+            assert new is not None
+            if outcome.result != "inserted":
+                # Admission found the corrected words already held by another memory: editing into it would mix
+                # two memories; the transaction rolls back.
+                raise invalid_params(f"the corrected text restates {new.public_id}; edit that event, or merge the two")
+            await audit(conn, ns, ACTOR, "event.edited", "event", ev.public_id,
+                        {"title": ev.title, "summary": ev.summary},
+                        {"id": new.public_id, "replaces": ev.public_id, "title": title, "summary": summary})
+    return {"id": new.public_id, "replaces": ev.public_id, "audit_ids": audit_ids}
+
+
+# --- forget / restore / pin ------------------------------------------------------------------------------------------
+
+
+class ForgetParams(EventParams):
+    reason: Annotated[str, StringConstraints(max_length=500)] | None = None
+
+
+@method("page.events.forget", params=ForgetParams, result=EventResult, http="POST /events/forget")
+async def forget(app: App, p: ForgetParams) -> dict[str, Any]:
+    """Forget an event (hidden everywhere, restatements refused) until it is restored."""
+    with collect_audit_ids() as audit_ids:
+        async with app.db.transaction() as conn:
+            ev = await event_of(conn, await namespace_id(conn, p.namespace), p.id)
+            if ev.status == "forgotten":
+                raise invalid_params(f"{ev.public_id} is already forgotten")
+            after = await store.forget(conn, ev, ACTOR, p.reason and redact(p.reason))
+    return {"event": brief(after), "audit_ids": audit_ids}
+
+
+@method("page.events.restore", params=EventParams, result=EventResult, http="POST /events/restore")
+async def restore(app: App, p: EventParams) -> dict[str, Any]:
+    """Bring a forgotten event back with the status it had before."""
+    with collect_audit_ids() as audit_ids:
+        async with app.db.transaction() as conn:
+            ev = await event_of(conn, await namespace_id(conn, p.namespace), p.id)
+            after = await restore_event(conn, ev)
+    return {"event": brief(after), "audit_ids": audit_ids}
+
+
+async def restore_event(conn: Any, ev: EventRow) -> EventRow:
+    if ev.status != "forgotten":
+        raise invalid_params(f"{ev.public_id} is {ev.status}, not forgotten; only forgotten events can be restored")
+    if await store.erased(conn, ev.namespace_id, ev.id):
+        raise invalid_params(f"{ev.public_id} was erased; an erased memory cannot be restored")
+    return await store.restore(conn, ev, ACTOR)
+
+
+class PinParams(EventParams):
+    pinned: bool
+
+
+@method("page.events.pin", params=PinParams, result=EventResult, http="POST /events/pin")
+async def pin(app: App, p: PinParams) -> dict[str, Any]:
+    """Pin or unpin an event."""
+    with collect_audit_ids() as audit_ids:
+        async with app.db.transaction() as conn:
+            ev = await event_of(conn, await namespace_id(conn, p.namespace), p.id)
+            after = await pin_event(conn, ev, p.pinned)
+    return {"event": brief(after), "audit_ids": audit_ids}
+
+
+async def pin_event(conn: Any, ev: EventRow, pinned: bool) -> EventRow:
+    if ev.status == "forgotten":
+        raise invalid_params(f"{ev.public_id} is forgotten; restore it before pinning")
+    if bool(ev.pinned) == pinned:
+        raise invalid_params(f"{ev.public_id} is already {'pinned' if pinned else 'unpinned'}")
+    return await store.set_pinned(conn, ev, ACTOR, pinned)
+
+
+# --- merge -----------------------------------------------------------------------------------------------------------
+
+
+class MergeParams(NamespaceParams):
+    keep: EventRef = Field(description="the survivor: it keeps its words and gains the other's sources")
+    merge: EventRef = Field(description="the duplicate: superseded by the survivor (undo: unmerge)")
+
+
+class MergeResult(Written):
+    survivor: str
+    merged: str
+
+
+@method("page.events.merge", params=MergeParams, result=MergeResult, http="POST /events/merge")
+async def merge(app: App, p: MergeParams) -> dict[str, Any]:
+    """Merge two events the user says are one: maintenance's reversible merge (event_merges) of the chosen pair."""
+    with collect_audit_ids() as audit_ids:
+        async with app.db.transaction() as conn:
+            ns = await namespace_id(conn, p.namespace)
+            keep = await event_of(conn, ns, p.keep, "keep")
+            dup = await event_of(conn, ns, p.merge, "merge")
+            why = consolidate.mergeable(keep, dup, chosen=True)
+            if why is None and await merges.is_open_survivor(conn, dup.id):
+                why = f"{dup.public_id} holds duplicates merged into it; unmerge them first"
+            if why is not None:
+                raise invalid_params(f"cannot merge {dup.public_id} into {keep.public_id}: {why}")
+            score = consolidate.similarity(keep.model_dump(), dup.model_dump())
+            plan = consolidate.Merge(namespace_id=ns, namespace=p.namespace, survivor_id=keep.id, merged_id=dup.id,
+                                     similarity=score[0] if score else 0.0, match=score[1] if score else "chosen")
+            made = await consolidate.merge_one(conn, plan, ACTOR, None, "merged on the Memory page", chosen=True)
+            if not made:  # mergeable() said yes inside this very transaction
+                raise invalid_params(f"cannot merge {dup.public_id} into {keep.public_id}")
+    return {"survivor": keep.public_id, "merged": dup.public_id, "audit_ids": audit_ids}
+
+
+# --- resolve ---------------------------------------------------------------------------------------------------------
+
+
+class ResolveParams(NamespaceParams):
+    keep: EventRef | Literal["both"] = Field(description="the event that stays, or 'both'")
+    other: EventRef | None = Field(None, description="the other event of the pair (superseded by keep)")
+    ids: list[EventRef] | None = Field(None, description="with keep 'both': the two events of the pair")
+
+    @model_validator(mode="after")
+    def _pair(self) -> ResolveParams:
+        if self.keep == "both":
+            if self.ids is None or len(self.ids) != 2 or self.other is not None:
+                raise ValueError("keep 'both' takes ids: the two events of the disputed pair (and no other)")
+        elif self.other is None or self.ids is not None:
+            raise ValueError("give keep and other (the event it replaces), or keep 'both' with ids")
+        return self
+
+
+class ResolveResult(Written):
+    events: list[EventBrief]
+
+
+@method("page.events.resolve", params=ResolveParams, result=ResolveResult, http="POST /events/resolve")
+async def resolve(app: App, p: ResolveParams) -> dict[str, Any]:
+    """Settle a disputed pair: keep one (the other is superseded by it) or keep both (the dispute is cleared)."""
+    refs = p.ids if p.keep == "both" else [p.keep, p.other]
+    assert refs is not None and all(refs)
+    note = {PART_OF: "event.resolved"}
+    with collect_audit_ids() as audit_ids:
+        async with app.db.transaction() as conn:
+            ns = await namespace_id(conn, p.namespace)
+            a = await event_of(conn, ns, str(refs[0]), "ids" if p.keep == "both" else "keep")
+            b = await event_of(conn, ns, str(refs[1]), "ids" if p.keep == "both" else "other")
+            if a.id == b.id:
+                raise invalid_params("a disputed pair is two different events")
+            for ev in (a, b):
+                if ev.status != "disputed":
+                    raise invalid_params(f"{ev.public_id} is {ev.status}, not disputed; only a disputed pair is "
+                                         "resolved")
+            before = {a.public_id: a.lifecycle(), b.public_id: b.lifecycle()}
+            kept = await store.settle(conn, a, ACTOR, note)
+            if p.keep == "both":
+                other = await store.settle(conn, b, ACTOR, note)
+            else:
+                await store.supersede(conn, b, kept, ACTOR, note)
+                other = await store.get_event(conn, b.id) or b
+            await audit(conn, ns, ACTOR, "event.resolved", "event", a.public_id, before,
+                        {"pair": [a.public_id, b.public_id], "kept": "both" if p.keep == "both" else a.public_id,
+                         a.public_id: kept.lifecycle(), b.public_id: other.lifecycle()})
+    return {"events": [brief(kept), brief(other)], "audit_ids": audit_ids}
