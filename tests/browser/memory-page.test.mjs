@@ -1,0 +1,334 @@
+// The Memory page in headless chromium against the standalone viewer (`stratagate ui`) on a database seeded through
+// JSON-RPC (seed.py). Every wait is on an element, a response or a download, never a fixed sleep.
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import {
+  launchChromium,
+  removeDir,
+  screenshotDir,
+  seedDatabase,
+  startFlakyModel,
+  startViewer,
+  tempDir,
+} from './harness.mjs'
+import { layoutProblems } from './layout.mjs'
+
+const API = '/api/stratagate/memory'
+const TABS = ['overview', 'recent', 'longterm', 'graph', 'evidence', 'imports', 'audit', 'settings']
+// What shows that a tab's data has arrived (the seeded database has some of each).
+const READY = {
+  overview: '[data-testid=export-json]',
+  recent: '[data-testid=session-item]',
+  longterm: '[data-testid=event-row]',
+  graph: '[data-testid=graph-node]',
+  evidence: '[data-testid=receipt-row]',
+  imports: '[data-testid=import-row]',
+  audit: '[data-testid=audit-row]',
+  settings: '[data-testid=settings-form]',
+}
+const WAIT = { timeout: 30_000 }
+const tid = (id, attrs = '') => `[data-testid="${id}"]${attrs}`
+
+let dir, seeded, model, viewer, browser
+let overviewWithFailedJob = null // layoutProblems() of the overview while the failed job is shown
+
+before(async () => {
+  dir = tempDir('sg-browser-')
+  seeded = seedDatabase(join(dir, 'memory.db'))
+  // The viewer's start re-queues the seeded failed summary (the upgrade of fallback views); the scripted model fails
+  // that attempt once, so the job is failed again when the page opens and the page's Retry is the one that succeeds.
+  model = await startFlakyModel(1)
+  viewer = await startViewer(seeded.db, {
+    STRATAGATE_MODEL_BASE_URL: model.baseUrl,
+    STRATAGATE_MODEL: 'scripted-model',
+    STRATAGATE_MODEL_TIMEOUT: '10',
+    STRATAGATE_JOB_MAX_ATTEMPTS: '1',
+    STRATAGATE_JOB_BACKOFF_BASE: '0.05',
+    STRATAGATE_JOB_BACKOFF_CAP: '0.2',
+    // No maintenance pass: it re-queues fallback summaries too, and would take the failed job before the test does.
+    STRATAGATE_MAINTENANCE_INTERVAL_HOURS: '0',
+  })
+  browser = await launchChromium()
+})
+
+after(async () => {
+  await browser?.close()
+  await viewer?.stop()
+  await model?.stop()
+  if (dir) removeDir(dir)
+})
+
+/** GET a route of the viewer from the test itself (ground truth for ids the page shows). */
+async function api(path, query = {}) {
+  const url = new URL(`${API}${path}`, viewer.url)
+  for (const [k, v] of Object.entries(query)) url.searchParams.set(k, String(v))
+  const res = await fetch(url)
+  assert.equal(res.status, 200, `${url}: ${res.status} ${await res.clone().text()}`)
+  return res.json()
+}
+
+/** Until the job has `status`: re-read at each change the viewer reports (GET /changes long poll), no fixed sleeps. */
+async function waitForJob(id, status, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs
+  let cursor = null
+  for (;;) {
+    const { jobs } = await api('/jobs', { status, limit: 200 })
+    if (jobs.some((j) => j.id === id)) return
+    assert.ok(Date.now() < deadline, `${id} did not become ${status} within ${timeoutMs} ms`)
+    cursor = (await api('/changes', cursor === null ? { wait: 0 } : { since: cursor, wait: 5 })).cursor
+  }
+}
+
+/** A fresh context (locale, viewport) with the page open on the seeded namespace; page errors fail the test. */
+async function openPage(t, { locale = 'en-US', width = 1280, height = 900 } = {}) {
+  const context = await browser.newContext({ locale, viewport: { width, height }, acceptDownloads: true })
+  t.after(() => context.close())
+  const page = await context.newPage()
+  const errors = []
+  page.on('pageerror', (err) => errors.push(String(err)))
+  page.on('dialog', (dialog) => dialog.accept()) // confirm() before a write: yes
+  t.after(() => assert.deepEqual(errors, [], 'errors thrown in the page'))
+  await page.goto(viewer.url)
+  const select = page.locator(tid('namespace-select'))
+  await select.locator(`option[value="${seeded.namespace}"]`).waitFor({ state: 'attached', ...WAIT })
+  if ((await select.inputValue()) !== seeded.namespace) await select.selectOption(seeded.namespace)
+  return page
+}
+
+async function openTab(page, name) {
+  const tab = page.locator(tid(`tab-${name}`))
+  await tab.click()
+  await page.waitForFunction((el) => el.getAttribute('aria-selected') === 'true', await tab.elementHandle(), WAIT)
+  await page.locator(READY[name]).first().waitFor(WAIT)
+}
+
+const eventRow = (page, id) => page.locator(tid('event-row', `[data-event-id="${id}"]`))
+
+/** Search the long-term list and wait for the page's reply to that search. */
+async function searchEvents(page, words) {
+  const reply = page.waitForResponse((r) => r.url().includes(`${API}/events?`) && r.url().includes(`q=${words}`))
+  await page.locator(tid('event-search')).fill(words)
+  await page.locator(tid('event-search')).press('Enter')
+  await reply
+}
+
+/** Choose an option of the status filter and wait for the page's reply to it. */
+async function filterStatus(page, option) {
+  const reply = page.waitForResponse((r) => r.url().includes(`${API}/events?`))
+  await page.locator(tid('event-status-filter')).selectOption(option)
+  await reply
+}
+
+async function openEvent(page, id) {
+  const row = eventRow(page, id)
+  const open = row.locator(tid('event-open')) // the row's title button, where the page has one
+  await ((await open.count()) ? open.first() : row).click()
+  const detail = page.locator(tid('event-detail'))
+  await detail.waitFor(WAIT)
+  return detail
+}
+
+describe('the Memory page in chromium (standalone viewer)', () => {
+  test('npm → pnpm: the superseded chip and the successor link, which opens pnpm', async (t) => {
+    const page = await openPage(t)
+    await openTab(page, 'longterm')
+    const npm = eventRow(page, seeded.events.npm)
+    await npm.waitFor(WAIT)
+    assert.equal(await npm.getAttribute('data-status'), 'superseded')
+    assert.match(await npm.locator(tid('status-chip')).first().innerText(), /superseded/i)
+    assert.equal(await eventRow(page, seeded.events.pnpm).getAttribute('data-status'), 'active')
+
+    const link = npm.locator(tid('successor-link'))
+    assert.equal(await link.getAttribute('data-event-id'), seeded.events.pnpm)
+    await link.click()
+    const detail = page.locator(tid('event-detail'))
+    await detail.getByText(seeded.quotes.pnpm).first().waitFor(WAIT)
+  })
+
+  test("an event's source opens the original message", async (t) => {
+    const page = await openPage(t)
+    await openTab(page, 'longterm')
+    const detail = await openEvent(page, seeded.events.pnpm)
+    const message = seeded.sources.pnpm[0].message_id
+    await detail.locator(tid('source-link', `[data-message-id="${message}"]`)).click()
+    const view = page.locator(tid('message-view', `[data-message-id="${message}"]`))
+    await view.waitFor(WAIT)
+    assert.match(await view.innerText(), new RegExp(seeded.quotes.pnpm.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    await view.scrollIntoViewIfNeeded()
+    await page.screenshot({ path: join(screenshotDir(), 'event-sources.png'), fullPage: true })
+  })
+
+  test('the as-of control shows the graph as it was before the change', async (t) => {
+    const facts = (await api('/graph', { namespace: seeded.namespace, history: true })).facts
+    const npmFact = facts.find((f) => f.object === 'npm')
+    const pnpmFact = facts.find((f) => f.object === 'pnpm')
+    assert.ok(npmFact && pnpmFact, JSON.stringify(facts))
+
+    const page = await openPage(t)
+    await openTab(page, 'graph')
+    await page.locator(tid('graph-canvas')).waitFor(WAIT)
+    const fact = (f) => page.locator(tid('graph-fact', `[data-fact-id="${f.id}"]`))
+    await fact(pnpmFact).waitFor(WAIT)
+    assert.equal(await fact(pnpmFact).getAttribute('data-current'), 'true')
+
+    const reply = page.waitForResponse((r) => r.url().includes(`${API}/graph?`) && r.url().includes(`as_of=${seeded.as_of_before}`))
+    await page.locator(tid('as-of-input')).fill(seeded.as_of_before)
+    await page.locator(tid('as-of-apply')).click()
+    await reply
+    await page.waitForFunction(
+      ([npmId, pnpmId]) => {
+        const row = (id) => document.querySelector(`[data-testid="graph-fact"][data-fact-id="${id}"]`)
+        return row(npmId)?.getAttribute('data-current') === 'true' && row(pnpmId)?.getAttribute('data-current') !== 'true'
+      },
+      [npmFact.id, pnpmFact.id],
+      WAIT,
+    )
+    // The drawn graph has npm as a node then.
+    const nodes = await page.locator(tid('graph-node')).evaluateAll((els) => els.map((e) => e.textContent))
+    assert.ok(nodes.some((n) => /(^|\W)npm(\W|$)/.test(n)), nodes.join(' | '))
+    await page.screenshot({ path: join(screenshotDir(), 'graph-as-of.png'), fullPage: true })
+  })
+
+  test('forget an event: gone from search, in the audit with Undo, and Undo brings it back', async (t) => {
+    const page = await openPage(t)
+    await openTab(page, 'longterm')
+    const id = seeded.events.jest
+    await searchEvents(page, 'Jest')
+    await eventRow(page, id).waitFor(WAIT)
+    const detail = await openEvent(page, id)
+    const forgot = page.waitForResponse((r) => r.url().endsWith(`${API}/events/forget`) && r.request().method() === 'POST')
+    await detail.locator(tid('event-forget')).click()
+    assert.equal((await forgot).status(), 200)
+    await page.locator(tid('toast')).first().waitFor(WAIT)
+
+    // Search shows what memory holds now: the forgotten event is gone; the filter for forgotten ones still finds it.
+    await searchEvents(page, 'Jest')
+    await eventRow(page, seeded.events.no_jest).waitFor(WAIT)
+    await eventRow(page, id).waitFor({ state: 'detached', ...WAIT })
+    await filterStatus(page, 'forgotten')
+    await page.waitForFunction(
+      (eid) => document.querySelector(`[data-testid="event-row"][data-event-id="${eid}"]`)?.getAttribute('data-status') === 'forgotten',
+      id,
+      WAIT,
+    )
+    await filterStatus(page, { index: 0 }) // back to the default: what memory holds
+
+    await openTab(page, 'audit')
+    const entry = page.locator(tid('audit-row')).filter({ hasText: id }).filter({ has: page.locator(tid('undo-button')) })
+    await entry.first().waitFor(WAIT)
+    assert.match(await entry.first().getAttribute('data-action'), /forg/)
+    const undone = page.waitForResponse((r) => r.url().endsWith(`${API}/undo`) && r.request().method() === 'POST')
+    await entry.first().locator(tid('undo-button')).click()
+    assert.equal((await undone).status(), 200)
+
+    await openTab(page, 'longterm')
+    await searchEvents(page, 'Jest')
+    await page.waitForFunction(
+      (eid) => document.querySelector(`[data-testid="event-row"][data-event-id="${eid}"]`)?.getAttribute('data-status') === 'disputed',
+      id,
+      WAIT,
+    )
+  })
+
+  test('retry a failed job: it leaves the failed list', async (t) => {
+    // The viewer's start re-queued the seeded failed job and its attempt failed (see before()): wait for that
+    // attempt (the model's line, then the job's status) so the page's Retry is the only attempt left.
+    await model.failed(1)
+    await waitForJob(seeded.failed_job, 'failed')
+    const page = await openPage(t)
+    await openTab(page, 'overview')
+    const row = page.locator(tid('failed-job', `[data-job-id="${seeded.failed_job}"]`))
+    await row.waitFor({ timeout: 60_000 })
+    await page.screenshot({ path: join(screenshotDir(), 'overview-failed-job.png'), fullPage: true })
+    overviewWithFailedJob = await page.evaluate(layoutProblems) // asserted by the next test
+    const retried = page.waitForResponse((r) => r.url().endsWith(`${API}/jobs/retry`) && r.request().method() === 'POST')
+    await row.locator(tid('retry-job')).click()
+    assert.equal((await retried).status(), 200)
+    await row.waitFor({ state: 'detached', timeout: 60_000 })
+    const failed = (await api('/jobs', { status: 'failed' })).jobs
+    assert.ok(!failed.some((j) => j.id === seeded.failed_job), JSON.stringify(failed))
+    // The user's retry is in the audit, by the user.
+    await openTab(page, 'audit')
+    const entry = page.locator(tid('audit-row', '[data-action="job.retried"]')).filter({ hasText: seeded.failed_job })
+    await entry.first().waitFor(WAIT)
+    assert.match(await entry.first().innerText(), /user/)
+  })
+
+  // Known defect of the page (reported to its owner, pclient): at 1280 px the failed-jobs table is wider than its
+  // card and its scrolling box hides the Updated column and the row's Retry button. A todo test: reported in the
+  // run's output (# TODO) without failing it; drop `todo` once the row fits.
+  test('the overview with a failed job fits: its Retry button is not hidden in a scrolled table', {
+    todo: 'the failed-jobs table hides its Retry button at 1280 px',
+  }, () => {
+    assert.deepEqual(overviewWithFailedJob, [])
+  })
+
+  test('export JSON and Markdown download the namespace', async (t) => {
+    const page = await openPage(t)
+    await openTab(page, 'overview')
+    const download = async (button) => {
+      const [file] = await Promise.all([page.waitForEvent('download', WAIT), page.locator(tid(button)).click()])
+      return { name: file.suggestedFilename(), text: readFileSync(await file.path(), 'utf8') }
+    }
+    const json = await download('export-json')
+    assert.match(json.name, /\.json$/)
+    const exported = JSON.parse(json.text)
+    const text = JSON.stringify(exported)
+    assert.ok(text.includes(seeded.events.pnpm) && text.includes(seeded.quotes.pnpm), 'the pnpm event is exported')
+    const markdown = await download('export-markdown')
+    assert.match(markdown.name, /\.md$/)
+    assert.ok(markdown.text.includes('pnpm'))
+  })
+
+  test('a Chinese browser gets the Chinese UI', async (t) => {
+    const page = await openPage(t, { locale: 'zh-CN' })
+    await openTab(page, 'overview')
+    for (const name of TABS) {
+      const label = (await page.locator(tid(`tab-${name}`)).innerText()).trim()
+      assert.match(label, /[\u4e00-\u9fff]/, `tab-${name} is labelled in Chinese (got "${label}")`)
+    }
+    await page.screenshot({ path: join(screenshotDir(), 'zh-overview.png'), fullPage: true })
+  })
+
+  test('keyboard: Tab reaches the tab list, arrow keys move, Enter and Space switch tabs', async (t) => {
+    const page = await openPage(t)
+    await openTab(page, 'overview')
+    await page.locator('body').focus()
+    const focused = () => page.evaluate(() => document.activeElement?.getAttribute('data-testid') || '')
+    let at = ''
+    for (let i = 0; i < 40 && !at.startsWith('tab-'); i++) {
+      await page.keyboard.press('Tab')
+      at = await focused()
+    }
+    assert.ok(at.startsWith('tab-'), 'Tab reaches a tab')
+    const from = TABS.indexOf(at.slice(4))
+    const next = TABS[(from + 1) % TABS.length]
+    await page.keyboard.press('ArrowRight')
+    assert.equal(await focused(), `tab-${next}`)
+    await page.keyboard.press('Enter')
+    assert.equal(await page.locator(tid(`tab-${next}`)).getAttribute('aria-selected'), 'true')
+    await page.locator(READY[next]).first().waitFor(WAIT)
+    await page.keyboard.press('ArrowLeft')
+    assert.equal(await focused(), `tab-${TABS[from]}`)
+    await page.keyboard.press(' ')
+    assert.equal(await page.locator(tid(`tab-${TABS[from]}`)).getAttribute('aria-selected'), 'true')
+  })
+
+  for (const width of [390, 1280, 1440]) {
+    test(`layout at ${width} px: no label cut, no word broken, nothing overflows (every tab)`, async (t) => {
+      const page = await openPage(t, { width, height: 900 })
+      const found = []
+      for (const name of TABS) {
+        await openTab(page, name)
+        for (const problem of await page.evaluate(layoutProblems)) found.push(`${name}: ${problem}`)
+        if (width !== 1440) {
+          const file = width === 1280 ? `${name}.png` : `narrow-${name}.png`
+          await page.screenshot({ path: join(screenshotDir(), file), fullPage: true })
+        }
+      }
+      assert.deepEqual(found, [])
+    })
+  }
+})

@@ -1,0 +1,68 @@
+"""Smoke test of the Memory page inside the real DeepSeek Harness: ``dsh web`` with the plugin, one turn captured,
+then headless chromium (tests/browser/dsh-smoke.mjs, playwright-core) opens Settings → Memory (the section headed
+"StrataGate Memory") and sees the page mounted (loaded by the plugin's client bundle from the sidecar's assets) with
+the namespace's counts, fetched through DSH's route to the shim and the sidecar. The full page is tested against the
+standalone viewer (tests/browser/memory-page.test.mjs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from support.dsh import REPO, DshHome, wait_http_json
+from support.dsh_web import running_web
+from support.model_server import ScriptedModelServer
+
+DRIVER = REPO / "tests" / "browser" / "dsh-smoke.mjs"
+MESSAGE = "We use npm for packages."
+
+
+def test_settings_shows_the_memory_page_with_the_namespace_counts(
+    web_stratagate: DshHome, model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    node = shutil.which("node")
+    assert node, "node is needed to drive chromium"
+    work = tmp_path / "project"
+    work.mkdir()
+    # Saved with the browser tests' screenshots when $STRATAGATE_SCREENSHOTS names a folder, else in the test's logs.
+    shots = Path(os.environ.get("STRATAGATE_SCREENSHOTS") or web_stratagate.logs)
+    shots.mkdir(parents=True, exist_ok=True)
+    shot = shots / "dsh-settings-memory.png"
+    with running_web(web_stratagate, work) as web:
+        session = web.create_session(work)
+        turn = session.send(MESSAGE, requests=lambda: len(model_server.requests))
+        assert turn.end_reason == "completed", turn.events[-5:]
+        # The turn is stored once the sidecar counts it (the shim spools it at turn end).
+        status_url = f"http://127.0.0.1:{web.port}/api/stratagate/status"
+        wait_http_json(
+            status_url, time.monotonic() + 60, web.proc,
+            until=lambda code, body: ((body or {}).get("counts") or {}).get("turns", 0) >= 1,
+        )
+        driven = subprocess.run(
+            [node, str(DRIVER), "--url", f"http://127.0.0.1:{web.port}/", "--screenshot", str(shot)],
+            cwd=REPO, capture_output=True, text=True, timeout=180, check=False,
+        )
+    assert driven.returncode == 0, f"driver exit {driven.returncode}\n{driven.stdout}\n{driven.stderr}"
+    report = json.loads(driven.stdout.strip().splitlines()[-1])
+    assert "failure" not in report, f"{report.get('failure')}\nsteps: {report['steps']}\nscreenshot: {shot}"
+    assert report["errors"] == [], report["errors"]
+
+    # Settings → Memory: the nav label whole (DSH ellipsises what does not fit), the section headed "StrataGate Memory"
+    # and the page mounted in it.
+    assert report["nav_label"] in ("Memory", "StrataGate Memory") and not report["nav_label_cut"], report
+    assert report["heading"] == "StrataGate Memory", report
+    assert report["mounted"], report
+
+    (namespace,) = [row["name"] for row in web_stratagate.query("SELECT name FROM namespaces")]
+    assert namespace in report["namespaces"], report["namespaces"]
+    assert report["overview"]["status"] == 200, report["overview"]
+    shown = {n["name"]: n for n in report["overview"]["body"]["namespaces"]}
+    counts = shown[namespace]
+    assert counts["turns"] == 1 and counts["messages"] >= 2, counts
+    assert report["selected_namespace"] == namespace, report
+    row = report["namespace_row"].split()
+    assert namespace in row and str(counts["turns"]) in row and str(counts["messages"]) in row, report["namespace_row"]
