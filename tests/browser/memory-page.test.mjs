@@ -256,12 +256,8 @@ describe('the Memory page in chromium (standalone viewer)', () => {
     assert.match(await entry.first().innerText(), /user/)
   })
 
-  // Known defect of the page (reported to its owner, pclient): at 1280 px the failed-jobs table is wider than its
-  // card and its scrolling box hides the Updated column and the row's Retry button. A todo test: reported in the
-  // run's output (# TODO) without failing it; drop `todo` once the row fits.
-  test('the overview with a failed job fits: its Retry button is not hidden in a scrolled table', {
-    todo: 'the failed-jobs table hides its Retry button at 1280 px',
-  }, () => {
+  // The overview with a failed job was once too wide: a table scrolled sideways hid the row's Retry button.
+  test('the overview with a failed job fits: its Retry button is not hidden in a scrolled table', () => {
     assert.deepEqual(overviewWithFailedJob, [])
   })
 

@@ -1287,24 +1287,26 @@
             ['queued', 'running', 'scheduled', 'failed', 'done'].map((s) => el('li', { data: { status: s } }, el('span', { class: 'sgm-count' }, String(jobs[s] || 0)), ' ', statusChip(lang, s).label)),
           )
           const failed = Array.isArray(ov.failed_jobs) ? ov.failed_jobs : []
+          // A failed job is a card, not a table row: its error wraps inside the card and Retry stays in view
+          // however narrow the job queue's column is (a table scrolled sideways hid it).
           const failedRows = failed.map((job) =>
             el(
-              'tr',
-              { testid: 'failed-job', data: { 'job-id': job.id } },
-              el('td', {}, code(job.id)),
-              el('td', {}, job.kind),
-              el('td', {}, code(job.subject || '—')),
-              el('td', {}, String(job.attempts) + ' / ' + String(job.max_attempts)),
-              el('td', { class: 'sgm-error-text' }, job.error || '—'),
-              el('td', {}, timeEl(job.updated_at)),
+              'li',
+              { class: 'sgm-failed-job', testid: 'failed-job', data: { 'job-id': job.id } },
               el(
-                'td',
-                {},
+                'div',
+                { class: 'sgm-failed-head' },
+                code(job.id),
+                el('span', {}, job.kind),
+                el('span', { class: 'sgm-muted' }, T('job.subject') + ' ', code(job.subject || '—')),
+                el('span', { class: 'sgm-muted' }, T('job.attempts') + ' ' + String(job.attempts) + ' / ' + String(job.max_attempts)),
+                el('span', { class: 'sgm-muted' }, timeEl(job.updated_at)),
                 button(T('overview.retry'), {
                   testid: 'retry-job',
                   on: { click: (e) => ((e.currentTarget.disabled = true), act('/jobs/retry', { job: job.id }, (r) => T('overview.retried', { ids: (r.retried || []).join(', ') || job.id })).catch(() => {})) },
                 }),
               ),
+              el('p', { class: 'sgm-error-text' }, job.error || '—'),
             ),
           )
           const jobsCard = section(
@@ -1313,7 +1315,7 @@
             el('h4', { class: 'sgm-h4' }, T('overview.failedJobs')),
             failed.length
               ? [
-                  table([T('job.id'), T('job.kind'), T('job.subject'), T('job.attempts'), T('job.error'), T('job.updated'), ''], failedRows),
+                  el('ul', { class: 'sgm-failed-list' }, failedRows),
                   button(T('overview.retryAll'), {
                     testid: 'retry-all-failed',
                     on: { click: () => act('/jobs/retry', { status: 'failed' }, (r) => T('overview.retried', { ids: (r.retried || []).join(', ') })).catch(() => {}) },
