@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -205,6 +206,23 @@ async def test_export_json_round_trips_and_markdown_marks(zero: Any) -> None:
     assert f"_(forgotten)_ `{seeded['forgotten']}`" in text and "purple-otter" not in text
     assert "## Sessions" in text and "### s1" in text and "## Events" in text and "## Graph facts" in text
     assert (await page(client, "/export", 400, namespace=A, format="pdf"))["details"]
+
+
+async def test_markdown_export_keeps_a_secrets_placeholder_whole(tmp_path: Path) -> None:
+    """Markdown escaping must not touch a placeholder: escaped, the reply's redaction pass read it as a new secret
+    and wrote "[secret:token#…]]"."""
+    secret = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    client = await SidecarClient.start(tmp_path / "memory.db", env=zero_env(), args=["--block-turns", "1"])
+    try:
+        await client.call("turn.capture", turn(1, namespace=A, user=f"The *CI* token is {secret} [keep it]."))
+        await client.settled()
+        stored = (await page(client, "/message", namespace=A, id="msg_1"))["message"]["content"]
+        (placeholder,) = re.findall(r"\[secret:[a-z0-9-]+#[0-9a-f]{4}\]", stored)
+        text = (await page(client, "/export", namespace=A, format="markdown"))["content"]
+        assert secret not in text and placeholder in text and f"{placeholder}]" not in text
+        assert "\\*CI\\*" in text and "\\[keep it\\]" in text  # the rest is still escaped
+    finally:
+        await client.close()
 
 
 async def test_namespace_isolation(zero: Any) -> None:

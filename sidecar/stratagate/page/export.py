@@ -24,7 +24,7 @@ from stratagate.events import forgotten
 from stratagate.page import read_queries as q
 from stratagate.protocol import method
 from stratagate.protocol.types import Name, Result
-from stratagate.safety.secrets import redact_value
+from stratagate.safety.secrets import PLACEHOLDER_RE, redact_value
 from stratagate.storage import lookup
 from stratagate.timeutil import now_iso
 
@@ -197,7 +197,11 @@ _MARKS = {"active": "current", "superseded": "superseded", "disputed": "disputed
 def _line(text: Any) -> str:
     """One Markdown line of stored text: breaks folded, the characters that would start markup escaped."""
     flat = " ".join(str(text or "").split())
-    return re.sub(r"([\\`*_\[\]<>#|~])", r"\\\1", flat)
+    # A secret's placeholder stays as it is: escaped, it would no longer read as one, and the reply's redaction pass
+    # (page/dispatch.py) would take it for a new secret and mangle it ("[secret:token#…]]").
+    escaped = [re.sub(r"([\\`*_\[\]<>#|~])", r"\\\1", part) for part in PLACEHOLDER_RE.split(flat)]
+    marks = [*PLACEHOLDER_RE.findall(flat), ""]
+    return "".join(part + mark for part, mark in zip(escaped, marks, strict=True))
 
 
 def _window(start: str | None, end: str | None) -> str:
