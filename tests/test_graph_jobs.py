@@ -125,3 +125,31 @@ async def test_a_job_that_requeues_itself_is_reported_queued_not_done(tmp_path: 
     assert runs == [job_id] and seen == ["queued"]
     assert await db.scalar("SELECT status FROM jobs WHERE id = ?", (job_id,)) == "queued"
     await db.close()
+
+
+async def test_an_event_superseded_before_its_projection_projects_a_closed_fact(tmp_path: Path):
+    """Projection is its own job: when a later block's extraction supersedes an event before that event is projected,
+    its fact must not come out current beside its successor's ("uses mysql" and "uses postgresql" both current)."""
+    db = Database(tmp_path / "memory.db")
+    await db.open()
+    try:
+        async with db.transaction() as conn:
+            ns = await ensure_namespace(conn, "proj")
+            sess, _ = await ensure_session(conn, ns, "s1")
+            old = await events.insert_event(conn, new_event(ns, sess, "The project uses mysql."), "model")
+            later = new_event(ns, sess, "The project uses postgresql.").model_copy(
+                update={"mentioned_at": "2026-06-01T10:00:00.000Z", "type": "change"})
+            new = await events.insert_event(conn, later, "model")
+            await events.supersede(conn, old, new, "model")
+            for ev in (new, old):  # the successor first, as when the older event's projection job runs late
+                current = await events.get_event(conn, ev.id)
+                await projection.project_event(conn, current, "model")
+            rows = await (await conn.execute(
+                "SELECT n.name, f.status, f.valid_to FROM graph_facts f JOIN graph_edges e ON e.id = f.edge_id"
+                " JOIN graph_nodes n ON n.id = e.dst_id"
+            )).fetchall()
+        state = {r[0]: (r[1], r[2]) for r in rows}
+        assert state["postgresql"] == ("active", None)
+        assert state["mysql"] == ("superseded", "2026-06-01T10:00:00.000Z")
+    finally:
+        await db.close()

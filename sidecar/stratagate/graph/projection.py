@@ -133,6 +133,10 @@ async def project_event(
             valid_from=valid_from,
             actor=actor,
         )
+        if event.status == "superseded":
+            # Projected after its successor superseded it (the projection job ran late): the fact is history from the
+            # start, its window closed at the successor's time, not a current fact beside the successor's.
+            fact = await store.refresh_fact(conn, fact, actor)
         result["facts"].append(fact.public_id)
         for old in replaced:
             await store.link(conn, old.id, event.id, "ends")
