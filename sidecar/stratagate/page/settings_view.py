@@ -15,14 +15,8 @@ from stratagate.protocol.types import Empty, Result
 from stratagate.storage.db import audit, collect_audit_ids
 
 
-class SettingField(Result):
-    name: str
-    type: Literal["int", "choice"]
-    min: int | None = None
-    max: int | None = None
-    choices: list[str] | None = None
-    default: Any
-    source: Literal["default", "env", "page"]
+class SettingField(user_settings.FieldSpec, Result):
+    """user_settings' description of one setting, as a reply (no undeclared key)."""
 
 
 class SettingsValues(Result):

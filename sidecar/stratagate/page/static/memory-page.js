@@ -1600,6 +1600,16 @@
         items.map((x) => button(x.id, { class: 'sgm-link', title: x.title || undefined, data: { 'event-id': x.id }, on: { click: (e) => (e.stopPropagation(), openEvent(x.id)) } })),
       )
     }
+    /** The id, type, scope, tier and pin of an event: the same line in its list row and in its open panel. */
+    function eventBadges(ev) {
+      return [
+        code(ev.id),
+        el('span', { class: 'sgm-badge' }, String(ev.type || '')),
+        el('span', { class: 'sgm-muted' }, String(ev.scope || '')),
+        ev.tier === 'user' ? el('span', { class: 'sgm-badge sgm-badge-user' }, T('events.userTier')) : null,
+        ev.pinned ? el('span', { class: 'sgm-badge sgm-badge-pin' }, T('events.pinned')) : null,
+      ]
+    }
     function eventRow(ev) {
       const row = el(
         'article',
@@ -1617,11 +1627,7 @@
         el(
           'div',
           { class: 'sgm-event-meta sgm-small' },
-          code(ev.id),
-          el('span', { class: 'sgm-badge' }, String(ev.type || '')),
-          el('span', { class: 'sgm-muted' }, String(ev.scope || '')),
-          ev.tier === 'user' ? el('span', { class: 'sgm-badge sgm-badge-user' }, T('events.userTier')) : null,
-          ev.pinned ? el('span', { class: 'sgm-badge sgm-badge-pin' }, T('events.pinned')) : null,
+          eventBadges(ev),
           ev.import ? el('span', { class: 'sgm-muted' }, T('events.fromImport', { id: ev.import })) : null,
         ),
         ev.summary ? el('p', { class: 'sgm-event-summary' }, ev.summary) : null,
@@ -1673,11 +1679,7 @@
         el(
           'div',
           { class: 'sgm-event-meta sgm-small' },
-          code(ev.id),
-          el('span', { class: 'sgm-badge' }, String(ev.type || '')),
-          el('span', { class: 'sgm-muted' }, String(ev.scope || '')),
-          ev.tier === 'user' ? el('span', { class: 'sgm-badge sgm-badge-user' }, T('events.userTier')) : null,
-          ev.pinned ? el('span', { class: 'sgm-badge sgm-badge-pin' }, T('events.pinned')) : null,
+          eventBadges(ev),
           ev.origin ? el('span', { class: 'sgm-muted' }, T('event.origin', { origin: ev.origin })) : null,
           ev.session ? el('span', { class: 'sgm-muted' }, T('event.session', { session: ev.session })) : null,
           ev.block ? el('span', { class: 'sgm-muted' }, T('event.block', { block: ev.block })) : null,
