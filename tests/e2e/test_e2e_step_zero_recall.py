@@ -51,6 +51,17 @@ STAGING_PROMPT = "What port does the staging database listen on?"
 # ----------------------------------------------------------------------------------------- helpers
 
 
+# The recall deadline (activationTimeoutMs, 1.5 s) is product behaviour: on timeout a step runs without memory. What
+# these tests check is the ranking, so a loaded machine must not turn a slow render into "nothing recalled".
+PATIENT_RECALL = "- id: stratagate\n  config:\n    activationTimeoutMs: 60000\n"
+
+
+def patient(home: DshHome) -> Path:
+    patch = home.logs / "patient-recall.patch.yml"
+    patch.write_text(PATIENT_RECALL)
+    return patch
+
+
 def headless(home: DshHome, server: ScriptedModelServer, task: str, cwd: Path, **kw: Any) -> Run:
     return home.headless(task, cwd, requests=lambda: len(server.requests), **kw)
 
@@ -134,7 +145,7 @@ def test_step_zero_of_a_one_shot_session_recalls_the_memory_of_its_prompt(
     work = tmp_path / "project"
     packages, staging = seed_two_topics(stratagate, model, model_server, work)
 
-    run = headless(stratagate, model_server, PACKAGES_PROMPT, work)
+    run = headless(stratagate, model_server, PACKAGES_PROMPT, work, patches=[patient(stratagate)])
 
     ok(run)
     first = agent_steps(model_server, run)[0]
@@ -161,6 +172,7 @@ def test_second_turn_step_zero_recalls_the_new_prompt_not_the_previous_one(
         "    - id: e2e-followup\n"
         f"      name: {json.dumps(str(FOLLOWUP_PLUGIN))}\n"
         f"      config: {json.dumps(config)}\n"
+        + PATIENT_RECALL
     )
 
     run = headless(stratagate, model_server, STAGING_PROMPT, work, patches=[patch])
