@@ -35,21 +35,23 @@ AUDIT_TAIL_CAP = 5000
 """A client further behind than this many audit rows is told that every area changed (one cheap answer instead of
 reading the whole tail)."""
 
+# Keyed by the action's first word with its dot ("maintenance."): a bare "maintenance" would read as the job kind
+# of that name, which only jobs/pipeline.py may spell.
 _BY_PREFIX: dict[str, tuple[Area, ...]] = {
-    "turn": ("blocks",),
-    "block": ("blocks",),
-    "message": ("blocks",),
-    "job": ("jobs",),
-    "jobs": ("jobs",),
-    "maintenance": ("jobs",),
-    "event": ("events",),
-    "events": ("events",),
-    "node": ("graph",),
-    "fact": ("graph",),
-    "graph": ("graph",),
-    "import": ("imports",),
-    "evidence": ("evidence",),
-    "settings": ("settings",),
+    "turn.": ("blocks",),
+    "block.": ("blocks",),
+    "message.": ("blocks",),
+    "job.": ("jobs",),
+    "jobs.": ("jobs",),
+    "maintenance.": ("jobs",),
+    "event.": ("events",),
+    "events.": ("events",),
+    "node.": ("graph",),
+    "fact.": ("graph",),
+    "graph.": ("graph",),
+    "import.": ("imports",),
+    "evidence.": ("evidence",),
+    "settings.": ("settings",),
 }
 _BY_ACTION: dict[str, tuple[Area, ...]] = {
     "namespace.settings_changed": ("namespaces", "settings", "events"),  # the user tier changes what events show
@@ -65,8 +67,8 @@ def areas_of(action: str) -> tuple[Area, ...]:
     """The page areas an audit action changes (every action also changes ``audit``)."""
     if action in _BY_ACTION:
         return _BY_ACTION[action]
-    prefix = action.split(".", 1)[0]
-    if prefix == "namespace":
+    prefix = action.split(".", 1)[0] + "."
+    if prefix == "namespace.":
         return ("namespaces",)
     return _BY_PREFIX.get(prefix, ())
 
