@@ -550,6 +550,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stratagate: {exc}", file=sys.stderr)
         return 2
     if args.command == "serve":
+        from stratagate import tokens
+
+        tokens.warm_up()  # first: the build overlaps the imports below instead of stalling the serving loop
         from stratagate.context.settings import parse_config
 
         try:
