@@ -9,9 +9,8 @@ import asyncio
 import time
 from pathlib import Path
 
-from support.sidecar import SidecarClient
-
 from stratagate.stalls import STALL_MS, StallMonitor
+from support.sidecar import SidecarClient
 
 
 async def test_a_blocked_loop_is_counted_as_one_stall() -> None:
@@ -20,13 +19,29 @@ async def test_a_blocked_loop_is_counted_as_one_stall() -> None:
     monitor.start()
     try:
         await seen.get()  # running
-        time.sleep(0.06)  # the stimulus: hold the loop (not a synchronisation)
+        time.sleep(0.06)  # noqa: ASYNC251  (the stimulus: hold the loop; not a synchronisation)
         lateness = await seen.get()
         assert lateness >= 60 - monitor.interval_s * 1000 > STALL_MS
         info = monitor.info()
         assert info["stalls_over_20ms"] >= 1
         assert info["max_stall_ms"] >= lateness - 0.1
         assert info["ticks"] >= 2 and info["since"]
+        assert info["busy_over_20ms"] == 0  # sleeping holds the loop without using its CPU
+    finally:
+        monitor.stop()
+
+
+async def test_cpu_work_on_the_loop_is_counted_as_busy() -> None:
+    seen: asyncio.Queue[float] = asyncio.Queue()
+    monitor = StallMonitor(observer=seen.put_nowait)
+    monitor.start()
+    try:
+        await seen.get()
+        spent = time.thread_time()
+        while time.thread_time() - spent < 0.06:  # 60 ms of this thread's CPU, however long that takes
+            pass
+        await seen.get()
+        assert monitor.max_busy_ms >= 60 and monitor.busy_stalls >= 1
     finally:
         monitor.stop()
 
@@ -49,7 +64,9 @@ async def test_system_info_reports_the_loop_and_the_tokenizer(tmp_path: Path) ->
         })  # fmt: skip
         info = await client.call("system.info")
         loop = info["loop"]
-        assert set(loop) == {"interval_ms", "max_stall_ms", "stalls_over_20ms", "ticks", "since"}
+        assert set(loop) == {
+            "interval_ms", "max_stall_ms", "stalls_over_20ms", "max_busy_ms", "busy_over_20ms", "ticks", "since"
+        }  # fmt: skip
         assert loop["interval_ms"] == 10 and loop["max_stall_ms"] >= 0 and loop["stalls_over_20ms"] >= 0
         assert isinstance(loop["since"], str)
         assert info["tokens"]["ready"] is True

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.sidecar import SidecarClient
 
 from stratagate.tokens import cache, deepseek
+from support.sidecar import SidecarClient
 
 TEXTS = [
     "hello world",

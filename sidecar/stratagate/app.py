@@ -137,10 +137,11 @@ class App:
         self.stalls.start()
         await self.db.open()
         self.user_settings = await user_settings.apply_at_start(self.db, self.settings)
-        # The tokenizer is built off the event loop (cli.py starts it before the heavy imports: tokens.warm_up());
-        # captures await it, pings do not.
+        # The tokenizer is built off the event loop (`stratagate serve` has it built before the loop serves, cli.py
+        # _warm_ups; an App started otherwise builds it here, in a thread); captures await it, pings do not.
         self.tokens_ready = _warm_up(count_tokens, "warm up")
-        # The secret detector (detect-secrets' patterns, ~150 ms to import) too: the first ping never waits for it.
+        # The secret detector (detect-secrets' patterns, ~150 ms to import) too (also built early by cli.py: the
+        # first writes wait for it on the loop otherwise).
         self.secrets_ready = _warm_up(secrets.warm)
         if not self.settings.zero_model:
             self.model_ready = _warm_up(preload_model_route, self.settings)

@@ -3,12 +3,17 @@
 Anything that holds the loop (CPU work on it, a blocking call, a C extension keeping the GIL in another thread)
 delays every callback, so the lateness of one repeating ``call_at`` is a cheap, always-on measure of it (the idea
 of Node's ``monitorEventLoopDelay``). A stall of S ms shows as a lateness of at least S - INTERVAL_MS.
+
+Lateness also grows when the machine is overloaded (the process is not scheduled) or another thread holds the
+GIL. So each tick also records the CPU time the loop's own thread spent since the previous one ("busy"): the
+length of our own work on the loop, which a loaded machine barely inflates.
 Reported by ``system.info`` as ``loop`` (docs/protocol.md).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -25,6 +30,9 @@ class StallMonitor:
         self.observer = observer  # called with each tick's lateness in ms (tests wait on it)
         self.max_stall_ms = 0.0
         self.stalls = 0
+        self.max_busy_ms = 0.0
+        self.busy_stalls = 0
+        self._cpu = 0.0
         self.ticks = 0
         self.since: str | None = None
         self._handle: asyncio.TimerHandle | None = None
@@ -34,6 +42,7 @@ class StallMonitor:
         loop = asyncio.get_running_loop()
         self.since = to_iso(datetime.now(UTC))
         self._due = loop.time() + self.interval_s
+        self._cpu = time.thread_time()
         self._handle = loop.call_at(self._due, self._tick, loop)
 
     def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -44,6 +53,13 @@ class StallMonitor:
             self.max_stall_ms = late_ms
         if late_ms > STALL_MS:
             self.stalls += 1
+        cpu = time.thread_time()
+        busy_ms = (cpu - self._cpu) * 1000
+        self._cpu = cpu
+        if busy_ms > self.max_busy_ms:
+            self.max_busy_ms = busy_ms
+        if busy_ms > STALL_MS:
+            self.busy_stalls += 1
         self._due = now + self.interval_s  # measured from now: one long stall counts once, not once per interval
         self._handle = loop.call_at(self._due, self._tick, loop)
         if self.observer is not None:
@@ -59,6 +75,8 @@ class StallMonitor:
             "interval_ms": round(self.interval_s * 1000, 3),
             "max_stall_ms": round(self.max_stall_ms, 1),
             "stalls_over_20ms": self.stalls,
+            "max_busy_ms": round(self.max_busy_ms, 1),
+            "busy_over_20ms": self.busy_stalls,
             "ticks": self.ticks,
             "since": self.since,
         }

@@ -53,6 +53,8 @@ class LoopInfo(Result):
     interval_ms: Number
     max_stall_ms: Number
     stalls_over_20ms: int
+    max_busy_ms: Number
+    busy_over_20ms: int
     ticks: int
     since: str | None
 

@@ -23,7 +23,7 @@ import tiktoken
 from stratagate.tokens.cache import load_vocabulary
 from stratagate.tokens.deepseek import encoding_from
 
-__all__ = ["count_tokens", "decode", "encode", "get_encoding", "status", "warm_up"]
+__all__ = ["count_tokens", "decode", "encode", "get_encoding", "status"]
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def build_encoding() -> tiktoken.Encoding:
     vocabulary = load_vocabulary()
     _source = vocabulary.source
     # One step that holds the GIL for ~150 ms (tiktoken's CoreBPE takes the vocabulary item by item through
-    # pyo3): warm_up() runs it before the event loop serves.
+    # pyo3): `stratagate serve` runs it while it imports, before its event loop serves (cli.py _warm_ups).
     enc = encoding_from(vocabulary.ranks, vocabulary.special)
     del vocabulary
     # tiktoken's CoreBPE holds its own copy of the vocabulary; the Encoding keeps the dict only for pickling,
@@ -99,13 +99,6 @@ def _get_state() -> _State:
                 _build_s = time.perf_counter() - started
             state = _state
     return state
-
-
-def warm_up() -> None:
-    """Build the encoding in a daemon thread, now (start it before the heavy imports of start-up: the build then
-    overlaps them instead of holding the GIL while the event loop serves)."""
-    if _state is None:
-        threading.Thread(target=_get_state, name="tokenizer warm-up", daemon=True).start()
 
 
 def status() -> dict[str, Any]:
