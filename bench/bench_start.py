@@ -2,6 +2,7 @@
 RSS after the first activation, event-loop stalls (system.info `loop`), dense off and on.
 
 Run from the repo root:  .venv/bin/python bench/bench_start.py [--events 10000] [--runs 5] [--tree PATH ...]
+                         [--db EVENTS.db --namespace NAME]  (an existing database, e.g. bench_scale.py's)
 
 A database with ``--events`` memories (`memory_remember`, each projected into the graph) is built once in
 ``--workdir`` (kept for the next run) and copied before every start. Each run spawns `python -m stratagate serve`
@@ -37,7 +38,7 @@ from bench_activation import NS, memory_text  # noqa: E402
 from conftest import turn  # noqa: E402
 from support.sidecar import SidecarClient  # noqa: E402
 
-RENDER = {"namespace": NS, "session": "reader", "query": "which package manager do we install with?"}
+QUERY = "which package manager do we install with?"
 
 
 def rss_mb(pid: int) -> float:
@@ -134,25 +135,26 @@ class Child:
         self.reader.cancel()
 
 
-def capture_params(k: int) -> dict[str, Any]:
-    return turn(100 + k, namespace=NS, session="bench-start", user=f"first turn after start {k}: use pnpm")
+def capture_params(k: int, namespace: str) -> dict[str, Any]:
+    return turn(100 + k, namespace=namespace, session="bench-start", user=f"first turn after start {k}: use pnpm")
 
 
-async def one_run(tree: Path, base_db: Path, work: Path, dense: bool, k: int) -> dict[str, float]:
+async def one_run(tree: Path, base_db: Path, work: Path, dense: bool, k: int, namespace: str) -> dict[str, float]:
     out: dict[str, float] = {}
+    render_params = {"namespace": namespace, "session": "reader", "query": QUERY}
     db = work / "run.db"
     for suffix in ("", "-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)
     shutil.copyfile(base_db, db)
     started = time.perf_counter()
     child = await Child.spawn(tree, db, dense, work / "pyc")
-    render = child.send("activation.render", RENDER)
+    render = child.send("activation.render", render_params)
     await asyncio.wait_for(render, 120)
     out["cold_render_ms"] = (time.perf_counter() - started) * 1000
     out["rss_first_render_mb"] = rss_mb(child.proc.pid)
     out["cpu_first_render_ms"] = cpu_ms(child.proc.pid)
     t = time.perf_counter()
-    await child.call("turn.capture", capture_params(k))
+    await child.call("turn.capture", capture_params(k, namespace))
     out["capture_after_cold_render_ms"] = (time.perf_counter() - t) * 1000
     await asyncio.sleep(3)  # let the warm-ups (tokenizer, secrets, model route, dense) finish
     out["rss_settled_mb"] = rss_mb(child.proc.pid)
@@ -160,6 +162,7 @@ async def one_run(tree: Path, base_db: Path, work: Path, dense: bool, k: int) ->
     loop = info.get("loop") or {}
     out["max_stall_ms"] = loop.get("max_stall_ms", float("nan"))
     out["stalls_over_20ms"] = loop.get("stalls_over_20ms", float("nan"))
+    out["max_busy_ms"] = loop.get("max_busy_ms", float("nan"))
     await child.close()
 
     for suffix in ("", "-wal", "-shm"):
@@ -170,10 +173,10 @@ async def one_run(tree: Path, base_db: Path, work: Path, dense: bool, k: int) ->
     await child.call("system.ping")
     out["ping_ms"] = (time.perf_counter() - started) * 1000
     t = time.perf_counter()
-    await child.call("turn.capture", capture_params(k))
+    await child.call("turn.capture", capture_params(k, namespace))
     out["first_capture_ms"] = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
-    await child.call("activation.render", RENDER)
+    await child.call("activation.render", render_params)
     out["first_render_ms"] = (time.perf_counter() - t) * 1000
     await child.close()
     return out
@@ -190,6 +193,7 @@ COLUMNS = [
     ("capture_after_cold_render_ms", "capture after cold render ms", ".1f"),
     ("max_stall_ms", "max loop stall ms", ".1f"),
     ("stalls_over_20ms", "stalls > 20 ms", ".0f"),
+    ("max_busy_ms", "max loop busy ms", ".1f"),
 ]
 
 
@@ -200,20 +204,24 @@ async def main() -> None:
     parser.add_argument("--tree", type=Path, action="append", help="checkout(s) to run (default: this one)")
     parser.add_argument("--dense", choices=["off", "on", "both"], default="both")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/stratagate-bench-start"))
+    parser.add_argument("--db", type=Path, help="use this database (copied, never written) instead of building one")
+    parser.add_argument("--namespace", default=NS, help="namespace the renders and captures use (with --db)")
     args = parser.parse_args()
     trees = args.tree or [REPO]
     work: Path = args.workdir
     work.mkdir(parents=True, exist_ok=True)
-    base_db = work / f"events-{args.events}.db"
-    await build_db(base_db, args.events)
+    base_db = args.db or work / f"events-{args.events}.db"
+    if args.db is None:
+        await build_db(base_db, args.events)
     modes = {"off": [False], "on": [True], "both": [False, True]}[args.dense]
     results: dict[tuple[str, bool], list[dict[str, float]]] = {}
     for k in range(args.runs):  # interleaved: trees and modes see the same machine load
         for dense in modes:
             for tree in trees:
-                results.setdefault((str(tree), dense), []).append(await one_run(tree, base_db, work, dense, k))
+                run = await one_run(tree, base_db, work, dense, k, args.namespace)
+                results.setdefault((str(tree), dense), []).append(run)
     print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"{args.events} events; medians of {args.runs} runs (min–max)\n")
+          f"{base_db.name}; medians of {args.runs} runs (min–max)\n")
     print("| tree | dense | " + " | ".join(title for _, title, _ in COLUMNS) + " |")
     print("|---|---|" + "---:|" * len(COLUMNS))
     for (tree, dense), runs in results.items():
