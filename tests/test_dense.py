@@ -119,44 +119,6 @@ def test_paraphrase_is_closer_than_an_unrelated_sentence(encoder: dense.Encoder)
 # --- availability ---------------------------------------------------------------------------------------------------
 
 
-SPECIALS = ["[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]"]
-
-
-@pytest.fixture(scope="module")
-def reference_tokenizer() -> Any:
-    from tokenizers import Tokenizer
-
-    folder = dense.model_dir()
-    assert folder is not None
-    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    tokenizer.enable_truncation(256)
-    tokenizer.no_padding()
-    return tokenizer
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    st.lists(
-        st.one_of(
-            st.text(max_size=30),
-            st.sampled_from([*SPECIALS, "[", "]", "[mask]", "##", " ", "\t", "é", "e\u0301", "中文", "🥰", "\x00"]),
-        ),
-        max_size=12,
-    ).map("".join)
-)
-def test_word_pieces_equal_the_tokenizer_json_pipeline(encoder: dense.Encoder, reference_tokenizer: Any, text: str):
-    """Encoder.tokenize skips the added-token table of tokenizer.json (it held the GIL at load) and splits the
-    literal special tokens itself: the ids must equal the whole tokenizer's, truncation included."""
-    assert encoder.tokenize([text]) == [reference_tokenizer.encode(text.strip()).ids]
-
-
-def test_word_pieces_of_long_texts_and_the_fixture_equal_the_tokenizer(
-    encoder: dense.Encoder, reference_tokenizer: Any
-):
-    texts = [*REFERENCE["sentences"], "[MASK] " * 300, "word " * 400 + "[SEP]", "[[MASK]]" * 90]
-    assert encoder.tokenize(texts) == [e.ids for e in reference_tokenizer.encode_batch([t.strip() for t in texts])]
-
-
 def test_weights_are_read_as_safetensors_reads_them():
     safetensors_numpy = pytest.importorskip("safetensors.numpy")
     folder = dense.model_dir()

@@ -213,37 +213,6 @@ def _read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _load_tokenizer(tokenizer_class: Any, path: Path) -> tuple[Any, dict[str, int], tuple[int, int]]:
-    """The word-piece tokenizer of ``tokenizer.json`` without its added tokens, the special tokens' ids by text,
-    and the [CLS]/[SEP] ids of its post-processor. Checks the file has the shape ``Encoder.tokenize`` mirrors."""
-    spec = _read_json(path)
-    post = spec.get("post_processor") or {}
-    single = [next(iter(step.values())).get("id") for step in post.get("single", [])]
-    if post.get("type") != "TemplateProcessing" or len(single) != 3 or single[1] != "A":
-        raise ValueError(f"unsupported post-processor in {path} (expected [CLS] A [SEP])")
-    cls_sep = (post["special_tokens"][single[0]]["ids"][0], post["special_tokens"][single[2]]["ids"][0])
-    added = spec.pop("added_tokens", [])
-    if any(t.get("normalized") or t.get("single_word") or t.get("lstrip") or t.get("rstrip") for t in added):
-        raise ValueError(f"unsupported added tokens in {path} (only plain special tokens are mirrored)")
-    spec["truncation"] = spec["padding"] = spec["post_processor"] = None
-    tokenizer = tokenizer_class.from_str(json.dumps(spec))
-    return tokenizer, {t["content"]: int(t["id"]) for t in added}, cls_sep
-
-
-def _split_specials(text: str, specials: dict[str, int]) -> list[tuple[str, int | None]]:
-    """``text`` cut at each literal special token, leftmost first and the longest at a place (as the tokenizer's
-    added-token matcher): ``[(text, None) | ("", token id)]``."""
-    out: list[tuple[str, int | None]] = []
-    start = pos = 0
-    while specials and (pos := min((i for i in (text.find(t, start) for t in specials) if i >= 0), default=-1)) >= 0:
-        token = max((t for t in specials if text.startswith(t, pos)), key=len)
-        out.append((text[start:pos], None))
-        out.append(("", specials[token]))
-        start = pos + len(token)
-    out.append((text[start:], None))
-    return out
-
-
 class _Tensors:
     """Reads a ``.safetensors`` file (8-byte header length, JSON header, raw little-endian data) without
     ``safetensors.load_file``, which held the GIL for ~0.25 s while it read every tensor (an event-loop stall):
@@ -320,7 +289,13 @@ class Encoder:
         st_config = _read_json(folder / "sentence_bert_config.json")
         self.max_tokens = min(int(st_config.get("max_seq_length", 256)), int(config["max_position_embeddings"]))
 
-        self._tokenizer, self._specials, self._cls_sep = _load_tokenizer(Tokenizer, folder / "tokenizer.json")
+        # Building it holds the GIL (~40 ms of CPU in the Rust constructor; with or without the added tokens).
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        # tokenizer.json itself says truncate and pad to 128; sentence-transformers truncates at max_seq_length
+        # and pads to the longest input of each batch. We pad ourselves.
+        tokenizer.enable_truncation(self.max_tokens)
+        tokenizer.no_padding()
+        self._tokenizer = tokenizer
         w = _Tensors(folder / "model.safetensors")
         prefix = "bert." if "bert.embeddings.word_embeddings.weight" in w else ""
 
@@ -361,27 +336,8 @@ class Encoder:
     # -- public
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
-        """Word-piece ids with [CLS]/[SEP], truncated to ``max_tokens`` (as sentence-transformers, which strips).
-
-        What ``Tokenizer.from_file(tokenizer.json)`` with truncation gives, computed without its added-token
-        table (building that table held the GIL for ~0.1 s, an event-loop stall): the literal special tokens
-        ("[MASK]", …) are split off here, the pieces between them tokenised without specials (the normaliser
-        and pre-tokeniser run per piece there too), then [CLS] … [SEP] around the first ``max_tokens - 2``.
-        """
-        cls, sep = self._cls_sep
-        body = self.max_tokens - 2
-        out = []
-        for text in texts:
-            ids: list[int] = []
-            for piece, special in _split_specials(text.strip(), self._specials):
-                if special is not None:
-                    ids.append(special)
-                elif piece:
-                    ids.extend(self._tokenizer.encode(piece, add_special_tokens=False).ids)
-                if len(ids) >= body:
-                    break
-            out.append([cls, *ids[:body], sep])
-        return out
+        """Word-piece ids with [CLS]/[SEP], truncated to ``max_tokens`` (as sentence-transformers, which strips)."""
+        return [enc.ids for enc in self._tokenizer.encode_batch([t.strip() for t in texts])]
 
     def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         """Unit-length float32 embeddings, one row per text, in input order. Blocking (run it in a thread)."""
