@@ -195,6 +195,28 @@ def _one_blas_thread() -> None:
         os.environ.setdefault(var, "1")
 
 
+_libc_trim: Any = None
+
+
+def release_memory() -> None:
+    """Give the allocator's free memory back to the system (glibc ``malloc_trim``; elsewhere a no-op).
+
+    A batch of long texts needs tens of MB of activations; glibc keeps freed blocks of that size in the thread's
+    arena (its mmap threshold rises after the first large free), so without this the sidecar kept the high-water
+    mark of every batch it ever encoded. Called in the encoding thread after each batch (ctypes drops the GIL).
+    """
+    global _libc_trim
+    if _libc_trim is None:
+        try:
+            import ctypes
+
+            _libc_trim = ctypes.CDLL(None).malloc_trim
+        except (OSError, AttributeError):
+            _libc_trim = False
+    if _libc_trim:
+        _libc_trim(0)
+
+
 def _reset_for_tests() -> None:
     """Forget the loaded encoder and any load error (tests only)."""
     global _encoder, _load_error, _load_seconds, _missing_cache, _enabled

@@ -65,6 +65,14 @@ QUERY_CACHE = 512  # query texts whose vectors are kept (1.5 KB each): an agent 
 _executors: dict[str, ThreadPoolExecutor] = {}
 
 
+def _encode_batch(encoder: Any, texts: list[str]) -> Any:
+    """The embedding job's encode, in its thread: then the batch's activations go back to the system."""
+    try:
+        return encoder.encode(texts)
+    finally:
+        dense.release_memory()
+
+
 def _run_in(name: str, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
     pool = _executors.get(name)
     if pool is None:
@@ -601,7 +609,7 @@ class DenseIndex:
 
     async def _embed(self, encoder: Any, namespace_id: int, kind: str, items: list[tuple[int, str]]) -> None:
         texts = [text for _, text in items if text.strip()]
-        encoded = await _run_in("embed", encoder.encode, texts) if texts else []
+        encoded = await _run_in("embed", _encode_batch, encoder, texts) if texts else []
         it = iter(encoded)
         vectors = [next(it) if text.strip() else None for _, text in items]
         async with self._db.transaction() as conn:
