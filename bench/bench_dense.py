@@ -6,6 +6,7 @@ Run from the repo root:
         [--reference-python /tmp/stref/bin/python] [--write-fixture tests/fixtures/minilm_reference.json]
     .venv/bin/python bench/bench_dense.py --sidecar [--turns 300]
     .venv/bin/python bench/bench_dense.py --search [--rounds 3] [--code /path/to/other/checkout/sidecar]
+    .venv/bin/python bench/bench_dense.py --load [--rounds 3] [--code /path/to/other/checkout/sidecar]
 
 Each encoder runs in a fresh child process, so cold load time and RSS are its own: the child reports the time to
 import and load the model, resident memory before/after loading and the peak, single-sentence latency, and
@@ -22,7 +23,10 @@ Turns are ``bench_capture.make_turn`` (user, two tool records with a 2.4 KB grep
 with dense off and on: p50/p99 of each question asked for the first time (a new query text: its encoding is not
 cached), then the same questions asked again (cached), the sidecar's RSS after its first search and at the end,
 recall@10, and the longest event-loop stall the sidecar saw (``system.info`` ``loop``, when it reports one).
-``--code DIR`` runs another checkout's ``sidecar`` folder (e.g. main's) in the same run for a before/after.
+``--load`` reopens a database with a backlog with dense on (the start-up catch-up loads the model) and times one
+capture right after start and ``system.ping`` round trips until the model is loaded (the longest is the longest
+event-loop stall). ``--code DIR`` runs another checkout's ``sidecar`` folder (e.g. main's) in the same run for a
+before/after.
 Prints Markdown tables and the command that produced them.
 """
 
@@ -350,6 +354,74 @@ def search_bench(codes: list[Path | None], rounds: int) -> None:
         )
 
 
+# --- the event loop while the model loads -------------------------------------------------------------------------
+
+
+async def _load_run(code: Path | None) -> dict:
+    """A database with a backlog (captured with dense off), reopened with dense on: the start-up catch-up loads
+    the model in the background. Meanwhile: one turn.capture right after start, then system.ping back to back;
+    the longest ping round trip is the longest the loop was held."""
+    import tempfile
+
+    sys.path.insert(0, str(REPO / "tests"))
+    sys.path.insert(0, str(REPO / "bench"))
+    from bench_capture import make_turn
+    from support.sidecar import SidecarClient
+
+    code_env = {"PYTHONPATH": str(code)} if code else {}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "m.db"
+        client = await SidecarClient.start(db, env={"STRATAGATE_DENSE": "off", "STRATAGATE_BLOCK_TURNS": "1000"}
+                                           | code_env)
+        for i in range(20):
+            await client.call("turn.capture", make_turn(i))
+        await client.close()
+        client = await SidecarClient.start(db, env={"STRATAGATE_DENSE": "on", "STRATAGATE_BLOCK_TURNS": "1000"}
+                                           | code_env)
+        try:
+            t = time.perf_counter()
+            await client.call("turn.capture", make_turn(100))
+            first_capture = time.perf_counter() - t
+            pings = []
+            loaded_at = None
+            start = time.perf_counter()
+            while time.perf_counter() - start < 20:
+                t = time.perf_counter()
+                await client.call("system.ping")
+                pings.append(time.perf_counter() - t)
+                if loaded_at is None and len(pings) % 20 == 0:
+                    info = (await client.call("system.info"))["dense"]
+                    if info["loaded"]:
+                        loaded_at = time.perf_counter() - start
+                        break
+            return {
+                "code": str(code) if code else "this checkout",
+                "first_capture_ms": first_capture * 1000,
+                "pings": len(pings),
+                "ping_p50_ms": statistics.median(pings) * 1000,
+                "ping_max_ms": max(pings) * 1000,
+                "loaded_after_s": loaded_at,
+            }
+        finally:
+            await client.close()
+
+
+def load_bench(codes: list[Path | None], rounds: int) -> None:
+    import asyncio
+
+    rows = [asyncio.run(_load_run(code)) for _ in range(rounds) for code in codes]
+    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print("Command: " + " ".join(shlex.quote(a) for a in [".venv/bin/python", "bench/bench_dense.py", *sys.argv[1:]]))
+    print("20 turns captured with dense off, reopened with dense on (the catch-up loads the model); one capture, "
+          "then pings back to back until the model is loaded\n")
+    print("| code | first capture ms | pings | ping p50 ms | ping max ms | model loaded after s |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        loaded = "–" if r["loaded_after_s"] is None else f"{r['loaded_after_s']:.2f}"
+        print(f"| {r['code']} | {r['first_capture_ms']:.1f} | {r['pings']} | {r['ping_p50_ms']:.2f} "
+              f"| {r['ping_max_ms']:.1f} | {loaded} |")
+
+
 # --- parent side -----------------------------------------------------------------------------------------------
 
 
@@ -386,6 +458,7 @@ def main() -> None:
     parser.add_argument("--sidecar", action="store_true", help="measure a real sidecar with dense off and on")
     parser.add_argument("--turns", type=int, default=300, help="burst size for --sidecar (default 300)")
     parser.add_argument("--search", action="store_true", help="memory_search_raw at LoCoMo size, dense off and on")
+    parser.add_argument("--load", action="store_true", help="the event loop while the model loads at start-up")
     parser.add_argument("--rounds", type=int, default=3, help="passes over the questions for --search (default 3)")
     parser.add_argument(
         "--code", type=Path, action="append", default=[], help="also run this checkout's sidecar folder (--search)"
@@ -401,6 +474,9 @@ def main() -> None:
         return
     if args.search:
         search_bench([*(c.resolve() for c in args.code), None], args.rounds)
+        return
+    if args.load:
+        load_bench([*(c.resolve() for c in args.code), None], args.rounds)
         return
 
     ref_python = reference_python(args)

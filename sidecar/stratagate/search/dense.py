@@ -173,6 +173,7 @@ def get_encoder() -> Encoder:
             # Here, in the loading thread: the first forward pass faults the weights in and sets BLAS up
             # (~0.1 s), which would otherwise land on the first search.
             encoder.encode(["warm up"])
+            release_memory()  # the raw (out, in) copies of the weights, freed after transposing
         except Exception as exc:
             _load_error = f"dense retrieval is unavailable: loading {MODEL_NAME} from {folder} failed: {exc}"
             raise DenseUnavailable(_load_error) from exc
