@@ -132,6 +132,41 @@ def test_weights_are_read_as_safetensors_reads_them():
     assert np.array_equal(tensors.mapped(word), expected[word])
 
 
+def _safetensors_file(path: Path, tensors: dict[str, tuple[str, list[int], bytes]]) -> Path:
+    header: dict[str, Any] = {"__metadata__": {"format": "np"}}
+    data = b""
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    path.write_bytes(len(text).to_bytes(8, "little") + text + data)
+    return path
+
+
+def test_the_weight_reader_reads_maps_and_refuses_what_it_cannot_read(tmp_path: Path):
+    matrix = np.arange(12, dtype="<f4").reshape(3, 4)
+    path = _safetensors_file(
+        tmp_path / "m.safetensors",
+        {"w": ("F32", [3, 4], matrix.tobytes()), "b": ("F32", [2], np.array([1.5, -2], "<f4").tobytes()),
+         "ids": ("I64", [2], np.array([0, 1], "<i8").tobytes())},
+    )
+    tensors = dense._Tensors(path)
+    assert "w" in tensors and "__metadata__" not in tensors
+    assert np.array_equal(tensors.read("w"), matrix) and tensors.read("w").flags.writeable
+    assert np.array_equal(tensors.read("b"), [1.5, -2.0])
+    assert np.array_equal(tensors.mapped("w"), matrix)
+    with pytest.raises(ValueError, match="only F32"):
+        tensors.read("ids")
+    path.write_bytes(path.read_bytes()[:-20])  # cut inside the data
+    with pytest.raises(ValueError, match="truncated"):
+        dense._Tensors(path).read("b")  # its last 4 bytes are gone
+
+
+def test_releasing_memory_is_safe_to_call_anywhere():
+    dense.release_memory()
+    dense.release_memory()
+
+
 def test_off_by_setting_says_so(monkeypatch: pytest.MonkeyPatch):
     dense.configure(False)
     assert "off" in (dense.available() or "")
