@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import mmap
 import os
 import struct
 import sys
@@ -205,6 +206,7 @@ def release_memory() -> None:
     A batch of long texts needs tens of MB of activations; glibc keeps freed blocks of that size in the thread's
     arena (its mmap threshold rises after the first large free), so without this the sidecar kept the high-water
     mark of every batch it ever encoded. Called in the encoding thread after each batch (ctypes drops the GIL).
+    Also drops the memory-mapped word-embedding pages the batch touched from this process's resident set.
     """
     global _libc_trim
     if _libc_trim is None:
@@ -216,6 +218,9 @@ def release_memory() -> None:
             _libc_trim = False
     if _libc_trim:
         _libc_trim(0)
+    if _encoder is not None:
+        # The word-embedding rows that batch read: every distinct word piece touched a page of the 45 MB table.
+        _encoder._weights_file.drop_pages()
 
 
 def _reset_for_tests() -> None:
@@ -249,6 +254,7 @@ class _Tensors:
         header.pop("__metadata__", None)
         self.base = 8 + size
         self.header: dict[str, Any] = header
+        self._map: mmap.mmap | None = None
 
     def __contains__(self, name: str) -> bool:
         return name in self.header
@@ -275,10 +281,20 @@ class _Tensors:
         return out
 
     def mapped(self, name: str) -> np.ndarray:
+        """A read-only view of the tensor in a memory map of the file (pages are read as they are touched)."""
         import numpy as np
 
         shape, offset, _ = self._where(name)
-        return np.memmap(self.path, dtype="<f4", mode="r", offset=offset, shape=shape)
+        if self._map is None:
+            with self.path.open("rb") as f:
+                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        return np.frombuffer(self._map, dtype="<f4", count=math.prod(shape), offset=offset).reshape(shape)
+
+    def drop_pages(self) -> None:
+        """Let the mapped pages go from this process's memory (they stay in the page cache; a later read faults
+        them back in for ~1 µs a page)."""
+        if self._map is not None and hasattr(mmap, "MADV_DONTNEED"):
+            self._map.madvise(mmap.MADV_DONTNEED)
 
 
 class Encoder:
@@ -336,6 +352,7 @@ class Encoder:
         # 30 522 × 384 float32 (45 MB), of which a text reads one row per word piece: memory-mapped, so only the
         # rows in use are resident (and they are clean file pages the kernel can drop).
         self._word = w.mapped(prefix + "embeddings.word_embeddings.weight")
+        self._weights_file = w
         self._position = get("embeddings.position_embeddings.weight")
         self._token_type0 = get("embeddings.token_type_embeddings.weight")[0].copy()
         self._emb_ln = norm("embeddings.LayerNorm")
