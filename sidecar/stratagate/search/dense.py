@@ -218,9 +218,10 @@ def release_memory() -> None:
             _libc_trim = False
     if _libc_trim:
         _libc_trim(0)
-    if _encoder is not None:
+    weights = getattr(_encoder, "_weights_file", None)
+    if weights is not None:
         # The word-embedding rows that batch read: every distinct word piece touched a page of the 45 MB table.
-        _encoder._weights_file.drop_pages()
+        weights.drop_pages()
 
 
 def _reset_for_tests() -> None:

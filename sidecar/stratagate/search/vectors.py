@@ -646,9 +646,9 @@ class DenseIndex:
         return future
 
     def _settled(self, text: str, future: asyncio.Future[Any]) -> None:
-        # A failed or cancelled encoding is not cached (and its exception counts as retrieved: a prefetch may
-        # have no reader).
-        if future.cancelled() or future.exception() is not None:
+        # A failed or cancelled encoding is not cached, nor "no vector" (dense unavailable), and the exception
+        # counts as retrieved (a prefetch may have no reader).
+        if future.cancelled() or future.exception() is not None or future.result() is None:
             if self._queries.get(text) is future:
                 del self._queries[text]
 
