@@ -155,7 +155,7 @@ async def test_index_first_ranking_equals_ranking_every_match(
             got = await store._best_matches(d.reader, match, where, params, wanted)
         finally:
             store.PREFILTER = original
-        assert got == [(int(r[0]), float(r[1])) for r in expected]
+        assert [(event_id, rank) for event_id, rank, _, _ in got] == [(int(r[0]), float(r[1])) for r in expected]
     finally:
         await d.close()
 

@@ -206,10 +206,10 @@ def _event_body(ev: EventRow, short: bool) -> str:
 
 
 async def _node_entry(
-    conn: aiosqlite.Connection, node: graph.NodeRow, sess: int | None, quote: Callable[[str], str], shown: set[str]
+    conn: aiosqlite.Connection, node: graph.NodeRow, sess: int | None, quote: Callable[[str], str], shown: set[str],
+    r: graph_read.Renderer,
 ) -> tuple[str, list[str]] | None:
     """A node with its current facts (and their ids); facts already shown under another node are not repeated."""
-    r = graph_read.Renderer(conn)
     state = [f for f in await graph_read.current_state(conn, node, sess, r) if f["id"] not in shown]
     if not state:
         return None
@@ -305,10 +305,11 @@ async def render_longterm(
         for node, _ in await graph_read.search(conn, ns, sess, match, None, CANDIDATES):
             nodes.setdefault(node.id, node)
     shown: set[str] = set()
+    renderer = graph_read.Renderer(conn)  # node names read once per render, not once per node shown
     for node in nodes.values():
         if len(node_entries) >= MAX_NODES:
             break
-        rendered = await _node_entry(conn, node, sess, quote, shown)
+        rendered = await _node_entry(conn, node, sess, quote, shown, renderer)
         if rendered is None:
             continue
         entry, fact_ids = rendered

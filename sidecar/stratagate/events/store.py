@@ -495,8 +495,8 @@ PREFILTER = 4
 
 async def _best_matches(
     conn: aiosqlite.Connection, match: str, where: list[str], params: list[Any], wanted: int
-) -> list[tuple[int, float]]:
-    """The ``wanted`` best (id, BM25) matches passing ``where``, best first (ties: newest first).
+) -> list[tuple[int, float, str, float | None]]:
+    """The ``wanted`` best (id, BM25, status, weight cap) matches passing ``where``, best first (ties: newest first).
 
     Ranked by the index alone first (half the cost of joining every match to its event row), then filtered; only
     when too few of those pass are all matches ranked with the filter (the same answer either way: a match outside
@@ -507,23 +507,26 @@ async def _best_matches(
         " ORDER BY rank, rowid DESC LIMIT ?",
         (match, pool),
     )
-    if top:
-        passing = {
-            int(r[0])
-            for r in await conn.execute_fetchall(
-                f"SELECT e.id FROM events e WHERE e.id IN ({', '.join('?' for _ in top)}) AND {' AND '.join(where)}",
-                (*[int(r[0]) for r in top], *params),
-            )
-        }
-        kept = [(int(r[0]), float(r[1])) for r in top if int(r[0]) in passing]
-        if len(kept) >= wanted or len(top) < pool:
-            return kept[:wanted]
+    if not top:
+        return []
+    passing = {
+        int(r[0]): (str(r[1]), r[2])
+        for r in await conn.execute_fetchall(
+            f"SELECT e.id, e.status, e.weight_cap FROM events e WHERE e.id IN ({', '.join('?' for _ in top)})"
+            f" AND {' AND '.join(where)}",
+            (*[int(r[0]) for r in top], *params),
+        )
+    }
+    kept = [(int(r[0]), float(r[1]), *passing[int(r[0])]) for r in top if int(r[0]) in passing]
+    if len(kept) >= wanted or len(top) < pool:
+        return kept[:wanted]
     rows = await conn.execute_fetchall(
-        "SELECT e.id, bm25(event_fts) AS rank FROM event_fts JOIN events e ON e.id = event_fts.rowid"
-        f" WHERE event_fts MATCH ? AND {' AND '.join(where)} ORDER BY rank, e.id DESC LIMIT ?",
+        "SELECT e.id, bm25(event_fts) AS rank, e.status, e.weight_cap FROM event_fts"
+        f" JOIN events e ON e.id = event_fts.rowid WHERE event_fts MATCH ? AND {' AND '.join(where)}"
+        " ORDER BY rank, e.id DESC LIMIT ?",
         (match, *params, wanted),
     )
-    return [(int(r[0]), float(r[1])) for r in rows]
+    return [(int(r[0]), float(r[1]), str(r[2]), r[3]) for r in rows]
 
 
 async def search(
@@ -569,27 +572,28 @@ async def search(
         )
         return [(EventRow.from_row(r), None) for r in rows]
     rare, common = await split_common(conn, match)
-    hits: list[tuple[int, float]] = []
+    hits: list[tuple[int, float, str, float | None]] = []
     if rare is not None:
         hits = await _best_matches(conn, rare, where, params, limit * 5)
     if not hits and common is not None:
         rows = await conn.execute_fetchall(
-            "SELECT e.id, bm25(event_fts) FROM event_fts JOIN events e ON e.id = event_fts.rowid"
-            f" WHERE event_fts MATCH ? AND {' AND '.join(where)} ORDER BY event_fts.rowid DESC LIMIT ?",
+            "SELECT e.id, bm25(event_fts), e.status, e.weight_cap FROM event_fts JOIN events e"
+            f" ON e.id = event_fts.rowid WHERE event_fts MATCH ? AND {' AND '.join(where)}"
+            " ORDER BY event_fts.rowid DESC LIMIT ?",
             (common, *params, limit * 5),
         )
-        hits = [(int(r[0]), float(r[1])) for r in rows]
-    rank_of = dict(hits)
+        hits = [(int(r[0]), float(r[1]), str(r[2]), r[3]) for r in rows]
+    # Ties (BM25 is ~0 when every event holds the words) go to current events, then the newest. Ordered on the
+    # ranks, status and cap; whole rows are read for the ``limit`` kept only.
+    order = sorted(
+        ((-rank * (cap if cap is not None else 1.0), status, event_id) for event_id, rank, status, cap in hits),
+        key=lambda t: (-t[0], t[1] == "superseded", -t[2]),
+    )[:limit]
     rows = await conn.execute_fetchall(
-        f"{_SELECT} WHERE e.id IN ({', '.join('?' for _ in rank_of)})", list(rank_of)
-    ) if rank_of else []
-    scored = []
-    for r in rows:
-        ev = EventRow.from_row(r)
-        scored.append((ev, -rank_of[ev.id] * (ev.weight_cap if ev.weight_cap is not None else 1.0)))
-    # Ties (BM25 is ~0 when every event holds the words) go to current events, then the newest.
-    scored.sort(key=lambda pair: (-(pair[1] or 0.0), pair[0].status == "superseded", -pair[0].id))
-    scored = scored[:limit]
+        f"{_SELECT} WHERE e.id IN ({', '.join('?' for _ in order)})", [t[2] for t in order]
+    ) if order else []
+    by_id = {ev.id: ev for ev in (EventRow.from_row(r) for r in rows)}
+    scored: list[tuple[EventRow, float | None]] = [(by_id[t[2]], t[0]) for t in order if t[2] in by_id]
     if f.temporal_intent in ("first", "latest"):
         # The relevant set, told in time order: "when did we first…" / "what is the latest…".
         scored.sort(key=lambda pair: (pair[0].happened_start or pair[0].mentioned_at, pair[0].id),
