@@ -169,3 +169,34 @@ async def test_near_duplicate_is_found_through_its_numbers(db: Database):
         assert await store.near_duplicate(conn, 1, 1, "Service 17 listens on port 8018 behind the proxy.") is None
         # No forgotten event at all: the tombstone check answers from the index without a search.
         assert await store.near_duplicate(conn, 1, 1, "Service 17 listens on port 8017", ("forgotten",)) is None
+
+
+async def test_set_based_graph_reads_agree_with_the_per_node_ones(db: Database):
+    from stratagate.graph import read as graph_read
+    from stratagate.graph import store as graph_store
+    from stratagate.tools.event_tools import _project_now
+
+    texts = ["The project uses npm", "We switched to pnpm", "The project uses docker", "The project uses redis",
+             "We stopped using redis"]
+    async with db.transaction() as conn:
+        ns = await ensure_namespace(conn, "proj")
+        for session, scope in (("s1", "project"), ("s2", "session")):
+            sess, _ = await ensure_session(conn, ns, session)
+            options = Options(namespace_id=ns, session_id=sess, origin="remember", actor="agent",
+                              on_tombstone="refuse", on_exact_duplicate="keep", unknown_target="error",
+                              projector=_project_now)
+            for t in texts if scope == "project" else ["The project uses vitest"]:
+                await admit(conn, [Candidate(statement=t, scope=scope, mentioned_at=datetime.now(UTC),
+                                             sources=[Source(call_id="c", quote=t)])], options)
+    conn = db.reader
+    nodes = [graph_store.NodeRow.model_validate(dict(r))
+             for r in await conn.execute_fetchall("SELECT * FROM graph_nodes ORDER BY id")]
+    assert len(nodes) >= 5
+    for session in (None, 1, 2):
+        one_by_one = {n.id for n in nodes if await graph_read.node_visible(conn, n, session)}
+        assert await graph_read.visible_nodes(conn, [n.id for n in nodes], session) == one_by_one
+        for node in nodes:  # current facts in SQL = every fact filtered in Python, same order
+            every = [f for f in await graph_store.facts_of_node(conn, node.id) if f.status in ("active", "disputed")]
+            assert await graph_store.current_facts_of_node(conn, node.id) == every
+    assert {n.name for n in nodes if n.id not in await graph_read.visible_nodes(conn, [n.id for n in nodes], 1)} \
+        >= {"vitest"}
