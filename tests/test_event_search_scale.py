@@ -200,3 +200,35 @@ async def test_set_based_graph_reads_agree_with_the_per_node_ones(db: Database):
             assert await graph_store.current_facts_of_node(conn, node.id) == every
     assert {n.name for n in nodes if n.id not in await graph_read.visible_nodes(conn, [n.id for n in nodes], 1)} \
         >= {"vitest"}
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(uses=st.lists(st.tuples(st.integers(0, 7), st.sampled_from([1, 2]), st.integers(1, 9)), max_size=12))
+async def test_event_weights_equal_weight_of_one_by_one(uses: list[tuple[int, int, int]]):
+    """Activation scales its candidates by ``event_weights`` (five statements for all of them): the same numbers
+    ``weight_of`` gives one event at a time, for any use receipts, in any session, of either namespace."""
+    from stratagate.evidence import weights
+
+    d = Database(Path(tempfile.mkdtemp()) / "memory.db")
+    await d.open()
+    try:
+        await remember(d, [f"memory number {i} about tools" for i in range(6)], user_every=3)
+        await remember(d, ["another namespace's memory", "its user preference"], "other", user_every=2)
+        async with d.transaction() as conn:
+            await ensure_session(conn, 1, "s2")
+            await conn.execute("UPDATE sessions SET turn_count = 10 WHERE id = 1")  # distances from the session clock
+            await conn.execute("UPDATE events SET pinned = 1 WHERE id = 2")
+            await conn.execute("UPDATE events SET status = 'superseded', successor_id = 4 WHERE id = 3")
+            for event, session, turn in uses:
+                if event + 1 <= 8:
+                    await weights.reinforce(conn, 1, session, "event", event + 1, turn)
+        every = list(range(1, 10))
+        for session in (None, 1, 2):
+            expected = {}
+            for event_id in every:
+                w = await weights.weight_of(d.reader, 1, session, "event", event_id)
+                if w is not None:
+                    expected[event_id] = w["weight"]
+            assert await weights.event_weights(d.reader, 1, session, every) == expected
+    finally:
+        await d.close()
