@@ -48,7 +48,10 @@ async def split(
     total = await _scalar(conn, "SELECT max(id) FROM events")  # ids are event_fts rowids: ≥ the row count
     if total < min_rows:
         return list(terms), []
-    cache = _counts.setdefault(conn, {})
+    try:
+        cache = _counts.setdefault(conn, {})
+    except TypeError:  # a connection type without weak references: count every time (right, only slower)
+        cache = {}
     if len(cache) > MAX_CACHED:
         cache.clear()
     keep, common = [], []
