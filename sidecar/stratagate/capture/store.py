@@ -1,4 +1,5 @@
-"""turn.capture: one transaction writes the turn, its messages, search terms, any sealed block and audit."""
+"""turn.capture: one transaction writes the turn, its messages, search terms, any sealed block and audit
+(shared with the captures queued beside it: storage/group.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from stratagate.config import Settings
 from stratagate.errors import STORAGE_ERROR, DomainError
 from stratagate.safety.secrets import redact_text, redact_value
 from stratagate.storage.db import ITEMS_ADDED, Database, StorageError, audit, on_commit
+from stratagate.storage.group import group_commit
 from stratagate.storage.lookup import ensure_namespace, ensure_session
 from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso, to_iso
@@ -72,11 +74,13 @@ async def capture_turn(
     place = current_place.get()
     if place is not None:
         await place.wait_turn()  # arrival order, whatever this capture awaited before (capture/order.py)
+    # Group commit: captures queued while a commit is in flight share the next transaction, each in its own
+    # savepoint; the answer comes after the COMMIT that holds this turn (acknowledged = on disk).
+    done = group_commit(db).submit(lambda conn: _capture(conn, settings, p, count))
+    if place is not None:
+        place.release()  # queued in arrival order: the next capture may queue behind us
     try:
-        async with db.transaction() as conn:
-            if place is not None:
-                place.release()  # we hold the (FIFO) writer lock: the next capture may queue behind us
-            return await _capture(conn, settings, p, count)
+        return await done
     except (sqlite3.Error, StorageError) as exc:
         raise TurnNotStored(
             f"the turn was NOT stored ({exc}); nothing partial was kept, re-send it with the same receipt"
