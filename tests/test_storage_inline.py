@@ -94,7 +94,8 @@ async def test_a_long_read_is_moved_to_the_reader_thread_and_still_answers(tmp_p
     heavy = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000000) SELECT COUNT(*) FROM n"
     try:
         assert await db.scalar(heavy) == 3000000
-        assert heavy in db.reader._slow  # interrupted inline at its budget, re-run (and from now on run) in the thread
+        assert await db.scalar(heavy) == 3000000  # interrupted inline at its budget again: from now on in the thread
+        assert heavy in db.reader._slow
         rows = await (await db.reader.execute(heavy)).fetchall()
         assert rows[0][0] == 3000000
         assert await db.run_read(lambda raw: raw.execute("SELECT COUNT(*) FROM t").fetchone()[0]) == 0

@@ -36,7 +36,9 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 SLOW_S = 0.005
-"""An inline statement that took longer is run in the thread from then on (it would stall the loop again)."""
+"""An inline statement that took longer ``SLOW_STRIKES`` times in a row is run in the thread from then on (it would
+stall the loop again). In a row: on a busy machine a preempted statement looks slow once."""
+SLOW_STRIKES = 2
 YIELD_S = 0.002
 """A run of inline statements gives the loop a turn after this long."""
 PROGRESS_OPS = 2000
@@ -133,6 +135,7 @@ class Connection:
         self._submitted = 0
         self._finished = 0
         self._slow: set[str] = set()
+        self._strikes: dict[str, int] = {}
         self._yielded = time.perf_counter()
         self.offload = False
         """Run every statement in the thread (``Database.exclusive()``: VACUUM, checkpoints, merges)."""
@@ -217,7 +220,8 @@ class Connection:
         return kind
 
     def _timed(self, sql: str, fn: Callable[[], T]) -> T:
-        """Run inline; with a read budget, interrupt at the deadline (sqlite3.OperationalError 'interrupted')."""
+        """Run inline; with a read budget, interrupt at the deadline (sqlite3.OperationalError 'interrupted').
+        Wall time (thread CPU time would be better, but clock_gettime(THREAD_CPUTIME) is a slow syscall here)."""
         start = time.perf_counter()
         if self.read_budget_s is not None:
             self._deadline = start + self.read_budget_s
@@ -226,7 +230,16 @@ class Connection:
         finally:
             self._deadline = 0.0
             if time.perf_counter() - start > SLOW_S:
-                self._slow.add(sql)
+                self._strike(sql)
+            elif self._strikes:
+                self._strikes.pop(sql, None)
+
+    def _strike(self, sql: str) -> None:
+        if len(self._strikes) > 4096:  # SQL texts built with values inside: keep the memory bounded
+            self._strikes.clear()
+        strikes = self._strikes[sql] = self._strikes.get(sql, 0) + 1
+        if strikes >= SLOW_STRIKES:
+            self._slow.add(sql)
 
     async def _inline_read(self, sql: str, fn: Callable[[], T]) -> tuple[bool, T | None]:
         """(True, result), or (False, None) when the read ran over its budget: then re-run it in the thread."""
@@ -235,7 +248,7 @@ class Connection:
         except sqlite3.OperationalError as exc:
             if self.read_budget_s is None or not _interrupted(exc):
                 raise
-            self._slow.add(sql)
+            self._strike(sql)
             return False, None
 
     async def execute(self, sql: str, parameters: Sequence[Any] | dict[str, Any] = ()) -> Cursor:
