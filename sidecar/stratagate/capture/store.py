@@ -62,6 +62,18 @@ def _search_text(row: dict[str, Any]) -> str:
     return " ".join([row["tool_name"], row["tool_arguments"] or "", row["tool_result"] or ""])
 
 
+def _counted_once(count: Callable[[str], int]) -> Callable[[str], int]:
+    """Exact counts, each text counted once per capture (a block's L3/L4 views are often the same text as L4/L5)."""
+    seen: dict[str, int] = {}
+
+    def counted(text: str) -> int:
+        if text not in seen:
+            seen[text] = count(text)
+        return seen[text]
+
+    return counted
+
+
 class TurnNotStored(DomainError):
     """A capture the database refused (disk full, the size cap, an I/O error): nothing of the turn was kept."""
 
@@ -152,7 +164,7 @@ async def _capture(
         {"session": p.session, "seq": seq, "receipt": p.receipt, "messages": len(rows)},
     )
     sealed = await seal_full_runs(
-        conn, namespace_id, session_id, settings.block_turns, count, settings.job_max_attempts
+        conn, namespace_id, session_id, settings.block_turns, _counted_once(count), settings.job_max_attempts
     )
     return CaptureResult(
         turn_id=ids.make("turn", turn_id), duplicate=False, sealed_block_ids=[ids.make("blk", b) for b in sealed]
