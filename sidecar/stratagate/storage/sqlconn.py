@@ -15,6 +15,7 @@ worker thread (one per connection, FIFO):
   longer is interrupted and re-run in the thread (safe for reads only: SQLite rolls back a whole transaction whose
   write is interrupted).
 - A statement text that once took longer than ``SLOW_S`` inline goes to the thread from then on.
+- Rows are fetched where the statement ran and its sqlite3 cursor closed there (see ``Cursor``).
 - A run of inline statements yields to the loop every ``YIELD_S``, so many small statements never stall it.
 
 The surface is the part of aiosqlite's the code uses: ``await conn.execute(...)`` gives a cursor with async
@@ -79,45 +80,36 @@ def _lock_error(exc: sqlite3.Error) -> bool:
 
 
 class Cursor:
-    """The result of ``execute``: rows already fetched (inline reads), or a live sqlite3 cursor whose fetches run
-    where the connection says (inline, or in its thread)."""
+    """The result of ``execute``: its rows, fetched where the statement ran, and its lastrowid/rowcount.
 
-    def __init__(self, conn: Connection, raw: sqlite3.Cursor | None, rows: list[Any] | None = None):
-        self._conn = conn
-        self._raw = raw
+    No sqlite3 cursor outlives the step that ran it: a live cursor freed later on another thread (by reference
+    counting or the cycle collector) resets its statement while the worker uses the connection, and that clobbers the
+    connection's error code mid-call (seen as "SystemError: ... returned NULL without setting an exception" when a
+    lock wait failed at start-up)."""
+
+    def __init__(self, rows: list[Any], lastrowid: int | None = None, rowcount: int = -1):
         self._rows = rows
         self._pos = 0
-        self.lastrowid = raw.lastrowid if raw is not None else None
-        self.rowcount = raw.rowcount if raw is not None else -1
+        self.lastrowid = lastrowid
+        self.rowcount = rowcount
 
     async def fetchone(self) -> Any:
-        if self._rows is not None:
-            if self._pos >= len(self._rows):
-                return None
-            self._pos += 1
-            return self._rows[self._pos - 1]
-        assert self._raw is not None
-        return await self._conn._call(self._raw.fetchone)
+        if self._pos >= len(self._rows):
+            return None
+        self._pos += 1
+        return self._rows[self._pos - 1]
 
     async def fetchall(self) -> list[Any]:
-        if self._rows is not None:
-            rest, self._pos = self._rows[self._pos :], len(self._rows)
-            return rest
-        assert self._raw is not None
-        return await self._conn._call(self._raw.fetchall)
+        rest, self._pos = self._rows[self._pos :], len(self._rows)
+        return rest
 
     async def fetchmany(self, size: int | None = None) -> list[Any]:
-        if self._rows is not None:
-            end = self._pos + (size or 1)
-            chunk, self._pos = self._rows[self._pos : end], min(end, len(self._rows))
-            return chunk
-        assert self._raw is not None
-        return await self._conn._call(self._raw.fetchmany, size or 1)
+        end = self._pos + (size or 1)
+        chunk, self._pos = self._rows[self._pos : end], min(end, len(self._rows))
+        return chunk
 
     async def close(self) -> None:
-        self._rows = None if self._rows is None else []
-        if self._raw is not None:
-            await self._conn._call(self._raw.close)
+        self._rows, self._pos = [], 0
 
     async def __aenter__(self) -> Cursor:
         return self
@@ -126,10 +118,19 @@ class Cursor:
         await self.close()
 
 
+def _drained(cursor: sqlite3.Cursor) -> Cursor:
+    """Fetch everything and close the sqlite3 cursor, on the thread that ran the statement."""
+    try:
+        rows = cursor.fetchall()
+        return Cursor(rows, cursor.lastrowid, cursor.rowcount)
+    finally:
+        cursor.close()
+
+
 class Connection:
-    def __init__(self, raw: sqlite3.Connection, name: str, read_budget_s: float | None = None):
+    def __init__(self, raw: sqlite3.Connection, thread: ThreadPoolExecutor, read_budget_s: float | None = None):
         self._raw = raw
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sqlite-{name}")
+        self._thread = thread
         # Thread steps handed out (by the loop) and finished (by the worker): while they differ, queue behind them.
         # Counters, not the futures: a finished future holds its result (a cursor), which keeps a statement active.
         self._submitted = 0
@@ -146,13 +147,17 @@ class Connection:
 
     @classmethod
     async def connect(cls, path: str, name: str, read_budget_s: float | None = None) -> Connection:
-        loop = asyncio.get_running_loop()
-        # Opening reads the file header: off the loop. check_same_thread=False: the loop thread and the worker share
-        # the handle, never at once (see _inline_ok).
-        raw = await loop.run_in_executor(
-            None, lambda: sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        )
-        return cls(raw, name, read_budget_s)
+        thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sqlite-{name}")
+        # Opened on its own worker thread (opening reads the file). check_same_thread=False: the loop thread and the
+        # worker share the handle, never at once (see _inline_ok).
+        try:
+            raw = await asyncio.wrap_future(
+                thread.submit(sqlite3.connect, path, isolation_level=None, check_same_thread=False)
+            )
+        except BaseException:
+            thread.shutdown(wait=False)
+            raise
+        return cls(raw, thread, read_budget_s)
 
     # --- what the code reads off the connection ------------------------------------------------------------------
 
@@ -195,12 +200,6 @@ class Connection:
             return await asyncio.wrap_future(future)
         finally:
             self._yielded = time.perf_counter()  # we were suspended: the loop had its turn
-
-    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
-        """A small step (a fetch, a close) inline when nothing is queued in the thread, else behind it."""
-        if self._inline_ok():
-            return fn(*args)
-        return await self._in_thread(fn, *args)
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(raw sqlite3 connection)`` in this connection's thread (a heavy read, a backup)."""
@@ -256,15 +255,15 @@ class Connection:
         kind = self._route(sql)
         if kind == BEGIN_LOCK:
             await self._begin(sql)
-            return Cursor(self, None, [])
+            return Cursor([])
         if kind == THREAD:
-            return Cursor(self, await self._in_thread(self._raw.execute, sql, parameters))
+            return await self._in_thread(lambda: _drained(self._raw.execute(sql, parameters)))
         if self.read_budget_s is not None:  # the reader: fetch at once, so the budget covers the whole read
-            done, rows = await self._inline_read(sql, lambda: self._raw.execute(sql, parameters).fetchall())
+            done, rows = await self._inline_read(sql, lambda: _drained(self._raw.execute(sql, parameters))._rows)
             if done:
-                return Cursor(self, None, rows)
-            return Cursor(self, await self._in_thread(self._raw.execute, sql, parameters))
-        return Cursor(self, self._timed(sql, lambda: self._raw.execute(sql, parameters)))
+                return Cursor(rows or [])
+            return await self._in_thread(lambda: _drained(self._raw.execute(sql, parameters)))
+        return self._timed(sql, lambda: _drained(self._raw.execute(sql, parameters)))
 
     async def execute_fetchall(self, sql: str, parameters: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
         await self._give_turn()
@@ -273,25 +272,25 @@ class Connection:
             await self._begin(sql)
             return []
         if kind == INLINE:
-            done, rows = await self._inline_read(sql, lambda: self._raw.execute(sql, parameters).fetchall())
+            done, rows = await self._inline_read(sql, lambda: _drained(self._raw.execute(sql, parameters))._rows)
             if done:
                 return rows or []
-        return await self._in_thread(lambda: self._raw.execute(sql, parameters).fetchall())
+        return await self._in_thread(lambda: _drained(self._raw.execute(sql, parameters))._rows)
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Cursor:
         await self._give_turn()
         if self._route(sql) == INLINE:
-            return Cursor(self, self._timed(sql, lambda: self._raw.executemany(sql, rows)))
-        return Cursor(self, await self._in_thread(self._raw.executemany, sql, rows))
+            return self._timed(sql, lambda: _drained(self._raw.executemany(sql, rows)))
+        return await self._in_thread(lambda: _drained(self._raw.executemany(sql, rows)))
 
     async def executescript(self, script: str) -> Cursor:
-        return Cursor(self, await self._in_thread(self._raw.executescript, script))
+        return await self._in_thread(lambda: _drained(self._raw.executescript(script)))
 
     async def _begin(self, sql: str) -> None:
         """Take the write lock without waiting on the loop; wait for another process's lock in the thread."""
         if self._inline_ok():
             raw = self._raw
-            busy_ms = int(raw.execute("PRAGMA busy_timeout").fetchone()[0])
+            busy_ms = int(_drained(raw.execute("PRAGMA busy_timeout"))._rows[0][0])
             raw.execute("PRAGMA busy_timeout = 0")
             try:
                 raw.execute(sql)
