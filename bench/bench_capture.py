@@ -1,10 +1,22 @@
-"""Capture throughput and seal latency of a real `stratagate serve` subprocess, driven over stdio JSON-RPC.
+"""Capture latency and throughput of a real `stratagate serve` subprocess, driven over stdio JSON-RPC, beside the
+machine's floors measured in the same run.
 
-Run from the repo root:  .venv/bin/python bench/bench_capture.py [--turns 1000 10000] [--cold-starts 10]
+Run from the repo root:  .venv/bin/python bench/bench_capture.py [--history 0 10000 100000] [--samples 300]
+                                                               [--burst 2000] [--code PATH] [--cold-starts 0]
 
-The host side answers host.llm.complete at once, so block summaries run during the capture stream, as in
-real use. Captures are sent one at a time (the shim sends a session's turns in order) and pipelined
-(a burst of turns, e.g. a spool replay). Prints Markdown tables and the command that produced them.
+- Sequential: one capture at a time, waiting for each reply (what the shim does for a session), ``--samples`` of
+  them at each ``--history`` level (turns already captured in the namespace). Plain and sealing captures (the ones
+  that cut a block: render L5/L4/L3, count tokens, enqueue the summary job) are reported apart.
+- History is built through the pipelined path (captures sent without waiting, in one other session): a bulk path,
+  not 100k sequential round trips.
+- Pipelined: a burst of ``--burst`` captures of a new session sent without waiting (a spool replay), then waited
+  for: turns/s through group commit.
+- Floors, same run, same disk: a bare SQLite commit with fsync (WAL, synchronous=FULL, one small row per
+  transaction) and a bare JSON-lines round trip over a pipe to a Python child.
+
+The host answers host.llm.complete at once, so block summaries run during the stream as in real use. Dense
+retrieval is off (STRATAGATE_DENSE=0): embedding is background work measured in bench_dense.py. ``--code`` runs
+another checkout's sidecar (e.g. /work/main/sidecar) with this bench, for before/after on one run.
 """
 
 from __future__ import annotations
@@ -15,6 +27,7 @@ import json
 import os
 import platform
 import shlex
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -33,11 +46,11 @@ from support.sidecar import SidecarClient  # noqa: E402
 TOOL_RESULT = "\n".join(f"src/module_{i}.py:{i * 7}: def handler_{i}(event, context):" for i in range(40))
 
 
-def make_turn(i: int) -> dict:
+def make_turn(i: int, session: str = "s1") -> dict:
     return {
         "namespace": "bench",
-        "session": "s1",
-        "receipt": f"bench:s1:turn:{i}",
+        "session": session,
+        "receipt": f"bench:{session}:turn:{i}",
         "user": f"Turn {i}: please check why the deploy of service-{i % 17} failed and fix the retry logic. " * 3,
         "assistant": f"I looked at service-{i % 17}. The retry loop used a fixed 1 s delay; I changed it to "
         f"exponential backoff capped at 60 s and added a test. ok.\n" * 2,
@@ -60,80 +73,142 @@ async def host(method: str, params: dict) -> dict:
 
 
 def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def run_capture(turns: int, workdir: Path) -> dict:
-    client = await SidecarClient.start(workdir / f"capture-{turns}.db", host_handler=host)
+def commit_floor(workdir: Path, n: int = 300) -> list[float]:
+    """A bare commit with fsync on the same disk: WAL, synchronous=FULL, one small row per transaction."""
+    conn = sqlite3.connect(workdir / "floor.db", isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)")
+    times = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO t(v) VALUES (?)", (f"row {i}",))
+        conn.execute("COMMIT")
+        times.append(time.perf_counter() - t0)
+    conn.close()
+    return times
+
+
+ECHO = "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\n"
+
+
+async def pipe_floor(n: int = 300) -> list[float]:
+    """A bare JSON-lines round trip over a pipe to a Python child (what any stdio RPC pays)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", ECHO, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "system.ping"}).encode() + b"\n"
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        proc.stdin.write(line)
+        await proc.stdin.drain()
+        json.loads(await proc.stdout.readline())
+        times.append(time.perf_counter() - t0)
+    proc.stdin.close()
+    await proc.wait()
+    return times
+
+
+async def pipelined(client: SidecarClient, session: str, first: int, count: int) -> float:
+    """Send ``count`` captures without waiting, then wait for all; seconds taken."""
+    t0 = time.perf_counter()
+    futures = [await client.request("turn.capture", make_turn(i, session)) for i in range(first, first + count)]
+    for future in asyncio.as_completed(futures):
+        reply = await future
+        if "error" in reply:
+            raise RuntimeError(f"capture failed: {reply['error']}")
+    return time.perf_counter() - t0
+
+
+async def sequential(client: SidecarClient, session: str, first: int, count: int) -> tuple[list[float], list[float]]:
+    plain, sealing = [], []
+    for i in range(first, first + count):
+        t0 = time.perf_counter()
+        result = await client.call("turn.capture", make_turn(i, session), timeout=120)
+        took = time.perf_counter() - t0
+        (sealing if result["sealed_block_ids"] else plain).append(took)
+    return plain, sealing
+
+
+async def run(args: argparse.Namespace, workdir: Path) -> dict:
+    env = {"STRATAGATE_DENSE": "0"}
+    if args.code:
+        env["PYTHONPATH"] = str(Path(args.code).resolve())
+    client = await SidecarClient.start(workdir / "capture.db", host_handler=host, env=env)
+    levels = []
     try:
-        latencies, seal_latencies = [], []
-        t0 = time.perf_counter()
-        for i in range(1, turns + 1):
-            s = time.perf_counter()
-            result = await client.call("turn.capture", make_turn(i))
-            took = time.perf_counter() - s
-            (seal_latencies if result["sealed_block_ids"] else latencies).append(took)
-        sequential_s = time.perf_counter() - t0
-
-        # Pipelined: a burst of captures in flight at once (new session so blocks seal the same way).
-        t0 = time.perf_counter()
-        futures = []
-        for i in range(1, turns + 1):
-            params = make_turn(i) | {"session": "burst", "receipt": f"bench:burst:turn:{i}"}
-            futures.append(await client.request("turn.capture", params))
-        await asyncio.gather(*futures)
-        pipelined_s = time.perf_counter() - t0
-
+        built = 0
+        for level in sorted(args.history):
+            while built < level:  # bulk path: pipelined captures in another session, in slices
+                step = min(5000, level - built)
+                await pipelined(client, "history", built + 1, step)
+                built += step
+            plain, sealing = await sequential(client, f"seq{level}", 1, args.samples)
+            levels.append({"history": level, "plain": plain, "sealing": sealing})
+        burst_s = await pipelined(client, "burst", 1, args.burst)
         rss = psutil.Process(client.proc.pid).memory_info().rss
-        info = await client.call("system.info")
-        size = sum(p.stat().st_size for p in workdir.glob(f"capture-{turns}.db*"))
-        return {
-            "turns": turns,
-            "sequential_turns_per_s": turns / sequential_s,
-            "pipelined_turns_per_s": turns / pipelined_s,
-            "p50_ms": pct(latencies, 0.5) * 1000,
-            "p99_ms": pct(latencies, 0.99) * 1000,
-            "seal_p50_ms": pct(seal_latencies, 0.5) * 1000,
-            "seal_p99_ms": pct(seal_latencies, 0.99) * 1000,
-            "rss_mb": rss / 2**20,
-            "db_mb": size / 2**20,
-            "blocks": info["counts"]["blocks"],
-        }
+        size = sum(p.stat().st_size for p in workdir.glob("capture.db*"))
     finally:
         await client.close()
+    return {"levels": levels, "burst_turns_per_s": args.burst / burst_s, "rss_mb": rss / 2**20, "db_mb": size / 2**20}
 
 
-async def cold_start(workdir: Path, n: int) -> list[float]:
+async def cold_start(workdir: Path, n: int, code: str | None) -> list[float]:
+    env = {"PYTHONPATH": str(Path(code).resolve())} if code else None
     times = []
     for k in range(n):
         t0 = time.perf_counter()
-        client = await SidecarClient.start(workdir / f"cold-{k}.db")
+        client = await SidecarClient.start(workdir / f"cold-{k}.db", env=env)
         times.append(time.perf_counter() - t0)
         await client.close()
     return times
 
 
+def ms(values: list[float], q: float) -> str:
+    return f"{pct(values, q) * 1000:.2f}"
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--turns", type=int, nargs="+", default=[1000, 10000])
-    parser.add_argument("--cold-starts", type=int, default=10)
+    parser.add_argument("--history", type=int, nargs="+", default=[0, 10000, 100000])
+    parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--burst", type=int, default=2000)
+    parser.add_argument("--code", help="the sidecar package folder to run (default: this checkout's)")
+    parser.add_argument("--cold-starts", type=int, default=0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        starts = await cold_start(workdir, args.cold_starts)
-        results = [await run_capture(n, workdir) for n in args.turns]
-    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}\n")
-    print("| turns | sequential turns/s | pipelined turns/s | capture p50 ms | capture p99 ms "
-          "| sealing capture p50 ms | sealing capture p99 ms | sidecar RSS MB | db MB |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for r in results:
-        print(f"| {r['turns']} | {r['sequential_turns_per_s']:.0f} | {r['pipelined_turns_per_s']:.0f} "
-              f"| {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['seal_p50_ms']:.2f} | {r['seal_p99_ms']:.2f} "
-              f"| {r['rss_mb']:.0f} | {r['db_mb']:.1f} |")
-    print(f"\nCold start to first `system.ping` reply (spawn included), {len(starts)} runs: "
-          f"median {statistics.median(starts) * 1000:.0f} ms, min {min(starts) * 1000:.0f} ms, "
-          f"max {max(starts) * 1000:.0f} ms")
+        commit = commit_floor(workdir)
+        pipe = await pipe_floor()
+        result = await run(args, workdir)
+        starts = await cold_start(workdir, args.cold_starts, args.code) if args.cold_starts else []
+    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"load average {os.getloadavg()[0]:.1f}\n")
+    print(f"Floors (same run): bare commit with fsync p50 {ms(commit, 0.5)} ms (p99 {ms(commit, 0.99)}); "
+          f"bare pipe round trip p50 {ms(pipe, 0.5)} ms (p99 {ms(pipe, 0.99)}); "
+          f"sum {(pct(commit, 0.5) + pct(pipe, 0.5)) * 1000:.2f} ms\n")
+    print("| turns of history | capture p50 ms | capture p99 ms | sealing capture p50 ms | sealing capture p99 ms "
+          "| p50 / floor |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    floor = pct(commit, 0.5) + pct(pipe, 0.5)
+    for level in result["levels"]:
+        plain, sealing = level["plain"], level["sealing"]
+        print(f"| {level['history']} | {ms(plain, 0.5)} | {ms(plain, 0.99)} | {ms(sealing, 0.5)} "
+              f"| {ms(sealing, 0.99)} | {pct(plain, 0.5) / floor:.1f}× |")
+    print(f"\nPipelined burst of {args.burst} captures (group commit): {result['burst_turns_per_s']:.0f} turns/s. "
+          f"Sidecar RSS {result['rss_mb']:.0f} MB, database {result['db_mb']:.1f} MB.")
+    if starts:
+        print(f"\nCold start to first `system.ping` reply (spawn included), {len(starts)} runs: "
+              f"median {statistics.median(starts) * 1000:.0f} ms")
     print(f"\nCommand: `{shlex.join([Path(sys.executable).name, *sys.argv])}`")
 
 

@@ -1,4 +1,5 @@
-"""turn.capture: one transaction writes the turn, its messages, search terms, any sealed block and audit."""
+"""turn.capture: one transaction writes the turn, its messages, search terms, any sealed block and audit
+(shared with the captures queued beside it: storage/group.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from stratagate.config import Settings
 from stratagate.errors import STORAGE_ERROR, DomainError
 from stratagate.safety.secrets import redact_text, redact_value
 from stratagate.storage.db import ITEMS_ADDED, Database, StorageError, audit, on_commit
+from stratagate.storage.group import group_commit
 from stratagate.storage.lookup import ensure_namespace, ensure_session
 from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso, to_iso
@@ -60,6 +62,18 @@ def _search_text(row: dict[str, Any]) -> str:
     return " ".join([row["tool_name"], row["tool_arguments"] or "", row["tool_result"] or ""])
 
 
+def _counted_once(count: Callable[[str], int]) -> Callable[[str], int]:
+    """Exact counts, each text counted once per capture (a block's L3/L4 views are often the same text as L4/L5)."""
+    seen: dict[str, int] = {}
+
+    def counted(text: str) -> int:
+        if text not in seen:
+            seen[text] = count(text)
+        return seen[text]
+
+    return counted
+
+
 class TurnNotStored(DomainError):
     """A capture the database refused (disk full, the size cap, an I/O error): nothing of the turn was kept."""
 
@@ -72,11 +86,13 @@ async def capture_turn(
     place = current_place.get()
     if place is not None:
         await place.wait_turn()  # arrival order, whatever this capture awaited before (capture/order.py)
+    # Group commit: captures queued while a commit is in flight share the next transaction, each in its own
+    # savepoint; the answer comes after the COMMIT that holds this turn (acknowledged = on disk).
+    done = group_commit(db).submit(lambda conn: _capture(conn, settings, p, count))
+    if place is not None:
+        place.release()  # queued in arrival order: the next capture may queue behind us
     try:
-        async with db.transaction() as conn:
-            if place is not None:
-                place.release()  # we hold the (FIFO) writer lock: the next capture may queue behind us
-            return await _capture(conn, settings, p, count)
+        return await done
     except (sqlite3.Error, StorageError) as exc:
         raise TurnNotStored(
             f"the turn was NOT stored ({exc}); nothing partial was kept, re-send it with the same receipt"
@@ -148,7 +164,7 @@ async def _capture(
         {"session": p.session, "seq": seq, "receipt": p.receipt, "messages": len(rows)},
     )
     sealed = await seal_full_runs(
-        conn, namespace_id, session_id, settings.block_turns, count, settings.job_max_attempts
+        conn, namespace_id, session_id, settings.block_turns, _counted_once(count), settings.job_max_attempts
     )
     return CaptureResult(
         turn_id=ids.make("turn", turn_id), duplicate=False, sealed_block_ids=[ids.make("blk", b) for b in sealed]

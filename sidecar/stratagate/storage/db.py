@@ -1,7 +1,10 @@
 """The sidecar's single SQLite database.
 
 One writer connection guarded by an asyncio lock (SQLite allows one writer anyway) and one reader
-connection, so reads never wait behind a write transaction (WAL gives readers a consistent snapshot).
+connection, so reads never wait behind a write transaction (WAL gives readers a consistent snapshot). Both are
+storage/sqlconn.py connections: short statements run on the event loop, what can block (a lock wait, COMMIT's fsync,
+VACUUM, a long read) in the connection's thread. Captures that arrive while a commit is in flight share the next
+transaction (``grouped``: group commit).
 """
 
 from __future__ import annotations
@@ -19,14 +22,14 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
-
-import aiosqlite
+from typing import Any, TypeVar
 
 from stratagate.safety.secrets import configure_key, redact_value
 from stratagate.storage.schema import MIGRATIONS, SCHEMA_VERSION
+from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
 
+T = TypeVar("T")
 Actor = str  # 'capture' | 'model' | 'agent' | 'user' | 'system'
 
 log = logging.getLogger("stratagate.storage")
@@ -36,12 +39,12 @@ JOBS_QUEUED = "jobs.queued"  # a job became due (new, re-queued, retried): wake 
 ITEMS_ADDED = "items.added"  # rows that get embeddings were added. Argument: the namespace id.
 
 # The signals of each open transaction, by its connection (the writer of one Database while it holds the lock).
-_open: weakref.WeakKeyDictionary[aiosqlite.Connection, dict[tuple[str, Hashable], None]] = (
+_open: weakref.WeakKeyDictionary[Connection, dict[tuple[str, Hashable], None]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def on_commit(conn: aiosqlite.Connection, topic: str, arg: Hashable = None) -> None:
+def on_commit(conn: Connection, topic: str, arg: Hashable = None) -> None:
     """Inside ``Database.transaction()``: tell the database's ``topic`` listeners ``arg`` once the transaction has
     committed — never after a rollback, and once per (topic, arg) however often it is announced."""
     signals = _open.get(conn)
@@ -71,6 +74,8 @@ class DatabaseLocked(StorageError):
 
 
 DEFAULT_LOCK_TIMEOUT_S = 10.0
+READ_BUDGET_S = 0.004
+"""A read on the reader that runs longer inline is stopped and re-run in the reader's thread (sqlconn.py)."""
 BUSY_TIMEOUT_MS = 5000
 """How long a statement waits for another connection's lock once the database is open."""
 
@@ -103,8 +108,8 @@ class Database:
         self.path = Path(path)
         self._max_bytes = max_bytes
         self._lock_timeout = lock_timeout
-        self._writer: aiosqlite.Connection | None = None
-        self._reader: aiosqlite.Connection | None = None
+        self._writer: Connection | None = None
+        self._reader: Connection | None = None
         self._write_lock = asyncio.Lock()
         self.on_lock_wait: Callable[[str], None] | None = None
         """Called once, with a sentence, when opening finds the database locked and starts waiting for it."""
@@ -161,17 +166,17 @@ class Database:
         old_umask = os.umask(0o077)  # -wal/-shm files are created lazily by SQLite: keep them private too
         deadline = time.monotonic() + self._lock_timeout
         try:
-            self._writer = await self._connect()
+            self._writer = await self._connect("writer")
             writer = self._writer
             await self._patiently(writer, deadline, lambda: self._setup(writer))
             await self._patiently(writer, deadline, lambda: self._migrate(writer))
             await self._patiently(writer, deadline, lambda: self._configure_redaction(writer))
-            self._reader = await self._connect()
+            self._reader = await self._connect("reader", READ_BUDGET_S)
             reader = self._reader
             await self._patiently(reader, deadline, lambda: self._setup(reader))
             await reader.execute("PRAGMA query_only = ON")
         except BaseException:
-            # Each aiosqlite connection owns a (non-daemon) thread: a failed open must stop them, or the process
+            # Each connection owns a (non-daemon) worker thread: a failed open must stop them, or the process
             # cannot exit.
             await self.close()
             raise
@@ -179,12 +184,12 @@ class Database:
             os.umask(old_umask)
         _secure_files(self.path)
 
-    async def _connect(self) -> aiosqlite.Connection:
-        conn = await aiosqlite.connect(str(self.path), isolation_level=None)
+    async def _connect(self, name: str, read_budget_s: float | None = None) -> Connection:
+        conn = await Connection.connect(str(self.path), name, read_budget_s)
         conn.row_factory = sqlite3.Row
         return conn
 
-    async def _setup(self, conn: aiosqlite.Connection) -> None:
+    async def _setup(self, conn: Connection) -> None:
         """Connection pragmas; journal_mode and page_size touch the file, so they may meet another's lock."""
         await conn.execute("PRAGMA journal_mode = WAL")
         # FULL: a turn acknowledged by turn.capture survives power loss, not only a process crash.
@@ -195,7 +200,7 @@ class Database:
             await conn.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // int(page_size))}")
 
     async def _patiently(
-        self, conn: aiosqlite.Connection, deadline: float, step: Callable[[], Awaitable[None]]
+        self, conn: Connection, deadline: float, step: Callable[[], Awaitable[None]]
     ) -> None:
         """Run an idempotent start-up step, waiting for another process's lock until ``deadline``.
 
@@ -224,7 +229,7 @@ class Database:
                 await asyncio.sleep(min(0.05, remaining))
         await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
-    async def _migrate(self, conn: aiosqlite.Connection) -> None:
+    async def _migrate(self, conn: Connection) -> None:
         """Apply the missing migrations, one transaction each. The version is read inside the write lock
         (BEGIN IMMEDIATE), so of two processes starting on a new database one migrates and the other, once the
         first has committed, reads the new version and skips what is done: "check user_version → migrate" is
@@ -258,7 +263,7 @@ class Database:
                 await _rollback(conn)
                 raise
 
-    async def _configure_redaction(self, conn: aiosqlite.Connection) -> None:
+    async def _configure_redaction(self, conn: Connection) -> None:
         """This database's redaction key (meta.redaction_key, 32 random bytes, made on first open): placeholders
         of one secret read the same everywhere in it, and differ between databases."""
         await conn.execute("BEGIN IMMEDIATE")
@@ -283,17 +288,17 @@ class Database:
                     await conn.close()
 
     @property
-    def writer(self) -> aiosqlite.Connection:
+    def writer(self) -> Connection:
         assert self._writer is not None, "database is not open"
         return self._writer
 
     @property
-    def reader(self) -> aiosqlite.Connection:
+    def reader(self) -> Connection:
         assert self._reader is not None, "database is not open"
         return self._reader
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def transaction(self) -> AsyncIterator[Connection]:
         """An IMMEDIATE write transaction: all or nothing. What the writes announced with ``on_commit`` is told to
         the listeners after COMMIT succeeded (and forgotten on rollback)."""
         async with self._write_lock:
@@ -314,16 +319,23 @@ class Database:
                     raise StorageError(f"commit failed, nothing was written: {exc}") from exc
             finally:
                 _open.pop(conn, None)
+        self.committed_now(signals)
+
+    def committed_now(self, signals: dict[tuple[str, Hashable], None]) -> None:
+        """A transaction of this writer committed with these ``on_commit`` signals (storage/group.py calls it too)."""
         self._bump()
         self._after_commit(signals)
 
     @asynccontextmanager
-    async def exclusive(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def exclusive(self) -> AsyncIterator[Connection]:
         """The writer under the write lock, outside any transaction (VACUUM, checkpoints)."""
         async with self._write_lock:
+            conn = self.writer
+            conn.offload = True  # every step may be long (VACUUM, a checkpoint, an FTS merge): off the loop
             try:
-                yield self.writer
+                yield conn
             finally:
+                conn.offload = False
                 self._bump()
 
     async def compact_securely(self) -> None:
@@ -333,6 +345,11 @@ class Database:
         async with self.exclusive() as conn:
             await conn.execute("VACUUM")
             await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    async def run_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn(sqlite3 connection of the reader)`` in the reader's thread: a heavy read off the event loop, in
+        one hand-off however many statements it runs. ``fn`` must only read and must not keep cursors open."""
+        return await self.reader.run(fn)
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         return list(await self.reader.execute_fetchall(sql, tuple(params)))
@@ -346,7 +363,7 @@ class Database:
         return None if row is None else row[0]
 
 
-async def _rollback(conn: aiosqlite.Connection) -> None:
+async def _rollback(conn: Connection) -> None:
     # SQLite already rolled back on errors such as SQLITE_FULL; a second ROLLBACK would raise
     # "no transaction is active" and hide the real error.
     if conn.in_transaction:
@@ -356,7 +373,7 @@ async def _rollback(conn: aiosqlite.Connection) -> None:
             pass
 
 
-async def _run_script(conn: aiosqlite.Connection, script: str) -> None:
+async def _run_script(conn: Connection, script: str) -> None:
     # executescript() would COMMIT our open transaction; run statement by statement instead.
     statement = ""
     for line in script.splitlines(keepends=True):
@@ -376,7 +393,7 @@ def _dump(value: Any) -> str | None:
 
 
 async def audit(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     namespace_id: int | None,
     actor: Actor,
     action: str,
