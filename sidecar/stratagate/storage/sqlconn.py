@@ -225,13 +225,16 @@ class Connection:
         if self.read_budget_s is not None:
             self._deadline = start + self.read_budget_s
         try:
-            return fn()
+            result = fn()
         finally:
             self._deadline = 0.0
-            if time.perf_counter() - start > SLOW_S:
-                self._strike(sql)
-            elif self._strikes:
-                self._strikes.pop(sql, None)
+        # Only a statement that finished counts here: an interrupted read (stopped at its 4 ms budget, under SLOW_S)
+        # is struck by _inline_read, and clearing its strike here would keep it inline for ever.
+        if time.perf_counter() - start > SLOW_S:
+            self._strike(sql)
+        elif self._strikes:
+            self._strikes.pop(sql, None)
+        return result
 
     def _strike(self, sql: str) -> None:
         if len(self._strikes) > 4096:  # SQL texts built with values inside: keep the memory bounded
