@@ -14,8 +14,9 @@ Every measurement then runs against a real `stratagate serve` subprocess on a CO
 client, tests/support/sidecar.py), so each figure includes the RPC hop.
 
 What is measured (medians and percentiles; the machine is shared, so compare within one run):
-- activation.render p50/p99 per events size (dense off, a reading session with 12 captured turns, step queries
-  from the generator that name a subject and a topic); memory_search_events p50 per size;
+- activation.render p50/p99 per events size (300 renders, or as many as fit in 60 s but at least 30; dense off, a
+  reading session with 12 captured turns, step queries from the generator that name a subject and a topic);
+  memory_search_events p50 per size (the same way, up to 100);
 - memory_search_raw p50 over the LoCoMo questions with dense on (and its recall@10, which must not drop);
 - turn.capture p50/p99 sequential (one in flight: fsync per turn) at 0, 10k and 100k turns of history, sealing
   captures apart; pipelined turns/s (a burst of 2,000 in flight);
@@ -69,6 +70,9 @@ DENSE_OFF = {"STRATAGATE_DENSE": "off"}
 BYTECODE = {"PYTHONPYCACHEPREFIX": str(CACHE / "pycache"), "PYTHONDONTWRITEBYTECODE": ""}
 
 
+MIN_SAMPLES = 30
+
+
 @dataclass
 class Sizes:
     events: list[int]
@@ -81,10 +85,11 @@ class Sizes:
     cold_starts: int
     cold_events: int
     locomo_questions: int | None = None  # None: all
+    budget_s: float = 60.0  # per size and measure: stop early (after MIN_SAMPLES) when renders are this slow
 
 
 QUICK = Sizes(events=[500, 2000], turns=[0, 2000], renders=60, searches=30, captures=60, burst=300, remembers=40,
-              cold_starts=3, cold_events=2000, locomo_questions=60)
+              cold_starts=3, cold_events=2000, locomo_questions=60, budget_s=15)
 FULL = Sizes(events=[1000, 10000, 100000], turns=[0, 10000, 100000], renders=300, searches=100, captures=300,
              burst=2000, remembers=200, cold_starts=5, cold_events=10000)
 
@@ -174,18 +179,22 @@ async def events_size(fig: Figures, n: int, db: Path, workdir: Path, sz: Sizes, 
     try:
         await reader_session(client)
         await client.call("activation.render", {"namespace": NS, "session": "reader", "query": "warm up"}, 120)
-        renders = []
-        for i in range(sz.renders):
+        renders: list[float] = []
+        deadline = time.monotonic() + sz.budget_s
+        while len(renders) < sz.renders and (len(renders) < MIN_SAMPLES or time.monotonic() < deadline):
             ms, out = await timed(client, "activation.render",
-                                  {"namespace": NS, "session": "reader", "query": qs[i % len(qs)]})
+                                  {"namespace": NS, "session": "reader", "query": qs[len(renders) % len(qs)]})
             renders.append(ms)
         fig.put(f"render_{n}", {"p50": statistics.median(renders), "p99": pct(renders, 0.99), "n": len(renders),
                                 "last_event_ids": len(out.get("event_ids", []))})
-        searches = [await timed_tool(client, "memory_search_events", {"query": qs[i % len(qs)]})
-                    for i in range(sz.searches)]
-        fig.put(f"event_search_{n}", {"p50": statistics.median(searches), "p99": pct(searches, 0.99)})
+        searches: list[float] = []
+        deadline = time.monotonic() + sz.budget_s
+        while len(searches) < sz.searches and (len(searches) < MIN_SAMPLES or time.monotonic() < deadline):
+            searches.append(await timed_tool(client, "memory_search_events", {"query": qs[len(searches) % len(qs)]}))
+        fig.put(f"event_search_{n}", {"p50": statistics.median(searches), "p99": pct(searches, 0.99),
+                                      "n": len(searches)})
         with StallProbe(client) as probe:
-            for i in range(30):
+            for i in range(MIN_SAMPLES):
                 await client.call("activation.render",
                                   {"namespace": NS, "session": "reader", "query": qs[i % len(qs)]}, 120)
         fig.put(f"stall_during_renders_{n}", {"worst_ping_ms": probe.worst, "pings": probe.count})
