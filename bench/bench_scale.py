@@ -177,6 +177,9 @@ async def events_size(fig: Figures, n: int, db: Path, workdir: Path, sz: Sizes, 
     path = copy_db(db, workdir, f"events-{n}.db")
     client = await SidecarClient.start(path, env=env(DENSE_OFF))
     try:
+        counts = (await client.call("system.info", timeout=120))["counts"]
+        fig.put(f"memory_{n}", {"events": counts["events"], "graph_nodes": counts["graph_nodes"],
+                                "graph_facts": counts["graph_facts"]})
         await reader_session(client)
         await client.call("activation.render", {"namespace": NS, "session": "reader", "query": "warm up"}, 120)
         renders: list[float] = []

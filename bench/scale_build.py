@@ -223,8 +223,11 @@ async def build_turns(sizes: list[int], env: dict[str, str]) -> dict[int, Path]:
             await _capture_in_process(work, served + 1, n)
         client = await SidecarClient.start(work, env=env, host_handler=summary_host)
         try:
-            took = await capture_window(client, [history_turn(i, NS, "history") for i in range(done + 1, served + 1)])
-            log(f"turns {done}→{served}: {(served - done) / took:.0f}/s pipelined; waiting for block summaries")
+            if served > done:
+                turns = [history_turn(i, NS, "history") for i in range(done + 1, served + 1)]
+                took = await capture_window(client, turns)
+                log(f"turns {done}→{served}: {(served - done) / took:.0f}/s pipelined")
+            log(f"{n} turns: waiting for block summaries")
             await wait_jobs(client)
         finally:
             await client.close()
