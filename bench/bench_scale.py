@@ -96,10 +96,12 @@ FULL = Sizes(events=[1000, 10000, 100000], turns=[0, 10000, 100000], renders=300
 
 @dataclass
 class Figures:
+    out: Path
     raw: dict[str, Any] = field(default_factory=dict)
 
     def put(self, key: str, value: Any) -> None:
         self.raw[key] = value
+        self.out.write_text(json.dumps(self.raw, indent=2) + "\n")  # written as it goes: a long run keeps its part
         print(f"  {key}: {json.dumps(value) if not isinstance(value, float) else f'{value:.2f}'}", file=sys.stderr,
               flush=True)
 
@@ -201,26 +203,30 @@ async def events_size(fig: Figures, n: int, db: Path, workdir: Path, sz: Sizes, 
                 await client.call("activation.render",
                                   {"namespace": NS, "session": "reader", "query": qs[i % len(qs)]}, 120)
         fig.put(f"stall_during_renders_{n}", {"worst_ping_ms": probe.worst, "pings": probe.count})
-        if n == max(sz.events):
-            fig.put(f"remember_{n}", await remember_rate(client, sz.remembers, seed=99))
         fig.put(f"loop_info_{n}", await loop_info(client))
     finally:
         await client.close()
 
 
-async def remember_rate(client: SidecarClient, count: int, seed: int) -> dict[str, float]:
-    times = []
-    for m in memories(count, seed=seed):
+async def remember_rate(client: SidecarClient, sz: Sizes, seed: int) -> dict[str, float]:
+    """Sequential memory_remember round trips of new memories (another seed: none is already stored)."""
+    times: list[float] = []
+    deadline = time.monotonic() + sz.budget_s
+    for m in memories(sz.remembers, seed=seed):
+        if len(times) >= MIN_SAMPLES and time.monotonic() > deadline:
+            break
         times.append(await timed_tool(client, "memory_remember", {"text": m["text"], "type": m["type"]}, "writer"))
-    return {"per_s": count / (sum(times) / 1000), "p50_ms": statistics.median(times)}
+    return {"per_s": len(times) / (sum(times) / 1000), "p50_ms": statistics.median(times), "n": len(times)}
 
 
-async def remember_empty(fig: Figures, workdir: Path, sz: Sizes) -> None:
-    client = await SidecarClient.start(workdir / "remember-empty.db", env=env(DENSE_OFF))
-    try:
-        fig.put("remember_0", await remember_rate(client, sz.remembers, seed=98))
-    finally:
-        await client.close()
+async def remember(fig: Figures, top: Path, n: int, workdir: Path, sz: Sizes) -> None:
+    """memory_remember throughput on an empty database and on a copy of the largest one."""
+    for size, path in ((0, workdir / "remember-empty.db"), (n, copy_db(top, workdir, "remember-top.db"))):
+        client = await SidecarClient.start(path, env=env(DENSE_OFF))
+        try:
+            fig.put(f"remember_{size}", await remember_rate(client, sz, seed=98))
+        finally:
+            await client.close()
 
 
 # ---------------------------------------------------------------- start-up: cold start, first answers, stalls, RSS
@@ -466,7 +472,7 @@ def markdown(r: dict[str, Any], sz: Sizes, command: str) -> str:
 # ---------------------------------------------------------------- main
 
 
-PARTS = ("events", "startup", "locomo", "capture")
+PARTS = ("events", "remember", "startup", "locomo", "capture")
 
 
 async def run(sz: Sizes, fig: Figures, parts: set[str]) -> None:
@@ -477,11 +483,13 @@ async def run(sz: Sizes, fig: Figures, parts: set[str]) -> None:
         fig.put("floor_commit", scale_floors.bare_commit_ms())
         fig.put("floor_pipe_ms", await scale_floors.pipe_round_trip_ms())
         fig.put("floor_python_ms", scale_floors.python_pass_ms())
-        fig.put("floor_fts", {str(n): scale_floors.bare_fts_ms(n, "redis", "billing worker redis") for n in sz.events})
+        if "events" in parts:  # over the same texts and row counts as the events databases
+            fig.put("floor_fts", {str(n): scale_floors.bare_fts_ms(n, "redis", "billing worker redis")
+                                  for n in sz.events})
         print("building / loading databases", file=sys.stderr)
         t0 = time.perf_counter()
         events_db = {}
-        if parts & {"events", "startup"}:
+        if parts & {"events", "remember", "startup"}:
             events_db = await scale_build.build_events(sorted(set(sz.events) | {sz.cold_events}))
         turns_db = {}
         if "capture" in parts:
@@ -491,7 +499,9 @@ async def run(sz: Sizes, fig: Figures, parts: set[str]) -> None:
             print("events", file=sys.stderr)
             for n in sz.events:
                 await events_size(fig, n, events_db[n], workdir, sz, qs)
-            await remember_empty(fig, workdir, sz)
+        if "remember" in parts:
+            print("remember", file=sys.stderr)
+            await remember(fig, events_db[sz.events[-1]], sz.events[-1], workdir, sz)
         if "startup" in parts:
             print("start-up", file=sys.stderr)
             await cold_start(fig, events_db[sz.cold_events], workdir, sz, qs)
@@ -527,7 +537,7 @@ async def main() -> None:
     CACHE.mkdir(parents=True, exist_ok=True)
     cached = all(scale_build.cache_path("events", n).exists() for n in sz.events) and all(  # before any build
         scale_build.cache_path("turns", n).exists() for n in sz.turns if n)
-    fig = Figures()
+    fig = Figures(args.out)
     fig.raw |= {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cached": cached,
                 "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
                 "load_start": " ".join(f"{x:.2f}" for x in os.getloadavg()), "mode": "quick" if args.quick else "full",
