@@ -448,7 +448,7 @@ def _remember_rows(r: dict[str, Any], sz: Sizes) -> list[Row]:
     top = sz.events[-1]
     r0, rt = r["remember_0"], r[f"remember_{top}"]
     return [(f"`memory_remember` throughput, empty / {top:,} events", f"≥ 150/s at {top:,}",
-             f"{r0['per_s']:.0f} / {rt['per_s']:.0f} per s", rt["per_s"] >= 150, "—")]
+             f"{r0['per_s']:.3g} / {rt['per_s']:.3g} per s", rt["per_s"] >= 150, "—")]
 
 
 def goal_rows(r: dict[str, Any], sz: Sizes) -> list[Row]:
