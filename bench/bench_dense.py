@@ -5,6 +5,8 @@ Run from the repo root:
     .venv/bin/python bench/bench_dense.py [--sentences 512] [--repeats 5] [--threads 1 2]
         [--reference-python /tmp/stref/bin/python] [--write-fixture tests/fixtures/minilm_reference.json]
     .venv/bin/python bench/bench_dense.py --sidecar [--turns 300]
+    .venv/bin/python bench/bench_dense.py --search [--rounds 3] [--code /path/to/other/checkout/sidecar]
+    .venv/bin/python bench/bench_dense.py --load [--rounds 3] [--code /path/to/other/checkout/sidecar]
 
 Each encoder runs in a fresh child process, so cold load time and RSS are its own: the child reports the time to
 import and load the model, resident memory before/after loading and the peak, single-sentence latency, and
@@ -16,6 +18,15 @@ skipped. ``--write-fixture`` has the reference embed ``FIXTURE_SENTENCES`` and w
 paced (one turn, then wait until its vectors are stored) and in a burst (turns sent back to back while the
 embedding job works through the backlog), the time until the burst is embedded, and the sidecar's RSS.
 Turns are ``bench_capture.make_turn`` (user, two tool records with a 2.4 KB grep result, assistant).
+
+``--search`` measures ``memory_search_raw`` at LoCoMo size (conversation 26 through ``bench_locomo``'s capture plan)
+with dense off and on: p50/p99 of each question asked for the first time (a new query text: its encoding is not
+cached), then the same questions asked again (cached), the sidecar's RSS after its first search and at the end,
+recall@10, and the longest event-loop stall the sidecar saw (``system.info`` ``loop``, when it reports one).
+``--load`` reopens a database with a backlog with dense on (the start-up catch-up loads the model) and times
+``system.ping`` round trips from start until the model is loaded (the longest is the longest
+event-loop stall). ``--code DIR`` runs another checkout's ``sidecar`` folder (e.g. main's) in the same run for a
+before/after.
 Prints Markdown tables and the command that produced them.
 """
 
@@ -261,6 +272,152 @@ def sidecar_bench(turns: int) -> None:
         )
 
 
+# --- memory_search_raw at LoCoMo size, dense off and on -----------------------------------------------------------
+
+
+async def _search_run(mode: str, code: Path | None, rounds: int) -> dict:
+    import tempfile
+
+    import psutil
+
+    sys.path.insert(0, str(REPO / "tests"))
+    sys.path.insert(0, str(REPO / "bench"))
+    import bench_locomo as lb
+    from support.sidecar import SidecarClient
+
+    conv = lb.load(lb.DEFAULT_FILE)
+    turns, where = lb.capture_plan(conv)
+    env = {"STRATAGATE_DENSE": mode} | ({"PYTHONPATH": str(code)} if code else {})
+    with tempfile.TemporaryDirectory() as tmp:
+        client = await SidecarClient.start(Path(tmp) / "l.db", env=env, host_handler=lb.host)
+        proc = psutil.Process(client.proc.pid)
+        try:
+            for params in turns:
+                await client.call("turn.capture", params)
+            while True:  # block summaries and embeddings finish first, so queries are timed alone
+                seen = len(client.notifications)
+                info = await client.call("system.info")
+                jobs = info["counts"]["jobs"]
+                if jobs["queued"] + jobs["running"] == 0:
+                    break
+                await client.wait_for(lambda s=seen: len(client.notifications) > s, 600)
+            rss_before = proc.memory_info().rss / 2**20
+            passes: list[list[float]] = []
+            rss_first = None
+            ranked: list[list[str]] = []
+            for r in range(rounds):
+                lat = []
+                for q in conv.questions:
+                    t = time.perf_counter()
+                    res = await client.tool(lb.NAMESPACE, "bench", "memory_search_raw", {"query": q.text, "limit": 20})
+                    lat.append(time.perf_counter() - t)
+                    if rss_first is None:
+                        rss_first = proc.memory_info().rss / 2**20
+                    if r == 0:
+                        ranked.append([where[(h["session"], h["turn"], h["role"])] for h in res["hits"]])
+                passes.append(lat)
+            info = await client.call("system.info")
+            repeat = [x for lat in passes[1:] for x in lat]
+            return {
+                "mode": mode,
+                "code": str(code) if code else "this checkout",
+                "first_p50": statistics.median(passes[0]) * 1000,
+                "first_p99": statistics.quantiles(passes[0], n=100)[-1] * 1000,
+                "repeat_p50": statistics.median(repeat) * 1000 if repeat else None,
+                "rss_before": rss_before,
+                "rss_first": rss_first,
+                "rss_end": proc.memory_info().rss / 2**20,
+                "recall10": lb.metrics(conv.questions, ranked)["r@10"],
+                "vectors": info.get("dense", {}).get("vectors", {}).get("message"),
+                "stall_ms": (info.get("loop") or {}).get("max_stall_ms"),
+            }
+        finally:
+            await client.close()
+
+
+def search_bench(codes: list[Path | None], rounds: int) -> None:
+    import asyncio
+
+    rows = [asyncio.run(_search_run(mode, code, rounds)) for code in codes for mode in ("off", "on")]
+    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print("Command: " + " ".join(shlex.quote(a) for a in [".venv/bin/python", "bench/bench_dense.py", *sys.argv[1:]]))
+    print(f"LoCoMo conversation 26 (bench_locomo), 150 questions, memory_search_raw limit 20, {rounds} rounds\n")
+    print("| code | dense | first ask p50 / p99 ms | asked again p50 ms | RSS after capture → first search → end MB "
+          "| recall@10 | message vectors | loop max stall ms |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        again = "–" if r["repeat_p50"] is None else f"{r['repeat_p50']:.2f}"
+        print(
+            f"| {r['code']} | {r['mode']} | {r['first_p50']:.2f} / {r['first_p99']:.2f} | {again} "
+            f"| {r['rss_before']:.0f} → {r['rss_first']:.0f} → {r['rss_end']:.0f} | {r['recall10']:.3f} "
+            f"| {r['vectors']} | {'–' if r['stall_ms'] is None else r['stall_ms']} |"
+        )
+
+
+# --- the event loop while the model loads -------------------------------------------------------------------------
+
+
+async def _load_run(code: Path | None) -> dict:
+    """A database with a backlog (captured with dense off), reopened with dense on: the start-up catch-up loads
+    the model in the background. Meanwhile system.ping back to back from the first reply on; the longest round
+    trip is the longest the loop was held."""
+    import tempfile
+
+    sys.path.insert(0, str(REPO / "tests"))
+    sys.path.insert(0, str(REPO / "bench"))
+    from bench_capture import make_turn
+    from support.sidecar import SidecarClient
+
+    code_env = {"PYTHONPATH": str(code)} if code else {}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "m.db"
+        client = await SidecarClient.start(db, env={"STRATAGATE_DENSE": "off", "STRATAGATE_BLOCK_TURNS": "1000"}
+                                           | code_env)
+        for i in range(20):
+            await client.call("turn.capture", make_turn(i))
+        await client.close()
+        client = await SidecarClient.start(db, env={"STRATAGATE_DENSE": "on", "STRATAGATE_BLOCK_TURNS": "1000"}
+                                           | code_env)
+        try:
+            pings = []
+            loaded_at = None
+            start = time.perf_counter()
+            while time.perf_counter() - start < 60:
+                t = time.perf_counter()
+                await client.call("system.ping")
+                pings.append(time.perf_counter() - t)
+                if loaded_at is None and len(pings) % 20 == 0:
+                    info = (await client.call("system.info"))["dense"]
+                    if info["loaded"]:
+                        loaded_at = time.perf_counter() - start
+                        break
+            return {
+                "code": str(code) if code else "this checkout",
+                "pings": len(pings),
+                "ping_p50_ms": statistics.median(pings) * 1000,
+                "ping_max_ms": max(pings) * 1000,
+                "loaded_after_s": loaded_at,
+            }
+        finally:
+            await client.close()
+
+
+def load_bench(codes: list[Path | None], rounds: int) -> None:
+    import asyncio
+
+    rows = [asyncio.run(_load_run(code)) for _ in range(rounds) for code in codes]
+    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print("Command: " + " ".join(shlex.quote(a) for a in [".venv/bin/python", "bench/bench_dense.py", *sys.argv[1:]]))
+    print("20 turns captured with dense off, reopened with dense on (the catch-up loads the model); pings back to "
+          "back from the first reply until the model is loaded\n")
+    print("| code | pings | ping p50 ms | ping max ms | model loaded after s |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        loaded = "–" if r["loaded_after_s"] is None else f"{r['loaded_after_s']:.2f}"
+        print(f"| {r['code']} | {r['pings']} | {r['ping_p50_ms']:.2f} "
+              f"| {r['ping_max_ms']:.1f} | {loaded} |")
+
+
 # --- parent side -----------------------------------------------------------------------------------------------
 
 
@@ -296,6 +453,12 @@ def main() -> None:
     )
     parser.add_argument("--sidecar", action="store_true", help="measure a real sidecar with dense off and on")
     parser.add_argument("--turns", type=int, default=300, help="burst size for --sidecar (default 300)")
+    parser.add_argument("--search", action="store_true", help="memory_search_raw at LoCoMo size, dense off and on")
+    parser.add_argument("--load", action="store_true", help="the event loop while the model loads at start-up")
+    parser.add_argument("--rounds", type=int, default=3, help="passes over the questions for --search (default 3)")
+    parser.add_argument(
+        "--code", type=Path, action="append", default=[], help="also run this checkout's sidecar folder (--search)"
+    )
     parser.add_argument("--child", choices=["ours", "reference"], help=argparse.SUPPRESS)
     parser.add_argument("--fixture-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -304,6 +467,12 @@ def main() -> None:
         return
     if args.sidecar:
         sidecar_bench(args.turns)
+        return
+    if args.search:
+        search_bench([*(c.resolve() for c in args.code), None], args.rounds)
+        return
+    if args.load:
+        load_bench([*(c.resolve() for c in args.code), None], args.rounds)
         return
 
     ref_python = reference_python(args)

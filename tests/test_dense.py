@@ -119,6 +119,54 @@ def test_paraphrase_is_closer_than_an_unrelated_sentence(encoder: dense.Encoder)
 # --- availability ---------------------------------------------------------------------------------------------------
 
 
+def test_weights_are_read_as_safetensors_reads_them():
+    safetensors_numpy = pytest.importorskip("safetensors.numpy")
+    folder = dense.model_dir()
+    assert folder is not None
+    expected = safetensors_numpy.load_file(str(folder / "model.safetensors"))
+    tensors = dense._Tensors(folder / "model.safetensors")
+    assert set(tensors.header) == set(expected)
+    for name in ("embeddings.word_embeddings.weight", "encoder.layer.5.output.dense.bias"):
+        assert np.array_equal(tensors.read(name), expected[name])
+    word = "embeddings.word_embeddings.weight"
+    assert np.array_equal(tensors.mapped(word), expected[word])
+
+
+def _safetensors_file(path: Path, tensors: dict[str, tuple[str, list[int], bytes]]) -> Path:
+    header: dict[str, Any] = {"__metadata__": {"format": "np"}}
+    data = b""
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    path.write_bytes(len(text).to_bytes(8, "little") + text + data)
+    return path
+
+
+def test_the_weight_reader_reads_maps_and_refuses_what_it_cannot_read(tmp_path: Path):
+    matrix = np.arange(12, dtype="<f4").reshape(3, 4)
+    path = _safetensors_file(
+        tmp_path / "m.safetensors",
+        {"w": ("F32", [3, 4], matrix.tobytes()), "b": ("F32", [2], np.array([1.5, -2], "<f4").tobytes()),
+         "ids": ("I64", [2], np.array([0, 1], "<i8").tobytes())},
+    )
+    tensors = dense._Tensors(path)
+    assert "w" in tensors and "__metadata__" not in tensors
+    assert np.array_equal(tensors.read("w"), matrix) and tensors.read("w").flags.writeable
+    assert np.array_equal(tensors.read("b"), [1.5, -2.0])
+    assert np.array_equal(tensors.mapped("w"), matrix)
+    with pytest.raises(ValueError, match="only F32"):
+        tensors.read("ids")
+    path.write_bytes(path.read_bytes()[:-20])  # cut inside the data
+    with pytest.raises(ValueError, match="truncated"):
+        dense._Tensors(path).read("b")  # its last 4 bytes are gone
+
+
+def test_releasing_memory_is_safe_to_call_anywhere():
+    dense.release_memory()
+    dense.release_memory()
+
+
 def test_off_by_setting_says_so(monkeypatch: pytest.MonkeyPatch):
     dense.configure(False)
     assert "off" in (dense.available() or "")
@@ -369,6 +417,96 @@ async def test_nearest_agrees_with_brute_force_as_vectors_arrive_and_change(db: 
     await check(query)
     await check(query, allowed=set(range(1, 200, 3)))
     assert await db.scalar("SELECT COUNT(*) FROM embeddings WHERE kind = 'event'") == 160
+
+
+async def test_nearest_stays_in_step_with_deletes_by_any_connection(db: Database, tmp_path: Path):
+    """Random adds, replacements and deletes (some by a second connection, as another process would write, some
+    of a whole namespace's vectors): after each step nearest() equals brute force over the rows in the table."""
+    await capture(db, tmp_path, 1)
+    other = Database(tmp_path / "memory.db")
+    await other.open()
+    rng = np.random.default_rng(11)
+    stored: dict[int, np.ndarray] = {}
+    try:
+        for step in range(40):
+            action = rng.choice(["add", "add", "replace", "delete", "delete_other"] + (["wipe"] if step == 30 else []))
+            if action in ("add", "replace") or not stored:
+                item_ids = (
+                    [int(i) for i in rng.choice(list(stored), size=min(3, len(stored)), replace=False)]
+                    if action == "replace" and stored
+                    else [int(i) for i in rng.integers(1, 400, size=8)]
+                )
+                item_ids = list(dict.fromkeys(item_ids))
+                block = rng.normal(size=(len(item_ids), dense.DIM)).astype(np.float32)
+                block /= np.linalg.norm(block, axis=1, keepdims=True)
+                writer = db if rng.random() < 0.5 else other
+                async with writer.transaction() as conn:
+                    await vectors.store_vectors(conn, 1, "event", [(i, f"e{i}") for i in item_ids], list(block))
+                stored.update(zip(item_ids, block, strict=True))
+            elif action == "wipe":  # e.g. the namespace was deleted
+                async with other.transaction() as conn:
+                    await conn.execute("DELETE FROM embeddings WHERE namespace_id = 1")
+                stored.clear()
+            else:
+                gone = [int(i) for i in rng.choice(list(stored), size=min(4, len(stored)), replace=False)]
+                async with (other if action == "delete_other" else db).transaction() as conn:
+                    for item_id in gone:
+                        await conn.execute("DELETE FROM embeddings WHERE kind = 'event' AND item_id = ?", (item_id,))
+                for item_id in gone:
+                    del stored[item_id]
+            query = rng.normal(size=dense.DIM).astype(np.float32)
+            query /= np.linalg.norm(query)
+            expected = sorted(stored, key=lambda i: (-float(stored[i] @ query), i))[:6]
+            hits = await vectors.nearest(db.reader, 1, "event", query, 6)
+            assert [h[0] for h in hits] == expected, (step, action)
+    finally:
+        await other.close()
+
+
+async def test_query_vectors_are_cached_per_text_and_shared(
+    db: Database, encoder: dense.Encoder, monkeypatch: pytest.MonkeyPatch
+):
+    calls: list[list[str]] = []
+
+    class Counting:
+        def encode(self, texts: list[str]) -> np.ndarray:
+            calls.append(list(texts))
+            return encoder.encode(texts)
+
+    monkeypatch.setattr(dense, "_encoder", Counting())
+    monkeypatch.setattr(vectors, "QUERY_CACHE", 3)
+    index = vectors.DenseIndex(db)
+    index.prefetch("where is the staging database")  # starts in the background ...
+    first, again = await asyncio.gather(  # ... and two searches of the same text share that one encoding
+        index.query_vector("where is the staging database"), index.query_vector("where is the staging database")
+    )
+    assert calls == [["where is the staging database"]] and first is again
+    assert np.allclose(first, encoder.encode(["where is the staging database"])[0], atol=1e-6)
+    assert not first.flags.writeable  # shared: nobody may change it in place
+    for text in ("a", "b", "c"):  # three newer texts push the first out of a cache of three
+        await index.query_vector(text)
+    assert await index.query_vector("c") is not None and len(calls) == 4
+    await index.query_vector("where is the staging database")
+    assert len(calls) == 5
+
+
+async def test_a_failed_query_encoding_is_not_cached(db: Database, monkeypatch: pytest.MonkeyPatch):
+    attempts: list[str] = []
+
+    class Flaky:
+        def encode(self, texts: list[str]) -> np.ndarray:
+            attempts.append(texts[0])
+            if len(attempts) == 1:
+                raise RuntimeError("out of memory")
+            return np.ones((1, dense.DIM), dtype=np.float32)
+
+    monkeypatch.setattr(dense, "_encoder", Flaky())
+    index = vectors.DenseIndex(db)
+    index.prefetch("q")  # nobody awaits this one: its failure must not linger as an unretrieved exception
+    with pytest.raises(RuntimeError, match="out of memory"):
+        await index.query_vector("q")
+    assert (await index.query_vector("q")).shape == (dense.DIM,)
+    assert attempts == ["q", "q"]
 
 
 async def test_nearest_validates_its_query(db: Database):

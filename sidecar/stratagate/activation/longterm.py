@@ -30,7 +30,7 @@ from stratagate.events import store as events
 from stratagate.events import visibility
 from stratagate.events.models import EventRow
 from stratagate.events.visibility import Viewer
-from stratagate.evidence.weights import weight_of
+from stratagate.evidence.weights import event_weights
 from stratagate.graph import read as graph_read
 from stratagate.graph import store as graph
 from stratagate.safety.inert import Named, heading
@@ -106,9 +106,10 @@ async def _ranked_events(
     if not rankings:
         return []
     scored = []
-    for event_id, score in rrf(rankings, weights=fusion_weights):
-        w = await weight_of(conn, ns, sess, "event", event_id)
-        factor = 0.3 + 0.7 * (w["weight"] if w else 1.0)
+    fused = rrf(rankings, weights=fusion_weights)
+    weights = await event_weights(conn, ns, sess, [event_id for event_id, _ in fused])
+    for event_id, score in fused:
+        factor = 0.3 + 0.7 * weights.get(event_id, 1.0)
         scored.append((score * factor, event_id))
     scored.sort(key=lambda pair: (-pair[0], -pair[1]))
     return [rows[event_id] for _, event_id in scored]
@@ -206,10 +207,10 @@ def _event_body(ev: EventRow, short: bool) -> str:
 
 
 async def _node_entry(
-    conn: aiosqlite.Connection, node: graph.NodeRow, sess: int | None, quote: Callable[[str], str], shown: set[str]
+    conn: aiosqlite.Connection, node: graph.NodeRow, sess: int | None, quote: Callable[[str], str], shown: set[str],
+    r: graph_read.Renderer,
 ) -> tuple[str, list[str]] | None:
     """A node with its current facts (and their ids); facts already shown under another node are not repeated."""
-    r = graph_read.Renderer(conn)
     state = [f for f in await graph_read.current_state(conn, node, sess, r) if f["id"] not in shown]
     if not state:
         return None
@@ -305,10 +306,11 @@ async def render_longterm(
         for node, _ in await graph_read.search(conn, ns, sess, match, None, CANDIDATES):
             nodes.setdefault(node.id, node)
     shown: set[str] = set()
+    renderer = graph_read.Renderer(conn)  # node names read once per render, not once per node shown
     for node in nodes.values():
         if len(node_entries) >= MAX_NODES:
             break
-        rendered = await _node_entry(conn, node, sess, quote, shown)
+        rendered = await _node_entry(conn, node, sess, quote, shown, renderer)
         if rendered is None:
             continue
         entry, fact_ids = rendered

@@ -25,11 +25,11 @@ import aiosqlite
 from pydantic import BaseModel, ConfigDict
 
 from stratagate import ids
-from stratagate.events import lexicon
+from stratagate.events import common_terms, lexicon
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow, NewEvent, Status
 from stratagate.events.visibility import where as visible_where
 from stratagate.storage.db import ITEMS_ADDED, Actor, audit, on_commit
-from stratagate.text.terms import fts_document, fts_query, terms
+from stratagate.text.terms import fts_document, fts_query, quote, terms
 from stratagate.timeutil import now_iso, parse_time, to_iso
 
 MAX_CHAIN = 32
@@ -310,13 +310,29 @@ async def near_duplicate(
 ) -> EventRow | None:
     """A visible event in ``statuses`` (current ones by default) that says nearly the same thing, other than
     ``exclude`` (exact restatements are found by fingerprint)."""
-    match = fts_query(text)
-    if match is None:
-        return None
+    words, numbers, _ = _shape(text)
+    # A near duplicate holds every number of the text (near_same): an AND of them finds the few candidates through
+    # the rarest one's posting list, where an OR of all the words ranked most of memory.
+    match = " AND ".join(quote(n) for n in sorted(numbers)) if numbers and len(words) >= 3 else fts_query(text)
+    if not match or not await _any_visible(conn, namespace_id, session_id, statuses):
+        return None  # (an indexed look first: most memories hold no forgotten event to search for)
     for ev, _ in await search(conn, namespace_id, session_id, match, list(statuses), None, 8):
         if ev.id not in exclude and (near_same(text, ev.narrative) or near_same(text, ev.summary)):
             return ev
     return None
+
+
+async def _any_visible(
+    conn: aiosqlite.Connection, namespace_id: int, session_id: int | None, statuses: tuple[str, ...]
+) -> bool:
+    visible, params = visible_where(namespace_id, session_id)
+    row = await (
+        await conn.execute(
+            f"SELECT 1 FROM events e WHERE e.status IN ({', '.join('?' for _ in statuses)}) AND {visible} LIMIT 1",
+            (*statuses, *params),
+        )
+    ).fetchone()
+    return row is not None
 
 
 async def _set(
@@ -450,6 +466,69 @@ class EventFilter(BaseModel):
 _WHEN = "COALESCE(e.happened_start, e.mentioned_at)"
 
 
+_TERM = re.compile(r'"((?:[^"]|"")*)"')
+
+
+def _or_terms(match: str) -> list[str] | None:
+    """The terms of a ``text.terms.fts_query`` expression ('"a" OR "b"'), or None for any other expression."""
+    found = [m.group(1).replace('""', '"') for m in _TERM.finditer(match)]
+    if not found or match != " OR ".join(quote(t) for t in found):
+        return None
+    return found
+
+
+async def split_common(conn: aiosqlite.Connection, match: str) -> tuple[str | None, str | None]:
+    """(MATCH of the terms worth scoring or None, MATCH of the terms most events hold or None): see
+    events/common_terms.py. Any other expression than an OR of terms is scored whole."""
+    terms = _or_terms(match)
+    if terms is None:
+        return match, None
+    rare, common = await common_terms.split(conn, terms)
+    if not common:
+        return match, None
+    return (" OR ".join(quote(t) for t in rare) or None), " OR ".join(quote(t) for t in common)
+
+
+PREFILTER = 4
+"""The best ``PREFILTER`` × wanted matches are ranked by the index alone before the filters are read."""
+
+
+async def _best_matches(
+    conn: aiosqlite.Connection, match: str, where: list[str], params: list[Any], wanted: int
+) -> list[tuple[int, float, str, float | None]]:
+    """The ``wanted`` best (id, BM25, status, weight cap) matches passing ``where``, best first (ties: newest first).
+
+    Ranked by the index alone first (half the cost of joining every match to its event row), then filtered; only
+    when too few of those pass are all matches ranked with the filter (the same answer either way: a match outside
+    the index's best ones ranks below every one of them)."""
+    pool = wanted * PREFILTER
+    top = await conn.execute_fetchall(
+        "SELECT rowid, bm25(event_fts) AS rank FROM event_fts WHERE event_fts MATCH ?"
+        " ORDER BY rank, rowid DESC LIMIT ?",
+        (match, pool),
+    )
+    if not top:
+        return []
+    passing = {
+        int(r[0]): (str(r[1]), r[2])
+        for r in await conn.execute_fetchall(
+            f"SELECT e.id, e.status, e.weight_cap FROM events e WHERE e.id IN ({', '.join('?' for _ in top)})"
+            f" AND {' AND '.join(where)}",
+            (*[int(r[0]) for r in top], *params),
+        )
+    }
+    kept = [(int(r[0]), float(r[1]), *passing[int(r[0])]) for r in top if int(r[0]) in passing]
+    if len(kept) >= wanted or len(top) < pool:
+        return kept[:wanted]
+    rows = await conn.execute_fetchall(
+        "SELECT e.id, bm25(event_fts) AS rank, e.status, e.weight_cap FROM event_fts"
+        f" JOIN events e ON e.id = event_fts.rowid WHERE event_fts MATCH ? AND {' AND '.join(where)}"
+        " ORDER BY rank, e.id DESC LIMIT ?",
+        (match, *params, wanted),
+    )
+    return [(int(r[0]), float(r[1]), str(r[2]), r[3]) for r in rows]
+
+
 async def search(
     conn: aiosqlite.Connection,
     namespace_id: int | None,
@@ -460,7 +539,10 @@ async def search(
     limit: int = 6,
 ) -> list[tuple[EventRow, float | None]]:
     """Visible events passing the filter: BM25 order (scaled by weight cap) for a match, else newest first;
-    ``temporal_intent`` orders the same set by occurrence time instead."""
+    ``temporal_intent`` orders the same set by occurrence time instead.
+
+    Terms most events hold are not scored (``split_common``); when only they match, the newest events holding them
+    are taken (their BM25 is ~0 for every event: it would only order them by length)."""
     f = statuses if isinstance(statuses, EventFilter) else EventFilter(statuses=statuses, type=event_type)
     visible, visible_params = visible_where(namespace_id, session_id)
     where = [visible, f"e.status IN ({', '.join('?' for _ in f.statuses)})"]
@@ -489,22 +571,29 @@ async def search(
             f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?", (*params, limit)
         )
         return [(EventRow.from_row(r), None) for r in rows]
+    rare, common = await split_common(conn, match)
+    hits: list[tuple[int, float, str, float | None]] = []
+    if rare is not None:
+        hits = await _best_matches(conn, rare, where, params, limit * 5)
+    if not hits and common is not None:
+        rows = await conn.execute_fetchall(
+            "SELECT e.id, bm25(event_fts), e.status, e.weight_cap FROM event_fts JOIN events e"
+            f" ON e.id = event_fts.rowid WHERE event_fts MATCH ? AND {' AND '.join(where)}"
+            " ORDER BY event_fts.rowid DESC LIMIT ?",
+            (common, *params, limit * 5),
+        )
+        hits = [(int(r[0]), float(r[1]), str(r[2]), r[3]) for r in rows]
+    # Ties (BM25 is ~0 when every event holds the words) go to current events, then the newest. Ordered on the
+    # ranks, status and cap; whole rows are read for the ``limit`` kept only.
+    order = sorted(
+        ((-rank * (cap if cap is not None else 1.0), status, event_id) for event_id, rank, status, cap in hits),
+        key=lambda t: (-t[0], t[1] == "superseded", -t[2]),
+    )[:limit]
     rows = await conn.execute_fetchall(
-        f"SELECT {_COLUMNS}, bm25(event_fts) AS rank FROM event_fts"
-        f" JOIN events e ON e.id = event_fts.rowid LEFT JOIN sessions s ON s.id = e.session_id"
-        f" JOIN namespaces o ON o.id = e.namespace_id"
-        f" WHERE event_fts MATCH ? AND {' AND '.join(where)} ORDER BY rank, e.id DESC LIMIT ?",
-        (match, *params, limit * 5),
-    )
-    scored = []
-    for r in rows:
-        data = dict(r)
-        rank = float(data.pop("rank"))
-        ev = EventRow.from_row(data)
-        scored.append((ev, -rank * (ev.weight_cap if ev.weight_cap is not None else 1.0)))
-    # Ties (BM25 is ~0 when every event holds the words) go to current events, then the newest.
-    scored.sort(key=lambda pair: (-(pair[1] or 0.0), pair[0].status == "superseded", -pair[0].id))
-    scored = scored[:limit]
+        f"{_SELECT} WHERE e.id IN ({', '.join('?' for _ in order)})", [t[2] for t in order]
+    ) if order else []
+    by_id = {ev.id: ev for ev in (EventRow.from_row(r) for r in rows)}
+    scored: list[tuple[EventRow, float | None]] = [(by_id[t[2]], t[0]) for t in order if t[2] in by_id]
     if f.temporal_intent in ("first", "latest"):
         # The relevant set, told in time order: "when did we first…" / "what is the latest…".
         scored.sort(key=lambda pair: (pair[0].happened_start or pair[0].mentioned_at, pair[0].id),

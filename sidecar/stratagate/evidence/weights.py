@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, Literal
 
@@ -183,6 +184,74 @@ async def weight_of(
         "status": item["status"],
         "criticality": item["criticality"],
     }
+
+
+async def event_weights(
+    conn: aiosqlite.Connection, namespace_id: int | None, session_id: int | None, event_ids: list[int]
+) -> dict[int, float]:
+    """``weight_of(..., "event", id)["weight"]`` for many events in five statements instead of five per event
+    (activation scales a dozen candidates per step); an event ``weight_of`` gives None for is left out."""
+    if not event_ids:
+        return {}
+    marks = ", ".join("?" for _ in event_ids)
+    rows = await conn.execute_fetchall(
+        "SELECT id, namespace_id, criticality, status, pinned, weight_cap, created_at FROM events"
+        f" WHERE id IN ({marks})",
+        event_ids,
+    )
+    items = {}
+    for r in rows:
+        if int(r["namespace_id"]) != namespace_id and not await event_queries.is_visible(
+            conn, namespace_id, session_id, int(r["id"])
+        ):
+            continue
+        items[int(r["id"])] = r
+    if not items:
+        return {}
+    marks = ", ".join("?" for _ in items)
+    uses = {
+        int(r[0]): int(r[1])
+        for r in await conn.execute_fetchall(
+            "SELECT item_id, COALESCE(SUM(uses), 0) FROM memory_use_stats"
+            " WHERE namespace_id IN (SELECT id FROM namespaces)"  # by its index, as weight_of
+            f" AND kind = 'event' AND item_id IN ({marks}) GROUP BY item_id",
+            list(items),
+        )
+    }
+    mine: dict[int, int] = {}
+    since: dict[str, int] = {}
+    if session_id is not None:
+        mine = {
+            int(r[0]): int(r[1])
+            for r in await conn.execute_fetchall(
+                "SELECT item_id, last_used_turn FROM memory_use_stats WHERE session_id = ? AND kind = 'event'"
+                f" AND item_id IN ({marks})",
+                (session_id, *items),
+            )
+        }
+        instants = sorted({str(r["created_at"]) for key, r in items.items() if key not in mine})
+        if instants:
+            since = {
+                str(r[0]): int(r[1])
+                for r in await conn.execute_fetchall(
+                    "SELECT j.value, (SELECT COUNT(*) FROM turns WHERE session_id = ? AND captured_at > j.value)"
+                    " FROM json_each(?) j",
+                    (session_id, json.dumps(instants)),
+                )
+            }
+    turn = await current_turn(conn, session_id)
+    out = {}
+    for key, r in items.items():
+        cap = r["weight_cap"]
+        if cap is None and r["status"] == "superseded":
+            cap = SUPERSEDED_WEIGHT_CAP
+        distance = max(0, turn - mine[key]) if key in mine else since.get(str(r["created_at"]), 0)
+        weight = long_term_weight(
+            distance, uses.get(key, 0), floor=FLOORS.get(r["criticality"], 0.0), pinned=bool(r["pinned"]),
+            cap=None if cap is None else float(cap), status=r["status"] or "active",
+        )
+        out[key] = round(weight, 4)
+    return out
 
 
 async def reinforce(

@@ -49,12 +49,41 @@ async def node_visible(conn: aiosqlite.Connection, node: NodeRow, session_id: in
     return any(f.status != "archived" and f.visible_to(session_id) for f in await store.facts_of_node(conn, node.id))
 
 
+async def visible_nodes(conn: aiosqlite.Connection, node_ids: list[int], session_id: int | None) -> set[int]:
+    """Which of ``node_ids`` exist for a caller (``node_visible`` for many nodes, in one statement)."""
+    if not node_ids:
+        return set()
+    marks = ", ".join("?" for _ in node_ids)
+    seen = "f.status <> 'archived' AND (f.scope <> 'session' OR (? IS NOT NULL AND f.session_id = ?))"
+    rows = await conn.execute_fetchall(
+        f"SELECT f.node_id FROM graph_facts f WHERE f.node_id IN ({marks}) AND {seen}"
+        f" UNION SELECT e.dst_id FROM graph_edges e JOIN graph_facts f ON f.edge_id = e.id"
+        f" WHERE e.dst_id IN ({marks}) AND {seen}",
+        (*node_ids, session_id, session_id, *node_ids, session_id, session_id),
+    )
+    return {int(r[0]) for r in rows}
+
+
 class Renderer:
     """Fact → plain data, with node names cached for one read."""
 
     def __init__(self, conn: aiosqlite.Connection):
         self._conn = conn
         self._nodes: dict[int, NodeRow | None] = {}
+
+    async def prefetch(self, facts: list[FactRow]) -> None:
+        """Load the nodes these facts name in one statement (instead of one per node on first use)."""
+        wanted = list(dict.fromkeys(
+            n for f in facts for n in (f.node_id, f.object_id) if n is not None and n not in self._nodes
+        ))
+        if not wanted:
+            return
+        rows = await self._conn.execute_fetchall(
+            f"SELECT * FROM graph_nodes WHERE id IN ({', '.join('?' for _ in wanted)})", wanted
+        )
+        found = {int(r["id"]): NodeRow.model_validate(dict(r)) for r in rows}
+        for node_id in wanted:
+            self._nodes[node_id] = found.get(node_id)
 
     async def node(self, node_id: int) -> NodeRow | None:
         if node_id not in self._nodes:
@@ -138,12 +167,16 @@ async def search(
             data = dict(r)
             rank = float(data.pop("rank"))
             scored.append((NodeRow.model_validate(data), -rank))
-    out = []
-    for node, score in scored:
-        if await node_visible(conn, node, session_id):
-            out.append((node, score))
-            if len(out) >= limit:
-                break
+    out: list[tuple[NodeRow, float | None]] = []
+    chunk = max(limit, 1) * 4
+    for start in range(0, len(scored), chunk):  # in rank order, a chunk's visibility at a time
+        part = scored[start : start + chunk]
+        visible = await visible_nodes(conn, [node.id for node, _ in part], session_id)
+        for node, score in part:
+            if node.id in visible:
+                out.append((node, score))
+                if len(out) >= limit:
+                    return out
     return out
 
 
@@ -152,11 +185,12 @@ async def current_state(
 ) -> list[dict[str, Any]]:
     """Active facts (disputed ones labelled) whose window holds now: what is true today."""
     now = to_iso(datetime.now(UTC))
-    out = []
-    for fact in await store.facts_of_node(conn, node.id):
-        if fact.status in ("active", "disputed") and fact.visible_to(session_id) and holds_at(fact, now):
-            out.append(await r.brief(fact.id, fact.state()))
-    return out
+    held = [
+        fact for fact in await store.current_facts_of_node(conn, node.id)
+        if fact.visible_to(session_id) and holds_at(fact, now)
+    ]
+    await r.prefetch(held)
+    return [await r.brief(fact.id, fact.state()) for fact in held]
 
 
 async def believed_at(

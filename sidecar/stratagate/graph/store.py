@@ -224,6 +224,19 @@ async def facts_of_node(conn: aiosqlite.Connection, node_id: int) -> list[FactRo
     return [_fact(r) for r in rows]
 
 
+async def current_facts_of_node(conn: aiosqlite.Connection, node_id: int) -> list[FactRow]:
+    """``facts_of_node`` restricted to current (active or disputed) facts in SQL: a node holds its superseded history
+    too, which grows with every change of a slot."""
+    rows = await conn.execute_fetchall(
+        f"{_FACT_SELECT} WHERE f.id IN"
+        " (SELECT id FROM graph_facts WHERE node_id = ? AND status IN ('active', 'disputed')"
+        " UNION SELECT f2.id FROM graph_edges e2 JOIN graph_facts f2 ON f2.edge_id = e2.id"
+        " WHERE e2.dst_id = ? AND f2.status IN ('active', 'disputed')) ORDER BY f.id",
+        (node_id, node_id),
+    )
+    return [_fact(r) for r in rows]
+
+
 async def facts_of_event(conn: aiosqlite.Connection, event_id: int) -> list[FactRow]:
     rows = await conn.execute_fetchall(
         f"{_FACT_SELECT} WHERE f.id IN (SELECT fact_id FROM graph_fact_events WHERE event_id = ?) ORDER BY f.id",
@@ -398,9 +411,7 @@ async def reindex_node(conn: aiosqlite.Connection, node_id: int) -> None:
     if node is None:
         return
     parts = [node.name, node.kind, node.category or "", *await aliases(conn, node_id)]
-    for fact in await facts_of_node(conn, node_id):
-        if fact.status not in ("active", "disputed"):
-            continue
+    for fact in await current_facts_of_node(conn, node_id):
         parts.append(fact.attribute.replace("_", " "))
         parts.append(fact.slot or "")
         if fact.value is not None:

@@ -246,26 +246,28 @@ async def _boost_dates(db: Reader, ranked: dict[int, Ranked], q: QueryPlan, boos
 Similarities = Callable[[str, list[int] | None, int], Awaitable[dict[int, float] | None]]
 
 
-def dense_similarities(db: Any, namespace_id: int) -> Similarities:
+def dense_similarities(db: Any, namespace_id: int, prefetch: str | None = None) -> Similarities:
     """The production dense channel: the query encoded by ``stratagate.search.dense`` (loaded on first use),
     against the message vectors the background embedding job stored (``stratagate.search.vectors``).
 
     ``db`` is the sidecar's ``Database``. None (no fusion) when the channel is off or not installed; messages
-    that have no vector yet are simply missing from the answer.
+    that have no vector yet are simply missing from the answer. ``prefetch``: a query text to start encoding now,
+    in its thread, while the caller ranks lexically (query vectors are cached per text by the channel).
     """
-    encoded: dict[str, Any] = {}
+    try:
+        from stratagate.search import vectors  # the dense channel is optional
+    except ImportError:
+        vectors = None
+    if vectors is not None and prefetch is not None:
+        vectors.for_db(db).prefetch(prefetch)
 
     async def similarities(query: str, message_ids: list[int] | None, k: int) -> dict[int, float] | None:
-        try:
-            from stratagate.search import vectors  # the dense channel is optional
-        except ImportError:
+        if vectors is None:
             return None
         index = vectors.for_db(db)
         if not index.usable():
             return None
-        if query not in encoded:
-            encoded[query] = await index.query_vector(query)
-        vector = encoded[query]
+        vector = await index.query_vector(query)
         if vector is None:
             return None
         allowed = None if message_ids is None else set(message_ids)
@@ -379,12 +381,13 @@ async def rank(
     q = plan(query, options)
     if not q.terms:
         return []
+    if similarities is None and options.dense_weight > 0:
+        # Before BM25: the query encodes in the dense channel's thread meanwhile (the other core).
+        similarities = dense_similarities(db, namespace_id, prefetch=query)
     ranked = await lexical(db, namespace_id, q, filters, options)
     if not ranked:
         return []
     await _boost_dates(db, ranked, q, options.date_boost)
-    if similarities is None and options.dense_weight > 0:
-        similarities = dense_similarities(db, namespace_id)
     await _spread_to_neighbours(db, ranked, options, filters)
     await _fuse(db, ranked, q, query, filters, options, similarities)
     return sorted(ranked.values(), key=lambda h: (-h.score, h.message_id))

@@ -31,7 +31,9 @@ import json
 import logging
 import time
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import aiosqlite
@@ -55,6 +57,27 @@ KINDS = ("message", "event", "node")
 BATCH = 64  # items per encode call and write transaction
 RUN_LIMIT = 1024  # items per job run (~15 s on one core); then the job re-queues itself behind other due jobs
 MAX_CHARS = 8000  # text cut before tokenising: the model reads only the first 256 word pieces anyway
+QUERY_CACHE = 512  # query texts whose vectors are kept (1.5 KB each): an agent repeats and refines its searches
+
+# One thread for query encodings and one for the embedding job's batches: a query never waits behind a batch of 64
+# long texts, and two long-lived threads keep two malloc arenas instead of one per pooled thread (the encoder's
+# activations are tens of MB; every arena kept its high-water mark).
+_executors: dict[str, ThreadPoolExecutor] = {}
+
+
+def _encode_batch(encoder: Any, texts: list[str]) -> Any:
+    """The embedding job's encode, in its thread: then the batch's activations go back to the system."""
+    try:
+        return encoder.encode(texts)
+    finally:
+        dense.release_memory()
+
+
+def _run_in(name: str, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+    pool = _executors.get(name)
+    if pool is None:
+        pool = _executors.setdefault(name, ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"dense-{name}"))
+    return asyncio.get_running_loop().run_in_executor(pool, fn, *args)
 
 
 # --- texts ---------------------------------------------------------------------------------------------------------
@@ -317,6 +340,21 @@ class _Matrix:
             self.position[item_id] = self.size + offset
         self.size = needed
 
+    def remove(self, item_ids: Iterable[int]) -> None:
+        """Drop the vectors of deleted items (erase, scrub, a deleted namespace). New arrays, not an in-place
+        shuffle: a scan running in a worker thread keeps reading the old ones."""
+        import numpy as np
+
+        gone = {self.position[i] for i in item_ids if i in self.position}
+        if not gone:
+            return
+        keep = np.ones(self.size, dtype=bool)
+        keep[list(gone)] = False
+        self.ids = self.ids[: self.size][keep].copy()
+        self.vectors = self.vectors[: self.size][keep].copy()
+        self.size = len(self.ids)
+        self.position = {int(item_id): at for at, item_id in enumerate(self.ids.tolist())}
+
 
 _matrices: weakref.WeakKeyDictionary[Any, dict[tuple[int, str, str], _Matrix]] = weakref.WeakKeyDictionary()
 
@@ -376,8 +414,10 @@ async def nearest(
 
     Brute force over the namespace's vectors, held in memory per reader connection and topped up with rows added
     since the last call: one matrix-vector product, ~1.5 KB of RAM per vector, a few ms per 100 k vectors. Items
-    without a vector yet are simply absent; ids of items deleted since they were embedded can appear (filter with
-    ``allowed_ids`` or a join).
+    without a vector yet are simply absent. Without ``allowed_ids`` the hits are checked against the table, so an
+    item whose vector was deleted (erase, scrub, namespace deletion, by any process) is never returned; with
+    ``allowed_ids`` the caller's ids are taken as current (a deleted vector can still score such an id until the
+    item is re-embedded or a search without ``allowed_ids`` returns it).
     """
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}")
@@ -393,13 +433,33 @@ async def nearest(
         return []
     query = query / norm
     matrix = await _matrix(reader_conn, namespace_id, kind)
-    if matrix.size == 0:
-        return []
-    ids, vectors = matrix.ids[: matrix.size], matrix.vectors[: matrix.size]
     allowed = None if allowed_ids is None else np.fromiter(allowed_ids, dtype=np.int64, count=len(allowed_ids))
-    if matrix.size < 4096:
-        return _top(ids, vectors, query, limit, allowed)
-    return await asyncio.to_thread(_top, ids, vectors, query, limit, allowed)
+    while matrix.size:
+        ids, vectors = matrix.ids[: matrix.size], matrix.vectors[: matrix.size]
+        if matrix.size < 4096:
+            hits = _top(ids, vectors, query, limit, allowed)
+        else:
+            hits = await asyncio.to_thread(_top, ids, vectors, query, limit, allowed)
+        if allowed_ids is not None:
+            return hits  # the caller's ids are current items
+        # Deleted vectors stay in memory until they would be returned: check the few hits (one unique-index
+        # probe), drop the deleted ones and rank again. Any writer's deletes are seen, this process's or not.
+        gone = await _deleted(reader_conn, kind, [item_id for item_id, _ in hits])
+        if not gone:
+            return hits
+        matrix.remove(gone)
+    return []
+
+
+async def _deleted(conn: aiosqlite.Connection, kind: str, item_ids: list[int]) -> set[int]:
+    """The items among ``item_ids`` that no longer have a vector of this model."""
+    if not item_ids:
+        return set()
+    rows = await conn.execute_fetchall(
+        f"SELECT item_id FROM embeddings WHERE kind = ? AND model = ? AND item_id IN ({','.join('?' * len(item_ids))})",
+        (kind, dense.MODEL_NAME, *item_ids),
+    )
+    return set(item_ids) - {int(r[0]) for r in rows}
 
 
 # --- the per-database service: job handler, scheduling, search, status -----------------------------------------------
@@ -415,6 +475,7 @@ class DenseIndex:
         self._running: set[int] = set()  # namespaces whose job runs in this process
         self._dirty: set[int] = set()  # ... and got new items since its current pass began
         self._tasks: set[asyncio.Task[None]] = set()
+        self._queries: OrderedDict[str, asyncio.Future[Any]] = OrderedDict()  # query text → its encoding
         _indexes[db] = self
 
     @staticmethod
@@ -506,7 +567,7 @@ class DenseIndex:
                 await mark_done(conn, job)
             return
         try:
-            encoder = await asyncio.to_thread(self._load_encoder)
+            encoder = await _run_in("embed", self._load_encoder)
         except dense.DenseUnavailable as exc:
             raise PermanentJobError(str(exc)) from exc
         self._running.add(namespace_id)
@@ -548,7 +609,7 @@ class DenseIndex:
 
     async def _embed(self, encoder: Any, namespace_id: int, kind: str, items: list[tuple[int, str]]) -> None:
         texts = [text for _, text in items if text.strip()]
-        encoded = await asyncio.to_thread(encoder.encode, texts) if texts else []
+        encoded = await _run_in("embed", _encode_batch, encoder, texts) if texts else []
         it = iter(encoded)
         vectors = [next(it) if text.strip() else None for _, text in items]
         async with self._db.transaction() as conn:
@@ -565,16 +626,49 @@ class DenseIndex:
 
     # -- search
 
-    async def query_vector(self, text: str) -> np.ndarray | None:
-        """The query's embedding, or None when dense is off or unavailable. Loads the model on first use
-        (~0.3–0.6 s, in a worker thread); afterwards a short query costs a few ms of one core."""
-        if not self.usable():
-            return None
+    def prefetch(self, text: str) -> None:
+        """Start encoding a query text in the background (a no-op when it is cached or dense is unusable), so the
+        encoding runs in its thread while the caller does other work (raw search: BM25)."""
+        if self.usable():
+            self._query_future(text)
+
+    def _query_future(self, text: str) -> asyncio.Future[Any]:
+        """The query's encoding, shared: cached (LRU, ``QUERY_CACHE`` texts) or started now."""
+        future = self._queries.get(text)
+        if future is not None:
+            self._queries.move_to_end(text)
+            return future
+        future = asyncio.ensure_future(self._encode_query(text))
+        future.add_done_callback(lambda f, t=text: self._settled(t, f))
+        self._queries[text] = future
+        while len(self._queries) > QUERY_CACHE:
+            self._queries.popitem(last=False)
+        return future
+
+    def _settled(self, text: str, future: asyncio.Future[Any]) -> None:
+        # A failed or cancelled encoding is not cached, nor "no vector" (dense unavailable), and the exception
+        # counts as retrieved (a prefetch may have no reader).
+        if future.cancelled() or future.exception() is not None or future.result() is None:
+            if self._queries.get(text) is future:
+                del self._queries[text]
+
+    async def _encode_query(self, text: str) -> np.ndarray | None:
         try:
-            encoder = dense.loaded() or await asyncio.to_thread(self._load_encoder)
-            return (await asyncio.to_thread(encoder.encode, [text]))[0]
+            encoder = dense.loaded() or await _run_in("embed", self._load_encoder)
+            vector = (await _run_in("query", encoder.encode, [text]))[0]
         except dense.DenseUnavailable:
             return None
+        vector.flags.writeable = False  # shared by every search of this text
+        return vector
+
+    async def query_vector(self, text: str) -> np.ndarray | None:
+        """The query's embedding, or None when dense is off or unavailable. Loads the model on first use (in a
+        worker thread); a text searched before is answered from the cache (``QUERY_CACHE`` texts, LRU), a new
+        one costs one encoding (~10–20 ms of one core for a short query)."""
+        if not self.usable():
+            return None
+        # shield: a search that is cancelled does not cancel an encoding other searches may share
+        return await asyncio.shield(self._query_future(text))
 
     async def search(
         self, namespace_id: int, kind: str, text: str, limit: int, allowed_ids: set[int] | None = None
