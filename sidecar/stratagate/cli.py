@@ -7,9 +7,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import sqlite3
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,32 @@ from typing import Any
 from stratagate import __version__
 from stratagate.config import SettingsError, load_settings
 from stratagate.safety.logfmt import configure_logging
+
+WARM_UP_WAIT_S = 60.0
+"""How long `serve` waits for a warm-up before serving anyway (a first start on a slow machine builds the token
+cache in a child process; captures then wait for it, pings do not)."""
+
+
+def _warm_ups() -> list[threading.Thread]:
+    """Start what the first answers need and what would stall the event loop if built while it serves."""
+    from stratagate import tokens
+    from stratagate.safety import secrets
+
+    log = logging.getLogger("stratagate")
+
+    def run(name: str, fn: Callable[[], object]) -> None:
+        try:
+            fn()
+        except Exception:  # the sidecar still starts; what needs it reports the error itself
+            log.exception("warm-up of the %s failed", name)
+
+    threads = [
+        threading.Thread(target=run, args=(name, fn), name=f"warm-up {name}", daemon=True)
+        for name, fn in (("tokenizer", tokens.get_encoding), ("secret detector", secrets.warm))
+    ]
+    for thread in threads:
+        thread.start()
+    return threads
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -550,6 +578,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stratagate: {exc}", file=sys.stderr)
         return 2
     if args.command == "serve":
+        # First: the token encoding and the secret detector build in threads while the imports below run.
+        warm_ups = _warm_ups()
         from stratagate.context.settings import parse_config
 
         try:
@@ -562,6 +592,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         from stratagate.rpc.server import serve
 
+        # Finished before the loop serves: the first capture needs both, and the tokenizer's one ~150 ms GIL-holding
+        # step (or a request waiting on a half-built detector) would stall every request behind it.
+        for thread in warm_ups:
+            thread.join(WARM_UP_WAIT_S)
         try:
             return asyncio.run(serve(settings))
         except KeyboardInterrupt:

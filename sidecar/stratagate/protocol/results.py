@@ -47,6 +47,26 @@ class DenseInfo(Result):
     jobs: dict[str, int]
 
 
+class LoopInfo(Result):
+    """The event-loop stall monitor (stalls.py): lateness of a timer repeating every interval_ms."""
+
+    interval_ms: Number
+    max_stall_ms: Number
+    stalls_over_20ms: int
+    max_busy_ms: Number
+    busy_over_20ms: int
+    ticks: int
+    since: str | None
+
+
+class TokensInfo(Result):
+    """The DeepSeek V4 token counter (tokens/): built yet, from where (tokens/cache.py), in how long."""
+
+    ready: bool
+    source: Literal["cache", "built", "converted"] | None
+    build_ms: Number | None
+
+
 class InfoResult(Result):
     version: str
     pid: int
@@ -61,6 +81,8 @@ class InfoResult(Result):
     counts: InfoCounts
     last_job_error: str | None
     dense: DenseInfo
+    loop: LoopInfo
+    tokens: TokensInfo
 
 
 class StatsEvents(Result):

