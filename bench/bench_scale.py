@@ -1,0 +1,559 @@
+"""Issue 14's scale bench: every speed and footprint goal in one run, beside this machine's floors.
+
+Run from the repo root:  .venv/bin/python bench/bench_scale.py [--quick | --full] [--out bench-scale.json]
+
+What is built (bench/scale_build.py, cached under bench/.cache/ keyed by generator and schema version):
+- events databases of 1k, 10k and 100k generated memories (decisions, preferences, plans, changes, facts and
+  events over ~400 services, ~90 tools, ~50 people: bench/scale_workload.py), each projected into the graph,
+  written in-process by the store functions memory_remember uses (insert_event, insert_sources, project_event,
+  mark_projected, after admission's redaction), 250 per transaction;
+- turns databases of 10k and 100k captured turns (user, a 12-line grep result, assistant), written by a real
+  `stratagate serve` with 64 captures in flight, block summaries answered at once by the host;
+- the LoCoMo conversation (bench_locomo.py's file) captured by a real sidecar with dense on, vectors stored.
+Every measurement then runs against a real `stratagate serve` subprocess on a COPY, over stdio JSON-RPC (the test
+client, tests/support/sidecar.py), so each figure includes the RPC hop.
+
+What is measured (medians and percentiles; the machine is shared, so compare within one run):
+- activation.render p50/p99 per events size (300 renders, or as many as fit in 60 s but at least 30; dense off, a
+  reading session with 12 captured turns, step queries from the generator that name a subject and a topic);
+  memory_search_events p50 per size (the same way, up to 100);
+- memory_search_raw p50 over the LoCoMo questions with dense on (and its recall@10, which must not drop);
+- turn.capture p50/p99 sequential (one in flight: fsync per turn) at 0, 10k and 100k turns of history, sealing
+  captures apart; pipelined turns/s (a burst of 2,000 in flight);
+- the worst event-loop stall, seen from the client: system.ping sent every 5 ms from the first answer on, through
+  the first capture, the first sealed block and its summary, the first render and (dense on) the first search
+  that loads the model; the ping's worst latency is the stall plus one pipe round trip. system.info's own ``loop``
+  figures are recorded too when the sidecar reports them;
+- first capture and first render after start; cold start (spawn) → first activation.render answer at 10k events;
+- RSS after the first activation, dense off (10k events) and dense on (LoCoMo, model loaded by a search);
+- memory_remember throughput, sequential round trips, on an empty database and on the 100k one.
+Floors (bench/scale_floors.py), measured in the same run: bare commit with fsync, bare FTS5 query over the same
+texts and row count, bare stdio pipe round trip, `python3 -c pass`.
+
+Children run with bytecode caching on (PYTHONPYCACHEPREFIX under bench/.cache/, even when the environment sets
+PYTHONDONTWRITEBYTECODE), as an installed sidecar has it; one unmeasured start warms that cache.
+Prints a Markdown table (goal, target, measured, met?, floor) and writes it beside the JSON of raw figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+
+import scale_build  # noqa: E402
+import scale_floors  # noqa: E402
+from bench_capture import make_turn  # noqa: E402
+from scale_build import CACHE, NS, summary_host  # noqa: E402
+from scale_floors import pct  # noqa: E402
+from scale_workload import history_turn, memories, queries  # noqa: E402
+from support.sidecar import SidecarClient  # noqa: E402
+
+DENSE_OFF = {"STRATAGATE_DENSE": "off"}
+BYTECODE = {"PYTHONPYCACHEPREFIX": str(CACHE / "pycache"), "PYTHONDONTWRITEBYTECODE": ""}
+
+
+MIN_SAMPLES = 30
+
+
+@dataclass
+class Sizes:
+    events: list[int]
+    turns: list[int]  # history sizes; 0 is a fresh database
+    renders: int
+    searches: int
+    captures: int
+    burst: int
+    remembers: int
+    cold_starts: int
+    cold_events: int
+    locomo_questions: int | None = None  # None: all
+    budget_s: float = 60.0  # per size and measure: stop early (after MIN_SAMPLES) when renders are this slow
+
+
+QUICK = Sizes(events=[500, 2000], turns=[0, 2000], renders=60, searches=30, captures=60, burst=300, remembers=40,
+              cold_starts=3, cold_events=2000, locomo_questions=60, budget_s=15)
+FULL = Sizes(events=[1000, 10000, 100000], turns=[0, 10000, 100000], renders=300, searches=100, captures=300,
+             burst=2000, remembers=200, cold_starts=5, cold_events=10000)
+
+
+@dataclass
+class Figures:
+    out: Path
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def put(self, key: str, value: Any) -> None:
+        self.raw[key] = value
+        self.out.write_text(json.dumps(self.raw, indent=2) + "\n")  # written as it goes: a long run keeps its part
+        print(f"  {key}: {json.dumps(value) if not isinstance(value, float) else f'{value:.2f}'}", file=sys.stderr,
+              flush=True)
+
+
+def env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    return BYTECODE | (extra or {})
+
+
+def copy_db(src: Path, workdir: Path, name: str) -> Path:
+    dst = workdir / name
+    for p in workdir.glob(name + "*"):
+        p.unlink()
+    shutil.copyfile(src, dst)
+    return dst
+
+
+def rss_mb(client: SidecarClient) -> float:
+    return psutil.Process(client.proc.pid).memory_info().rss / 2**20
+
+
+async def timed(client: SidecarClient, method: str, params: Any) -> tuple[float, Any]:
+    s = time.perf_counter()
+    out = await client.call(method, params, timeout=120)
+    return (time.perf_counter() - s) * 1000, out
+
+
+async def timed_tool(client: SidecarClient, name: str, args: dict[str, Any], session: str = "reader") -> float:
+    s = time.perf_counter()
+    await client.call("tools.call", {"namespace": NS, "session": session, "name": name, "arguments": args},
+                      timeout=120)
+    return (time.perf_counter() - s) * 1000
+
+
+class StallProbe:
+    """system.ping every ``every`` s; the worst reply time is the loop's worst stall (plus one pipe round trip)."""
+
+    def __init__(self, client: SidecarClient, every: float = 0.005):
+        self.client, self.every = client, every
+        self.worst = 0.0
+        self.count = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        while True:
+            s = time.perf_counter()
+            await self.client.call("system.ping", timeout=120)
+            self.worst = max(self.worst, (time.perf_counter() - s) * 1000)
+            self.count += 1
+            await asyncio.sleep(self.every)
+
+    def __enter__(self) -> StallProbe:
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+
+
+async def loop_info(client: SidecarClient) -> Any:
+    info = await client.call("system.info", timeout=120)
+    return info.get("loop")
+
+
+async def reader_session(client: SidecarClient) -> None:
+    for i in range(1, 13):
+        params = history_turn(i, NS, "reader") | {"receipt": f"scale:reader:{i}"}
+        await client.call("turn.capture", params, timeout=120)
+
+
+# ---------------------------------------------------------------- events: render, search, remember
+
+
+async def events_size(fig: Figures, n: int, db: Path, workdir: Path, sz: Sizes, qs: list[str]) -> None:
+    path = copy_db(db, workdir, f"events-{n}.db")
+    client = await SidecarClient.start(path, env=env(DENSE_OFF))
+    try:
+        counts = (await client.call("system.info", timeout=120))["counts"]
+        fig.put(f"memory_{n}", {"events": counts["events"], "graph_nodes": counts["graph_nodes"],
+                                "graph_facts": counts["graph_facts"]})
+        await reader_session(client)
+        await client.call("activation.render", {"namespace": NS, "session": "reader", "query": "warm up"}, 120)
+        renders: list[float] = []
+        deadline = time.monotonic() + sz.budget_s
+        while len(renders) < sz.renders and (len(renders) < MIN_SAMPLES or time.monotonic() < deadline):
+            ms, out = await timed(client, "activation.render",
+                                  {"namespace": NS, "session": "reader", "query": qs[len(renders) % len(qs)]})
+            renders.append(ms)
+        fig.put(f"render_{n}", {"p50": statistics.median(renders), "p99": pct(renders, 0.99), "n": len(renders),
+                                "last_event_ids": len(out.get("event_ids", []))})
+        searches: list[float] = []
+        deadline = time.monotonic() + sz.budget_s
+        while len(searches) < sz.searches and (len(searches) < MIN_SAMPLES or time.monotonic() < deadline):
+            searches.append(await timed_tool(client, "memory_search_events", {"query": qs[len(searches) % len(qs)]}))
+        fig.put(f"event_search_{n}", {"p50": statistics.median(searches), "p99": pct(searches, 0.99),
+                                      "n": len(searches)})
+        with StallProbe(client) as probe:
+            for i in range(MIN_SAMPLES):
+                await client.call("activation.render",
+                                  {"namespace": NS, "session": "reader", "query": qs[i % len(qs)]}, 120)
+        fig.put(f"stall_during_renders_{n}", {"worst_ping_ms": probe.worst, "pings": probe.count})
+        fig.put(f"loop_info_{n}", await loop_info(client))
+    finally:
+        await client.close()
+
+
+async def remember_rate(client: SidecarClient, sz: Sizes, seed: int) -> dict[str, float]:
+    """Sequential memory_remember round trips of new memories (another seed: none is already stored)."""
+    times: list[float] = []
+    deadline = time.monotonic() + sz.budget_s
+    for m in memories(sz.remembers, seed=seed):
+        if len(times) >= MIN_SAMPLES and time.monotonic() > deadline:
+            break
+        times.append(await timed_tool(client, "memory_remember", {"text": m["text"], "type": m["type"]}, "writer"))
+    return {"per_s": len(times) / (sum(times) / 1000), "p50_ms": statistics.median(times), "n": len(times)}
+
+
+async def remember(fig: Figures, top: Path, n: int, workdir: Path, sz: Sizes) -> None:
+    """memory_remember throughput on an empty database and on a copy of the largest one."""
+    for size, path in ((0, workdir / "remember-empty.db"), (n, copy_db(top, workdir, "remember-top.db"))):
+        client = await SidecarClient.start(path, env=env(DENSE_OFF))
+        try:
+            fig.put(f"remember_{size}", await remember_rate(client, sz, seed=98))
+        finally:
+            await client.close()
+
+
+# ---------------------------------------------------------------- start-up: cold start, first answers, stalls, RSS
+
+
+async def cold_start(fig: Figures, db: Path, workdir: Path, sz: Sizes, qs: list[str]) -> None:
+    """Spawn → first activation.render answer (sent at once, queued in the pipe until the sidecar reads)."""
+    times, rss = [], []
+    for k in range(sz.cold_starts + 1):  # the first start warms the bytecode cache and is not counted
+        path = copy_db(db, workdir, "cold.db")
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("STRATAGATE_")}
+        full_env |= {"PYTHONPATH": str(REPO / "sidecar")} | env(DENSE_OFF)
+        s = time.perf_counter()
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "stratagate", "serve", "--db", str(path), stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=full_env, limit=64 * 2**20)
+        client = SidecarClient(proc, None)
+        try:
+            await client.call("activation.render", {"namespace": NS, "session": "cold", "query": qs[k % len(qs)]},
+                              timeout=120)
+            if k:
+                times.append((time.perf_counter() - s) * 1000)
+                rss.append(rss_mb(client))
+        finally:
+            await client.close()
+    fig.put("cold_start_render", {"median_ms": statistics.median(times), "min_ms": min(times), "runs": len(times),
+                                  "events": sz.cold_events})
+    fig.put("rss_dense_off", {"median_mb": statistics.median(rss), "events": sz.cold_events})
+
+
+async def first_answers(fig: Figures, db: Path, workdir: Path, qs: list[str], tag: str) -> None:
+    """After the first ping: the first capture, the captures up to the first sealed block (and its summary job),
+    the first render, with the stall probe running throughout."""
+    path = copy_db(db, workdir, "first.db")
+    client = await SidecarClient.start(path, env=env(DENSE_OFF), host_handler=summary_host)
+    try:
+        with StallProbe(client) as probe:
+            ms_capture, _ = await timed(client, "turn.capture", history_turn(1, NS, "fresh"))
+            sealed = []
+            for i in range(2, 40):
+                _, out = await timed(client, "turn.capture", history_turn(i, NS, "fresh"))
+                if out["sealed_block_ids"]:
+                    sealed = out["sealed_block_ids"]
+                    break
+            ms_render, _ = await timed(client, "activation.render",
+                                       {"namespace": NS, "session": "fresh", "query": qs[0]})
+            await scale_build.wait_jobs(client, timeout=120)
+        fig.put(f"first_answers_{tag}", {"first_capture_ms": ms_capture, "first_render_ms": ms_render,
+                                         "sealed": bool(sealed), "worst_ping_ms": probe.worst,
+                                         "pings": probe.count})
+        fig.put(f"loop_info_first_{tag}", await loop_info(client))
+    finally:
+        await client.close()
+
+
+# ---------------------------------------------------------------- LoCoMo: memory_search_raw with dense on
+
+
+async def locomo(fig: Figures, workdir: Path, sz: Sizes) -> None:
+    import bench_locomo as bl
+
+    conv = bl.load(bl.DEFAULT_FILE)
+    turns, where = bl.capture_plan(conv)
+    cached = scale_build.cache_path("locomo", len(turns))
+    if not cached.exists():
+        build = workdir / "locomo-build.db"
+        client = await SidecarClient.start(build, env=env(), host_handler=summary_host)
+        try:
+            for params in turns:
+                await client.call("turn.capture", params, timeout=120)
+            await wait_vectors(client)
+            await scale_build.wait_jobs(client)
+        finally:
+            await client.close()
+        CACHE.mkdir(parents=True, exist_ok=True)
+        scale_build._snapshot(build, cached)
+    questions = conv.questions[: sz.locomo_questions] if sz.locomo_questions else conv.questions
+    path = copy_db(cached, workdir, "locomo.db")
+    client = await SidecarClient.start(path, env=env(), host_handler=summary_host)
+    try:
+        await client.call("activation.render", {"namespace": bl.NAMESPACE, "session": "bench", "query": "hello"},
+                          120)
+        with StallProbe(client) as probe:  # the first search loads the dense model
+            s = time.perf_counter()
+            await client.tool(bl.NAMESPACE, "bench", "memory_search_raw", {"query": "warm up", "limit": bl.LIMIT})
+            first = (time.perf_counter() - s) * 1000
+        lat, ranked = [], []
+        for q in questions:
+            s = time.perf_counter()
+            res = await client.call("tools.call", {"namespace": bl.NAMESPACE, "session": "bench",
+                                                   "name": "memory_search_raw",
+                                                   "arguments": {"query": q.text, "limit": bl.LIMIT}}, timeout=120)
+            lat.append((time.perf_counter() - s) * 1000)
+            ranked.append([where[(h["session"], h["turn"], h["role"])] for h in res["hits"]])
+        info = await client.call("system.info")
+        fig.put("raw_search_locomo", {
+            "p50": statistics.median(lat), "p99": pct(lat, 0.99), "questions": len(questions),
+            "recall_at_10": bl.metrics(questions, ranked)["r@10"], "first_search_ms": first,
+            "messages": info["counts"]["messages"], "dense_state": info["dense"]["state"],
+            "vectors": info["dense"]["vectors"], "worst_ping_first_search_ms": probe.worst})
+        fig.put("rss_dense_on", {"mb": rss_mb(client)})
+        fig.put("loop_info_locomo", info.get("loop"))
+    finally:
+        await client.close()
+    bm = bl.run_rank_bm25(conv, bl.words, "rank-bm25")
+    fig.put("floor_rank_bm25_locomo_ms", statistics.median(bm.latencies) * 1000)
+
+
+async def wait_vectors(client: SidecarClient, timeout: float = 1200) -> None:  # noqa: ASYNC109
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        dense = (await client.call("system.info", timeout=120))["dense"]
+        if dense["state"] == "ready" and dense["pending"] and dense["pending"]["total"] == 0:
+            return
+        if dense["state"] in ("off", "unavailable"):
+            raise RuntimeError(f"dense is {dense['state']}: {dense}")
+        await asyncio.sleep(1)
+    raise TimeoutError("vectors were not stored in time")
+
+
+# ---------------------------------------------------------------- capture
+
+
+async def capture_size(fig: Figures, n: int, db: Path | None, workdir: Path, sz: Sizes) -> None:
+    path = copy_db(db, workdir, f"turns-{n}.db") if db else workdir / "turns-0.db"
+    client = await SidecarClient.start(path, env=env(DENSE_OFF), host_handler=summary_host)
+    try:
+        await client.call("turn.capture", history_turn(0, NS, "warm"), timeout=120)  # tokenizer ready
+        plain, sealing = [], []
+        for i in range(1, sz.captures + 1):
+            params = make_turn(i) | {"namespace": NS, "session": "live", "receipt": f"scale:live:{i}"}
+            ms, out = await timed(client, "turn.capture", params)
+            (sealing if out["sealed_block_ids"] else plain).append(ms)
+        await scale_build.wait_jobs(client)
+        burst = [make_turn(i) | {"namespace": NS, "session": "burst", "receipt": f"scale:burst:{i}"}
+                 for i in range(1, sz.burst + 1)]
+        took = await scale_build.capture_window(client, burst, window=len(burst))
+        fig.put(f"capture_{n}", {"p50": statistics.median(plain), "p99": pct(plain, 0.99),
+                                 "seal_p50": statistics.median(sealing) if sealing else None,
+                                 "pipelined_per_s": len(burst) / took, "history": n})
+        await scale_build.wait_jobs(client)
+    finally:
+        await client.close()
+
+
+# ---------------------------------------------------------------- the table
+
+
+Row = tuple[str, str, str, bool | None, str]
+
+
+def _render_rows(r: dict[str, Any], sz: Sizes) -> list[Row]:
+    ev, fts = sz.events, r["floor_fts"]
+    rows: list[Row] = []
+    for n in ev:
+        ren = r[f"render_{n}"]
+        target = {10000: 10.0, 100000: 30.0}.get(n)
+        rows.append((f"`activation.render` p50 / p99, {n:,} events", f"p99 ≤ {target:.0f} ms" if target else "—",
+                     f"{ren['p50']:.1f} / {ren['p99']:.1f} ms", ren["p99"] <= target if target else None,
+                     f"FTS5 {fts[str(n)]['one_term']:.2f} ms (1 term), {fts[str(n)]['three_terms']:.2f} ms (3)"))
+    if len(ev) > 1:
+        mid, top = ev[-2], ev[-1]
+        ratio = r[f"render_{top}"]["p50"] / r[f"render_{mid}"]["p50"]
+        rows.append((f"render growth, {mid:,} → {top:,} events (p50 ratio)", f"not linear (< {top / mid / 3:.1f}×)",
+                     f"{ratio:.2f}×", ratio < top / mid / 3, f"{top / mid:.0f}× the events"))
+    for n in ev:
+        s = r[f"event_search_{n}"]
+        target = {10000: 5.0, 100000: 15.0}.get(n)
+        rows.append((f"event search p50, {n:,} events", f"≤ {target:.0f} ms" if target else "—", f"{s['p50']:.1f} ms",
+                     s["p50"] <= target if target else None, f"FTS5 {fts[str(n)]['three_terms']:.2f} ms"))
+    return rows
+
+
+def _raw_rows(r: dict[str, Any], sz: Sizes) -> list[Row]:
+    raw = r["raw_search_locomo"]
+    return [(f"`memory_search_raw` p50, dense on, LoCoMo ({raw['questions']} questions, {raw['messages']} messages)",
+             "≤ 10 ms", f"{raw['p50']:.1f} ms (recall@10 {raw['recall_at_10']:.3f})", raw["p50"] <= 10,
+             f"rank-bm25 {r['floor_rank_bm25_locomo_ms']:.2f} ms")]
+
+
+def _capture_rows(r: dict[str, Any], sz: Sizes) -> list[Row]:
+    commit, pipe = r["floor_commit"], r["floor_pipe_ms"]
+    floor = f"commit {commit['p50']:.2f} + pipe {pipe:.2f} ms"
+    rows: list[Row] = []
+    for n in sz.turns:
+        c = r[f"capture_{n}"]
+        rows.append((f"capture p50 / p99, sequential, {n:,} turns of history", "≤ 1.2 / ≤ 3 ms",
+                     f"{c['p50']:.2f} / {c['p99']:.2f} ms", c["p50"] <= 1.2 and c["p99"] <= 3, floor))
+    burst = min(r[f"capture_{n}"]["pipelined_per_s"] for n in sz.turns)
+    rows.append((f"pipelined capture ({sz.burst:,} in flight), worst over histories", "≥ 2,000 turns/s",
+                 f"{burst:,.0f} turns/s", burst >= 2000, f"commit {1000 / commit['p50']:,.0f}/s unbatched"))
+    return rows
+
+
+def _start_rows(r: dict[str, Any], sz: Sizes) -> list[Row]:
+    stalls = {k: v["worst_ping_ms"] for k, v in r.items() if isinstance(v, dict) and "worst_ping_ms" in v}
+    if "raw_search_locomo" in r:
+        stalls["first_search_dense"] = r["raw_search_locomo"]["worst_ping_first_search_ms"]
+    worst = max(stalls, key=lambda k: stalls[k])
+    fa, cs = r["first_answers_events"], r["cold_start_render"]
+    rows: list[Row] = [
+        ("max event-loop stall (ping every 5 ms, client side)", "≤ 20 ms", f"{stalls[worst]:.1f} ms ({worst})",
+         stalls[worst] <= 20, f"pipe {r['floor_pipe_ms']:.2f} ms"),
+        ("first capture / first render after start", "≤ 50 / ≤ 50 ms",
+         f"{fa['first_capture_ms']:.1f} / {fa['first_render_ms']:.1f} ms",
+         fa["first_capture_ms"] <= 50 and fa["first_render_ms"] <= 50, "—"),
+        (f"cold start → first `activation.render`, {cs['events']:,} events", "≤ 150 ms", f"{cs['median_ms']:.0f} ms",
+         cs["median_ms"] <= 150, f"`python3 -c pass` {r['floor_python_ms']:.0f} ms"),
+    ]
+    off = r["rss_dense_off"]["median_mb"]
+    rows.append(("RSS after first activation, dense off", "≤ 80 MB", f"{off:.0f} MB", off <= 80, "—"))
+    if "rss_dense_on" in r:
+        on = r["rss_dense_on"]["mb"]
+        rows.append(("RSS after first activation + search, dense on", "≤ 200 MB", f"{on:.0f} MB", on <= 200, "—"))
+    return rows
+
+
+def _remember_rows(r: dict[str, Any], sz: Sizes) -> list[Row]:
+    top = sz.events[-1]
+    r0, rt = r["remember_0"], r[f"remember_{top}"]
+    return [(f"`memory_remember` throughput, empty / {top:,} events", f"≥ 150/s at {top:,}",
+             f"{r0['per_s']:.3g} / {rt['per_s']:.3g} per s", rt["per_s"] >= 150, "—")]
+
+
+def goal_rows(r: dict[str, Any], sz: Sizes) -> list[Row]:
+    rows: list[Row] = []
+    for part in (_render_rows, _raw_rows, _capture_rows, _start_rows, _remember_rows):
+        with contextlib.suppress(KeyError, ValueError):  # a part not run (--parts) has no row
+            rows += part(r, sz)
+    return rows
+
+
+def markdown(r: dict[str, Any], sz: Sizes, command: str) -> str:
+    met = {True: "yes", False: "**no**", None: "—"}
+    lines = [f"Command: `{command}`", "",
+             f"Run {r['date']}, {r['machine']}; load average at start {r['load_start']}, at end {r['load_end']}; "
+             f"wall time {r['wall_s'] / 60:.1f} min (databases {'cached' if r['cached'] else 'built in this run'}).",
+             "", "| goal | target | measured | met? | floor (this run) |", "|---|---|---|---|---|"]
+    lines += [f"| {g} | {t} | {m} | {met[ok]} | {f} |" for g, t, m, ok, f in goal_rows(r, sz)]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- main
+
+
+PARTS = ("events", "remember", "startup", "locomo", "capture")
+
+
+async def run(sz: Sizes, fig: Figures, parts: set[str]) -> None:
+    qs = queries()
+    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+        workdir = Path(tmp)
+        print("floors", file=sys.stderr)
+        fig.put("floor_commit", scale_floors.bare_commit_ms())
+        fig.put("floor_pipe_ms", await scale_floors.pipe_round_trip_ms())
+        fig.put("floor_python_ms", scale_floors.python_pass_ms())
+        if "events" in parts:  # over the same texts and row counts as the events databases
+            fig.put("floor_fts", {str(n): scale_floors.bare_fts_ms(n, "redis", "billing worker redis")
+                                  for n in sz.events})
+        print("building / loading databases", file=sys.stderr)
+        t0 = time.perf_counter()
+        events_db = {}
+        if parts & {"events", "remember", "startup"}:
+            events_db = await scale_build.build_events(sorted(set(sz.events) | {sz.cold_events}))
+        turns_db = {}
+        if "capture" in parts:
+            turns_db = await scale_build.build_turns([n for n in sz.turns if n], env(DENSE_OFF))
+        fig.put("build_s", time.perf_counter() - t0)
+        if "events" in parts:
+            print("events", file=sys.stderr)
+            for n in sz.events:
+                await events_size(fig, n, events_db[n], workdir, sz, qs)
+        if "remember" in parts:
+            print("remember", file=sys.stderr)
+            await remember(fig, events_db[sz.events[-1]], sz.events[-1], workdir, sz)
+        if "startup" in parts:
+            print("start-up", file=sys.stderr)
+            await cold_start(fig, events_db[sz.cold_events], workdir, sz, qs)
+            await first_answers(fig, events_db[sz.cold_events], workdir, qs, "events")
+        if "locomo" in parts:
+            print("LoCoMo, dense on", file=sys.stderr)
+            await locomo(fig, workdir, sz)
+        if "capture" in parts:
+            print("capture", file=sys.stderr)
+            for n in sz.turns:
+                await capture_size(fig, n, turns_db.get(n), workdir, sz)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="small sizes, a smoke check (≤ 3 min once cached)")
+    mode.add_argument("--full", action="store_true", help="the issue's sizes: 1k/10k/100k events, 100k turns "
+                      "(the default)")
+    parser.add_argument("--events", type=int, nargs="+", help="events sizes instead of the mode's")
+    parser.add_argument("--turns", type=int, nargs="+", help="turns-of-history sizes instead of the mode's (0: fresh)")
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS), help="run only these parts")
+    parser.add_argument("--out", type=Path, default=Path("bench-scale.json"),
+                        help="raw figures (JSON); the Markdown table goes beside it (.md)")
+    args = parser.parse_args()
+    sz = replace(QUICK if args.quick else FULL)
+    if args.events:
+        sz.events = sorted(args.events)
+        sz.cold_events = min(sz.events, key=lambda n: abs(n - sz.cold_events))
+    if args.turns:
+        sz.turns = sorted(args.turns)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    cached = all(scale_build.cache_path("events", n).exists() for n in sz.events) and all(  # before any build
+        scale_build.cache_path("turns", n).exists() for n in sz.turns if n)
+    fig = Figures(args.out)
+    fig.raw |= {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cached": cached,
+                "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+                "load_start": " ".join(f"{x:.2f}" for x in os.getloadavg()), "mode": "quick" if args.quick else "full",
+                "sizes": sz.__dict__}
+    t0 = time.perf_counter()
+    await run(sz, fig, set(args.parts))
+    fig.raw["wall_s"] = time.perf_counter() - t0
+    fig.raw["load_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    command = shlex.join([".venv/bin/python", "bench/bench_scale.py", *sys.argv[1:]])
+    fig.raw["command"] = command
+    table = markdown(fig.raw, sz, command)
+    args.out.write_text(json.dumps(fig.raw, indent=2) + "\n")
+    args.out.with_suffix(".md").write_text(table)
+    print(table)
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
