@@ -27,7 +27,6 @@ import json
 import os
 import platform
 import shlex
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -42,6 +41,9 @@ sys.path.insert(0, str(REPO / "sidecar"))
 
 from conftest import summary_arguments  # noqa: E402
 from support.sidecar import SidecarClient  # noqa: E402
+
+sys.path.insert(0, str(REPO / "bench"))
+from scale_floors import ECHO, commit_times  # noqa: E402  (one definition of each floor)
 
 TOOL_RESULT = "\n".join(f"src/module_{i}.py:{i * 7}: def handler_{i}(event, context):" for i in range(40))
 
@@ -79,24 +81,6 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def commit_floor(workdir: Path, n: int = 300) -> list[float]:
-    """A bare commit with fsync on the same disk: WAL, synchronous=FULL, one small row per transaction."""
-    conn = sqlite3.connect(workdir / "floor.db", isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = FULL")
-    conn.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)")
-    times = []
-    for i in range(n):
-        t0 = time.perf_counter()
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("INSERT INTO t(v) VALUES (?)", (f"row {i}",))
-        conn.execute("COMMIT")
-        times.append(time.perf_counter() - t0)
-    conn.close()
-    return times
-
-
-ECHO = "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\n"
 
 
 async def pipe_floor(n: int = 300) -> list[float]:
@@ -187,7 +171,7 @@ async def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        commit = commit_floor(workdir)
+        commit = commit_times(workdir)
         pipe = await pipe_floor()
         result = await run(args, workdir)
         starts = await cold_start(workdir, args.cold_starts, args.code) if args.cold_starts else []

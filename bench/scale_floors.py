@@ -28,20 +28,26 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def commit_times(workdir: Path, n: int = 300) -> list[float]:
+    """Seconds per bare commit with fsync on ``workdir``'s disk: WAL, synchronous=FULL, one small row each."""
+    conn = sqlite3.connect(workdir / "floor.db", isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, body TEXT)")
+    times = []
+    for i in range(n):
+        s = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO t(body) VALUES (?)", (f"row {i} " * 20,))
+        conn.execute("COMMIT")
+        times.append(time.perf_counter() - s)
+    conn.close()
+    return times
+
+
 def bare_commit_ms(n: int = 300) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
-        conn = sqlite3.connect(Path(tmp) / "floor.db", isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, body TEXT)")
-        times = []
-        for i in range(n):
-            s = time.perf_counter()
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("INSERT INTO t(body) VALUES (?)", (f"row {i} " * 20,))
-            conn.execute("COMMIT")
-            times.append((time.perf_counter() - s) * 1000)
-        conn.close()
+        times = [t * 1000 for t in commit_times(Path(tmp), n)]
     return {"p50": statistics.median(times), "p99": pct(times, 0.99)}
 
 
