@@ -93,8 +93,11 @@ class JobRunner:
                     log.info("re-derived %d follow-up job(s) lost before a restart", found)
             except Exception:
                 log.exception("re-deriving lost follow-up jobs failed")
+        # The baseline is read here, before the sidecar serves: a commit by another process right after start (before
+        # the watcher's first poll) must count as a change, not become the baseline.
+        baseline = await self._db.data_version() if self._watch_interval is not None else None
         self._loop_task = asyncio.create_task(self._loop(), name="stratagate-jobs")
-        self._watch_task = asyncio.create_task(self._watch(), name="stratagate-jobs-watch")
+        self._watch_task = asyncio.create_task(self._watch(baseline), name="stratagate-jobs-watch")
 
     async def stop(self) -> None:
         interrupted = list(self._running_jobs)
@@ -134,11 +137,10 @@ class JobRunner:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
 
-    async def _watch(self) -> None:
+    async def _watch(self, last_version: int | None = None) -> None:
         """Poll ``PRAGMA data_version`` (another process committed: maybe jobs for us), refresh our leases, and take
         back jobs of owners that died while we run. The poll is one cheap read on the writer connection."""
         interval = self._watch_interval or self._heartbeat_interval
-        last_version: int | None = None
         last_beat = time.monotonic()
         while True:
             await asyncio.sleep(interval)  # a poll period, not a synchronisation
