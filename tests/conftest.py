@@ -33,6 +33,19 @@ def summary_arguments(tool_name: str, body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@pytest.fixture(autouse=True)
+def _process_wide_settings_restored() -> Iterator[None]:
+    """An in-process sidecar (support.sidecar) sets what a sidecar process sets once for itself: whether the dense
+    channel is on and the redaction key of its database. Each test starts from the test process's own values."""
+    from stratagate.safety import secrets
+    from stratagate.search import dense
+
+    enabled, key = dense._enabled, secrets._key
+    yield
+    dense._enabled = enabled
+    secrets.configure_key(key)
+
+
 @pytest.fixture
 def model_server() -> Iterator[ScriptedModelServer]:
     server = ScriptedModelServer()

@@ -17,7 +17,7 @@ async def test_kill9_mid_stream_then_resend_stores_each_turn_exactly_once(tmp_pa
                                                                          model_server: ScriptedModelServer):
     db = tmp_path / "memory.db"
     env = model_env(model_server)
-    client = await SidecarClient.start(db, env=env)
+    client = await SidecarClient.start(db, env=env, process=True)
     futures = {}
     for i in range(1, TOTAL + 1):
         futures[i] = await client.request("turn.capture", turn(i, tools=[
@@ -28,7 +28,7 @@ async def test_kill9_mid_stream_then_resend_stores_each_turn_exactly_once(tmp_pa
     acknowledged = {i for i, f in futures.items() if f.done() and not f.exception() and "result" in f.result()}
     assert 0 < len(acknowledged) < TOTAL
 
-    client = await SidecarClient.start(db, env=env)
+    client = await SidecarClient.start(db, env=env, process=True)
     try:
         resent = {}
         for i in range(1, TOTAL + 1):
@@ -69,7 +69,7 @@ async def test_job_running_when_the_process_died_runs_again(tmp_path: Path, mode
         model_server.push(delay(60, until=hold))
         db = tmp_path / "memory.db"
         env = model_env(model_server)
-        client = await SidecarClient.start(db, env=env, args=["--block-turns", "1"])
+        client = await SidecarClient.start(db, env=env, args=["--block-turns", "1"], process=True)
         await client.call("turn.capture", turn(1))
         await asyncio.to_thread(model_server.wait_for_in_flight, 1, 30)
         running = await client.call("jobs.list", {"status": "running"})
@@ -77,7 +77,7 @@ async def test_job_running_when_the_process_died_runs_again(tmp_path: Path, mode
         await client.kill9()
         hold.set()
     model_server.default = auto_tool_call(summary_arguments)
-    client = await SidecarClient.start(db, env=env, args=["--block-turns", "1"])
+    client = await SidecarClient.start(db, env=env, args=["--block-turns", "1"], process=True)
     try:
         done = await client.wait_notification("jobs.changed", lambda p: p["status"] == "done")
         assert done["attempts"] == 2  # the interrupted attempt counts, the job was not lost
@@ -91,7 +91,7 @@ async def test_full_database_refuses_the_turn_clearly_and_keeps_everything_else(
     """SQLITE_FULL (a full disk, or the STRATAGATE_DB_MAX_MB cap) rejects one capture, loses nothing."""
     from support.sidecar import RpcFailure
 
-    client = await SidecarClient.start(tmp_path / "m.db", env={"STRATAGATE_DB_MAX_MB": "1"})
+    client = await SidecarClient.start(tmp_path / "m.db", env={"STRATAGATE_DB_MAX_MB": "1"}, process=True)
     try:
         stored = 0
         failure = None
@@ -126,7 +126,7 @@ async def test_job_cut_off_by_a_clean_shutdown_gets_its_attempt_back(tmp_path: P
     env = model_env(model_server)
     with model_server.gate(hold):
         model_server.push(delay(60, until=hold))
-        client = await SidecarClient.start(db, env=env, args=["--block-turns", "1"])
+        client = await SidecarClient.start(db, env=env, args=["--block-turns", "1"], process=True)
         await client.call("turn.capture", turn(1))
         await asyncio.to_thread(model_server.wait_for_in_flight, 1, 30)
         assert await client.close() == 0  # system.shutdown while the summary call is in flight
@@ -134,7 +134,7 @@ async def test_job_cut_off_by_a_clean_shutdown_gets_its_attempt_back(tmp_path: P
     jobs = sqlite3.connect(db).execute("SELECT status, attempts FROM jobs").fetchall()
     assert jobs == [("queued", 0)]
     model_server.default = auto_tool_call(summary_arguments)
-    client = await SidecarClient.start(db, env=env, args=["--block-turns", "1"])
+    client = await SidecarClient.start(db, env=env, args=["--block-turns", "1"], process=True)
     try:
         done = await client.wait_notification("jobs.changed", lambda p: p["status"] == "done")
         assert done["attempts"] == 1

@@ -558,7 +558,7 @@ async def test_embeddings_are_computed_in_the_background_and_captures_never_wait
     hold = threading.Event()
     model_server.push(delay(60, until=hold))
     env = model_env(model_server, STRATAGATE_MODEL_CONCURRENCY="1", STRATAGATE_DENSE="on")
-    client = await SidecarClient.start(tmp_path / "m.db", env=env, args=["--block-turns", "2"])
+    client = await SidecarClient.start(tmp_path / "m.db", env=env, args=["--block-turns", "2"], process=True)
     try:
         with model_server.gate(hold):
             await client.call("turn.capture", turn(1))
@@ -586,7 +586,8 @@ async def test_embeddings_are_computed_in_the_background_and_captures_never_wait
 
 
 async def test_events_and_graph_nodes_get_vectors_too(tmp_path: Path, model_server: ScriptedModelServer):
-    client = await SidecarClient.start(tmp_path / "m.db", env=model_env(model_server, STRATAGATE_DENSE="on"))
+    env = model_env(model_server, STRATAGATE_DENSE="on")
+    client = await SidecarClient.start(tmp_path / "m.db", env=env, process=True)
     try:
         fact = {"text": "The project uses pnpm as its package manager.", "type": "decision"}
         remembered = await client.tool("proj", "s1", "memory_remember", fact)
@@ -602,7 +603,7 @@ async def test_events_and_graph_nodes_get_vectors_too(tmp_path: Path, model_serv
 
 async def test_dense_off_reports_off_and_queues_nothing(tmp_path: Path, model_server: ScriptedModelServer):
     env = model_env(model_server, STRATAGATE_DENSE="off")
-    client = await SidecarClient.start(tmp_path / "m.db", env=env, args=["--block-turns", "100"])
+    client = await SidecarClient.start(tmp_path / "m.db", env=env, args=["--block-turns", "100"], process=True)
     try:
         for i in range(1, 4):
             await client.call("turn.capture", turn(i))
@@ -617,7 +618,7 @@ async def test_dense_off_reports_off_and_queues_nothing(tmp_path: Path, model_se
 
     # Switched on later: the backlog is picked up at start-up, without a new capture.
     env = model_env(model_server, STRATAGATE_DENSE="on")
-    client = await SidecarClient.start(tmp_path / "m.db", env=env, args=["--block-turns", "100"])
+    client = await SidecarClient.start(tmp_path / "m.db", env=env, args=["--block-turns", "100"], process=True)
     try:
         info = await settled(client)
         assert info["dense"]["vectors"]["message"] == info["counts"]["messages"] == 6

@@ -258,7 +258,7 @@ async def test_a_second_sidecar_never_requeues_live_work_but_takes_over_a_dead_o
     )
     hold = threading.Event()
     model_server.push(delay(600, until=hold))  # A's summary request waits here
-    a = await SidecarClient.start(db, env=env)
+    a = await SidecarClient.start(db, env=env, process=True)
     b: SidecarClient | None = None
     try:
         with model_server.gate(hold):
@@ -267,7 +267,8 @@ async def test_a_second_sidecar_never_requeues_live_work_but_takes_over_a_dead_o
             (job,) = [r for r in running_rows(db) if r["kind"] == BLOCK_SUMMARY]
             assert job["status"] == "running" and f":{a.proc.pid}:" in job["lease_owner"]
 
-            b = await SidecarClient.start(db, env=env)  # its start-up recovery ran before it answered the ping
+            # Its start-up recovery ran before it answered the ping.
+            b = await SidecarClient.start(db, env=env, process=True)
             # Let B's watcher sweep many times: A's heartbeat advancing twice spans several of B's 0.1 s ticks.
             first = job["heartbeat_at"]
             await until(lambda: running_rows(db)[0]["heartbeat_at"] > first, "A's heartbeat")

@@ -56,7 +56,7 @@ async def test_sidecars_started_together_on_a_new_database_all_serve(tmp_path: P
         # Folders that do not exist yet either: every process creates them (0700) and the file (0600) at once.
         db = tmp_path / f"round{round_no}" / "stratagate" / "memory.db"
         clients = await asyncio.gather(
-            *(SidecarClient.start(db, env=sidecar_env()) for _ in range(STARTS)), return_exceptions=True
+            *(SidecarClient.start(db, env=sidecar_env(), process=True) for _ in range(STARTS)), return_exceptions=True
         )
         try:
             started = [c for c in clients if isinstance(c, SidecarClient)]
@@ -97,7 +97,7 @@ def hold_lock(db: Path, kind: str) -> sqlite3.Connection:
 
 async def existing_db(tmp_path: Path) -> Path:
     db = tmp_path / "memory.db"
-    client = await SidecarClient.start(db, env=sidecar_env())
+    client = await SidecarClient.start(db, env=sidecar_env(), process=True)
     assert await client.close() == 0
     return db
 

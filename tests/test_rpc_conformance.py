@@ -295,7 +295,7 @@ async def test_a_flood_of_pipelined_searches_keeps_memory_bounded(tmp_path: Path
 
     # Zero-model mode and a settled pipeline: the measurement is of the flood, not of the background jobs of the
     # captured turns (a dense model loading for their embeddings in the middle of it is ~100 MB of RSS).
-    client = await SidecarClient.start(tmp_path / "m.db", env={"STRATAGATE_MODEL_ROUTE": "none"})
+    client = await SidecarClient.start(tmp_path / "m.db", env={"STRATAGATE_MODEL_ROUTE": "none"}, process=True)
     try:
         for i in range(1, 21):
             await client.call("turn.capture", turn(i, user=f"flood {i} lorem ipsum " * 20))

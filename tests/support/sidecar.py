@@ -1,13 +1,22 @@
-"""Drive a real `stratagate serve` subprocess over its stdio JSON-RPC, the way the DSH shim does."""
+"""Drive a real `stratagate serve` over its stdio JSON-RPC, the way the DSH shim does.
+
+By default the sidecar runs in this test process: the CLI's own ``serve`` coroutine on a thread with its own event
+loop, wired to the client through two OS pipes, so the bytes, framing, ordering and every code path after start-up are
+those of the real process. What a process would pay again for each test (interpreter start, imports, the tokenizer,
+the secret detector: ~1.8 s of CPU) is paid once per test worker. Tests of the process itself (signals, kill -9,
+stderr, exit codes, its environment) pass ``process=True`` and get a real ``stratagate serve`` child.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import os
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -24,8 +33,114 @@ class RpcFailure(Exception):
         self.data = error.get("data")
 
 
+PROCESS_ONLY_ENV = frozenset({"STRATAGATE_TOKENS_CACHE", "STRATAGATE_LOG_LEVEL"})
+"""Variables the sidecar reads from its process environment rather than from its Settings: a test that sets one
+needs its own process."""
+
+
+def _serve_settings(db: Path | None, env: dict[str, str], args: list[str]) -> Any:
+    """The Settings ``stratagate serve --db DB ARGS`` would build from ENV (the CLI's parser and loader)."""
+    from stratagate.cli import _parser
+    from stratagate.config import load_settings
+    from stratagate.context.settings import parse_config
+
+    parsed = _parser().parse_args(["serve", *(["--db", str(db)] if db else []), *args])
+    settings = load_settings({"db": parsed.db, "block_turns": parsed.block_turns}, environ=env)
+    parse_config(settings.context_config)
+    return settings
+
+
+_warmed = threading.Lock()
+_warm = False
+
+
+def _warm_up() -> None:
+    """What `serve` builds before it answers (the CLI's warm-ups), once per test process."""
+    global _warm
+    with _warmed:
+        if not _warm:
+            from stratagate import tokens
+            from stratagate.safety import secrets
+
+            tokens.get_encoding()
+            secrets.warm()
+            _warm = True
+
+
+class _Pipe:
+    """The write end of the request pipe, shaped like a subprocess's stdin."""
+
+    def __init__(self, writer: asyncio.StreamWriter):
+        self._writer = writer
+
+    def write(self, data: bytes) -> None:
+        self._writer.write(data)
+
+    async def drain(self) -> None:
+        await self._writer.drain()
+
+    def close(self) -> None:
+        self._writer.close()
+
+    def is_closing(self) -> bool:
+        return self._writer.is_closing()
+
+
+class InProcessSidecar:
+    """`stratagate serve` on a thread of this process, shaped like the asyncio subprocess the client drives."""
+
+    pid = os.getpid()
+
+    def __init__(self, settings: Any, stdin: _Pipe, stdout: asyncio.StreamReader, in_fd: int, out_fd: int):
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = asyncio.StreamReader()  # the sidecar's log goes to this process's logging; nothing here
+        self.stderr.feed_eof()
+        self.returncode: int | None = None
+        self._exit: concurrent.futures.Future[int] = concurrent.futures.Future()
+        self._thread = threading.Thread(target=self._run, args=(settings, in_fd, out_fd), daemon=True,
+                                        name="stratagate-serve")
+        self._thread.start()
+
+    def _run(self, settings: Any, in_fd: int, out_fd: int) -> None:
+        from stratagate.rpc.server import serve
+
+        try:
+            code = asyncio.run(serve(settings, in_fd=in_fd, out_fd=out_fd))
+        except BaseException as exc:  # reported as the exit code; the test sees the error through its reply
+            print(f"in-process sidecar failed: {exc!r}", file=sys.stderr)
+            code = 1
+        self.returncode = code
+        self._exit.set_result(code)
+
+    @classmethod
+    async def start(cls, settings: Any) -> InProcessSidecar:
+        loop = asyncio.get_running_loop()
+        await asyncio.to_thread(_warm_up)
+        req_r, req_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(resp_r, "rb", 0))
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(req_w, "wb", 0)
+        )
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        # The server thread owns req_r and resp_w from here (serve wraps and closes them).
+        return cls(settings, _Pipe(writer), reader, req_r, resp_w)
+
+    async def wait(self) -> int:
+        return await asyncio.wrap_future(self._exit)
+
+    def kill(self) -> None:
+        """A thread cannot be killed: end its input, which stops `serve` as stdin EOF stops the process."""
+        self.stdin.close()
+
+    def send_signal(self, sig: int) -> None:
+        raise RuntimeError("an in-process sidecar takes no signals: start it with process=True")
+
+
 class SidecarClient:
-    def __init__(self, proc: asyncio.subprocess.Process, host_handler: HostHandler | None):
+    def __init__(self, proc: Any, host_handler: HostHandler | None):
         self.proc = proc
         self.host_handler = host_handler
         self._next_id = 0
@@ -49,10 +164,24 @@ class SidecarClient:
         env: dict[str, str] | None = None,
         args: list[str] | None = None,
         host_handler: HostHandler | None = None,
+        process: bool = False,
     ) -> SidecarClient:
+        """A sidecar on DB (None: the default path) with ENV over this process's environment (its own STRATAGATE_*
+        dropped) and ARGS after `serve`. In this process unless PROCESS, or ENV sets what only a process reads."""
+        env = dict(env or {})
+        in_process = (
+            not process
+            and db is not None
+            and all(k.startswith("STRATAGATE_") and k not in PROCESS_ONLY_ENV for k in env)
+        )
+        if in_process:
+            settings = _serve_settings(db, env, args or [])
+            client = cls(await InProcessSidecar.start(settings), host_handler)
+            await client.call("system.ping", timeout=60)
+            return client
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("STRATAGATE_")}
         full_env["PYTHONPATH"] = str(REPO / "sidecar")
-        full_env.update(env or {})
+        full_env.update(env)
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -194,6 +323,7 @@ class SidecarClient:
         return self.proc.returncode or 0
 
     async def kill9(self) -> None:
+        """SIGKILL: nothing of the sidecar runs after it (a process-only test: start it with process=True)."""
         self.proc.send_signal(signal.SIGKILL)
         await self.proc.wait()
         await self._reader
