@@ -172,6 +172,48 @@ def test_the_layers_are_pyprojects():
     )
 
 
+LINK = re.compile(r"\]\(([^)\s#]*)(?:#([^)\s]+))?\)")
+HEADING = re.compile(r"^#{1,6}\s+(.*)$", flags=re.M)
+
+
+def anchors(markdown: str) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces → hyphens."""
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in HEADING.findall(markdown)}
+
+
+def test_every_link_lands():
+    text = DOC.read_text(encoding="utf-8")
+    broken: list[str] = []
+    for target, anchor in LINK.findall(text):
+        if target.startswith(("http://", "https://")):
+            continue
+        path = (DOC.parent / target).resolve() if target else DOC
+        if not path.is_file():
+            broken.append(f"{target}: no such file")
+        elif anchor and anchor not in anchors(path.read_text(encoding="utf-8")):
+            broken.append(f"{target or 'architecture.md'}#{anchor}: no such heading")
+    assert not broken, f"docs/architecture.md links that land nowhere: {broken}"
+
+
+def test_anchors_follow_github():
+    assert anchors("## Design choices that fix the original StrataGate's weak points\n### `jobs/` (x)") == {
+        "design-choices-that-fix-the-original-stratagates-weak-points",
+        "jobs-x",
+    }
+
+
+def test_the_shim_files_are_listed_where_the_map_points():
+    """The map leaves the shim's files to shim-js/README.md's Files table: it lists every shim-js/*.js, and only
+    those."""
+    text = (REPO / "shim-js" / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Files") :]
+    section = section[: section.index("\n## ", 1)]
+    listed = {span for span in CODE_SPAN.findall(section) if span.endswith(".js")}
+    present = {path.name for path in (REPO / "shim-js").glob("*.js")}
+    assert not present - listed, f"shim-js/README.md, Files: add a row for {sorted(present - listed)}"
+    assert not listed - present, f"shim-js/README.md, Files: no such file {sorted(listed - present)}"
+
+
 # The checks themselves, on small inputs: a new module, a stale line and a stale path are each noticed.
 
 
