@@ -149,13 +149,18 @@ def test_every_named_path_exists():
 
 
 def test_the_pictures_name_real_modules():
-    """The data-flow picture names modules by path too (``capture/store.py``); a rename must reach it."""
+    """The data-flow picture names modules by path too (``capture/store.py``, the shim's ``turns.js``); a rename must
+    reach it."""
     text = DOC.read_text(encoding="utf-8")
     blocks = re.findall(r"^```\n(.*?)^```", text, flags=re.S | re.M)
     named = {m for block in blocks for m in re.findall(r"(?<![\w/.*-])((?:[a-z_]+/)+[a-z_]+\.py)\b", block)}
     assert len(named) >= 20
     missing = sorted(p for p in named if not (PACKAGE / p).is_file())
     assert not missing, f"docs/architecture.md's pictures name modules that do not exist: {missing}"
+    shim = {m for block in blocks for m in re.findall(r"(?<![\w/.*-])([a-z][a-z-]*\.js)\b", block)}
+    assert len(shim) >= 8
+    missing = sorted(name for name in shim if not (REPO / "shim-js" / name).is_file())
+    assert not missing, f"docs/architecture.md's data-flow picture names shim files that do not exist: {missing}"
 
 
 def test_the_layers_are_pyprojects():
