@@ -7,7 +7,7 @@ which settings the page edits, their labels and help), the shim's option map (``
 
 Four groups, one class each (a class keeps every field's type checkable):
 
-- :class:`Settings`: the sidecar's settings. Field ``x`` ↔ env ``STRATAGATE_X``; the App holds one instance.
+- :class:`Settings`: the sidecar's settings. Field ``x`` ↔ env ``STRATAGATE_`` + ``X``; the App holds one instance.
 - :class:`ProcessEnv`: variables the sidecar reads straight from the environment, before or without ``Settings``.
 - :class:`ShimOptions`: read by the shim only (plugin options of the ``stratagate`` row, and the shim's variables).
 - :class:`ContextPage`: the context engine's settings the page edits (the engine's own knobs are the nested
@@ -20,8 +20,9 @@ Adding a page-editable setting that is also a plugin option, e.g. ``recall_limit
        recall_limit: int = row(8, ge=1, le=50, plugin="recallLimit", page=("Recall limit", "召回条数"),
                                en="how many memories recall shows", zh="召回显示的记忆条数")
 
-   This gives the env variable ``STRATAGATE_RECALL_LIMIT``, the plugin option ``recallLimit`` (passed to the sidecar
-   as that variable), a field on the Memory page's Settings tab with its label, bounds and help in both languages.
+   This gives the env variable named after it (``STRATAGATE_`` + the name in capitals), the plugin option
+   ``recallLimit`` (passed to the sidecar as that variable), a field on the Memory page's Settings tab with its
+   label, bounds and help in both languages, and a row in the docs' tables.
 2. Its consumer reads ``app.settings.recall_limit`` at use (a page change is assigned in place, without a restart).
 3. Regenerate what is derived, then run the tests that check it (tests/test_docs.py, tests/test_settings_table.py,
    tests/js/config.test.mjs)::
@@ -101,10 +102,10 @@ class Settings(BaseModel):
     namespace_mode: Literal["project", "session", "global"] | None = row(
         None, plugin="namespaceMode", plugin_env=False, plugin_default="project",
         page=("Namespace mode", "命名空间模式"),
-        en="`project` (one memory per working directory), `session` or `global`; set (env or the page) it wins over "
-           "the plugin option `namespaceMode`",
+        en="`project` (one memory per working directory), `session` or `global`; the variable or the page's setting "
+           "wins over the plugin option `namespaceMode`",
         zh="`project`（每个工作目录一份记忆）、`session` 或 `global`；"
-           "通过环境变量或页面设置时优先于插件选项 `namespaceMode`")
+           "环境变量或页面上的设置优先于插件选项 `namespaceMode`")
     block_turns: int = row(6, ge=1, le=1000, plugin="blockTurns", page=("Turns per block", "每个区块的轮数"),
                            en="turns per sealed block; flag `--block-turns`",
                            zh="每个封存区块包含的轮数；命令行 `--block-turns`")
@@ -433,7 +434,7 @@ def shim_table(groups: dict[Scope, type[BaseModel]] | None = None) -> str:
             continue
         option = f"`{r.plugin}`" if r.plugin else ""
         if r.passed_by_shim:
-            default = f"the sidecar's ({_cell(r.default_doc)})"
+            default = f"the sidecar's: {_cell(r.default_doc)}"
             env = f"→ `{r.env}`"
         else:
             default = _cell(_show(r.plugin_default))
