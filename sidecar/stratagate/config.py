@@ -29,7 +29,7 @@ def load_settings(overrides: dict[str, object] | None = None, environ: dict[str,
         if value is not None:
             values[key] = value
     try:
-        return Settings(**values)
+        return Settings.model_validate(values)
     except ValidationError as exc:
         problems = "; ".join(
             (f"{variables.get(str(err['loc'][0]), str(err['loc'][0]).upper())}: " if err["loc"] else "") + err["msg"]

@@ -45,6 +45,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 Scope = Literal["sidecar", "process", "shim", "context"]
+Kind = Literal["int", "float", "bool", "string", "path", "choice", "json"]
 ContextMode = Literal["cost", "quality", "custom"]
 """The context engine's presets (context/settings.py ``Mode``)."""
 
@@ -279,7 +280,7 @@ class Row(BaseModel):
     name: str
     scope: Scope
     annotation: Any = Field(exclude=True)
-    type: Literal["int", "float", "bool", "string", "path", "choice", "json"]
+    type: Kind
     optional: bool
     choices: list[str] | None = None
     minimum: int | float | None = None
@@ -308,10 +309,11 @@ def without_none(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
-def _kind(annotation: Any, json_text: bool) -> tuple[str, list[str] | None]:
+def _kind(annotation: Any, json_text: bool) -> tuple[Kind, list[str] | None]:
     if typing.get_origin(annotation) is Literal:
         return "choice", [str(a) for a in typing.get_args(annotation)]
-    for kind, cls in (("bool", bool), ("int", int), ("float", float), ("path", Path)):
+    kinds: tuple[tuple[Kind, type], ...] = (("bool", bool), ("int", int), ("float", float), ("path", Path))
+    for kind, cls in kinds:
         if annotation is cls:
             return kind, None
     if annotation is str:
@@ -329,28 +331,46 @@ def _show(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+class _Extra(BaseModel):
+    """What row() attaches to the Field (its json_schema_extra), read back."""
+
+    zh: str
+    env: str | None
+    page: tuple[str, str] | None
+    plugin: str | None
+    plugin_env: bool
+    json_text: bool
+    default_doc: str | None
+
+
+def _bound(marker: object) -> int | float | None:
+    """The number of an annotated_types bound (Ge, Gt, Le or Lt); None: no bound."""
+    for attr in ("ge", "gt", "le", "lt"):
+        value = getattr(marker, attr, None)
+        if isinstance(value, int | float):
+            return value
+    return None
+
+
 def row_of(name: str, scope: Scope, info: FieldInfo) -> Row:
-    extra = info.json_schema_extra
-    if not isinstance(extra, dict):
+    if not isinstance(info.json_schema_extra, dict):
         raise TypeError(f"settings table: {name} is not declared with row()")
+    extra = _Extra.model_validate(info.json_schema_extra)
     annotation, optional = without_none(info.annotation)
-    kind, choices = _kind(annotation, bool(extra["json_text"]))
+    kind, choices = _kind(annotation, extra.json_text)
     default = None if info.default is PydanticUndefined else info.default
-    meta = info.metadata
-    low = next((m for m in meta if isinstance(m, Ge | Gt)), None)
-    high = next((m for m in meta if isinstance(m, Le | Lt)), None)
-    env = extra["env"]
-    page = extra["page"]
+    low = next((m for m in info.metadata if isinstance(m, Ge | Gt)), None)
+    high = next((m for m in info.metadata if isinstance(m, Le | Lt)), None)
     return Row(
         name=name, scope=scope, annotation=info.annotation, type=kind, optional=optional, choices=choices,
-        minimum=None if low is None else (low.ge if isinstance(low, Ge) else low.gt),
-        maximum=None if high is None else (high.le if isinstance(high, Le) else high.lt),
+        minimum=_bound(low), maximum=_bound(high),
         exclusive_minimum=isinstance(low, Gt), exclusive_maximum=isinstance(high, Lt),
-        default=default, default_doc=str(extra["default_doc"] or _show(default)),
-        env=f"STRATAGATE_{name.upper()}" if env == _DERIVED else env,
-        page=Text(en=page[0], zh=page[1]) if isinstance(page, list) else None,
-        plugin=extra["plugin"], plugin_env=bool(extra["plugin_env"]),
-        plugin_default=extra.get("plugin_default", default), help=Text(en=info.description or "", zh=str(extra["zh"])),
+        default=default, default_doc=extra.default_doc or _show(default),
+        env=f"STRATAGATE_{name.upper()}" if extra.env == _DERIVED else extra.env,
+        page=Text(en=extra.page[0], zh=extra.page[1]) if extra.page else None,
+        plugin=extra.plugin, plugin_env=extra.plugin_env,
+        plugin_default=info.json_schema_extra.get("plugin_default", default),
+        help=Text(en=info.description or "", zh=extra.zh),
     )
 
 
