@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import typing
@@ -144,3 +145,17 @@ def test_plugin_settings_json_is_the_output_of_stratagate_settings():
     out = subprocess.run([sys.executable, "-m", "stratagate", "settings"], capture_output=True, text=True, env=env,
                          stdin=subprocess.DEVNULL, timeout=120, check=True)
     assert json.loads(out.stdout) == shipped
+
+
+def test_the_bundle_row_shows_only_plugin_options_with_the_tables_defaults():
+    """plugin/cordis.patch.yml's `stratagate` row shows options (set, or commented out): each is a row of the table
+    with the table's default (a new option need not be added there: a missing option falls back to its default)."""
+    text = (REPO / "plugin" / "cordis.patch.yml").read_text(encoding="utf-8")
+    block = text[text.index("      config:\n") : text.index("\n\n", text.index("      config:\n"))]
+    shown = dict(re.findall(r"^        (\w+): (.+)$", block, re.M))
+    shown |= dict(re.findall(r"^        # (\w+): (\S+|\{.*\})$", block, re.M))  # an option shown commented out
+    options = plugin_manifest()["options"]
+    assert len(shown) >= 10 and set(shown) <= set(options), set(shown) - set(options)
+    for name, spec in options.items():
+        if name in shown and not spec["sidecar"] and spec["default"] is not None:
+            assert shown[name] == str(spec["default"]).lower(), f"cordis.patch.yml: {name}"

@@ -8,6 +8,10 @@ page stored. A stored value is assigned in place to the App's ``Settings`` objec
 stored value: the environment's (or the default) applies again. ``context_mode`` is the context engine's preset and
 lives in its own store (``context_settings``, context/settings.py): plugin config ← stored, read at every plan.
 
+Which settings the page edits, their bounds, labels and help (English and Chinese) are the rows of settings_table.py
+with a page label: a ``Settings`` row is assigned in place as above; a ``ContextPage`` row (``context_<key>``) is the
+context engine's ``<key>``, stored by the engine.
+
 Stored as one JSON object in the ``meta`` row ``page_settings``. Another process on the same database (a
 ``stratagate ui`` next to the DSH sidecar) applies a change only to itself; the other picks it up when it starts.
 """
