@@ -13,6 +13,7 @@ import typing
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from stratagate import config, settings_table, user_settings
 from stratagate.context import settings as context_settings
@@ -32,7 +33,7 @@ class WithRecallLimit(Settings):
                             en="how many memories recall shows", zh="召回显示的记忆条数")
 
 
-GROUPS: dict[Scope, type[Settings] | type] = {**settings_table.GROUPS, "sidecar": WithRecallLimit}
+GROUPS: dict[Scope, type[BaseModel]] = {**settings_table.GROUPS, "sidecar": WithRecallLimit}
 
 
 # --- a new row reaches every consumer ---------------------------------------------------------------------------------
@@ -83,7 +84,7 @@ async def test_a_new_page_row_is_read_checked_written_and_applied_by_the_page(db
 
 
 def test_a_new_row_is_a_plugin_option_the_shim_passes_to_the_sidecar():
-    options = plugin_manifest(GROUPS)["options"]  # type: ignore[arg-type]
+    options = plugin_manifest(GROUPS)["options"]
     # tests/js/config.test.mjs feeds this very entry to the shim's normalizeConfig and sidecarEnv.
     assert options["recallLimit"] == {"setting": "recall_limit", "type": "int", "default": None,
                                       "env": "STRATAGATE_RECALL_LIMIT", "sidecar": True}
@@ -92,11 +93,11 @@ def test_a_new_row_is_a_plugin_option_the_shim_passes_to_the_sidecar():
 
 def test_the_docs_test_requires_a_new_row_until_the_tables_are_regenerated():
     readme, shim = README.read_text(encoding="utf-8"), SHIM_README.read_text(encoding="utf-8")
-    extended = rows(GROUPS)  # type: ignore[arg-type]
+    extended = rows(GROUPS)
     assert undocumented(extended, readme, shim) == ["STRATAGATE_RECALL_LIMIT", "recallLimit"]
-    assert settings_docs.marked(readme) != settings_table.readme_table(GROUPS)  # type: ignore[arg-type]
-    regenerated = (settings_docs.rewrite(readme, settings_table.readme_table(GROUPS)),  # type: ignore[arg-type]
-                   settings_docs.rewrite(shim, settings_table.shim_table(GROUPS)))  # type: ignore[arg-type]
+    assert settings_docs.marked(readme) != settings_table.readme_table(GROUPS)
+    regenerated = (settings_docs.rewrite(readme, settings_table.readme_table(GROUPS)),
+                   settings_docs.rewrite(shim, settings_table.shim_table(GROUPS)))
     assert undocumented(extended, *regenerated) == []
     assert "| `STRATAGATE_RECALL_LIMIT` | 8 | ≥ 1, ≤ 50 | yes | `recallLimit` |" in regenerated[0]
 
