@@ -115,8 +115,8 @@ ROWS = settings_table.rows()
 def env_variables_read() -> dict[str, list[str]]:
     """Every STRATAGATE_* name in the code of sidecar/ and shim-js/ (read, or named in a message) → its files."""
     found: dict[str, list[str]] = {}
-    for folder, patterns in (("sidecar", ("*.py",)), ("shim-js", ("*.js", "*.mjs"))):
-        for pattern in patterns:
+    for folder in ("sidecar", "shim-js"):
+        for pattern in ("*.py", "*.js", "*.mjs"):
             for path in sorted((REPO / folder).rglob(pattern)):
                 for name in set(ENV_VARIABLE.findall(path.read_text(encoding="utf-8"))):
                     found.setdefault(name, []).append(str(path.relative_to(REPO)))
