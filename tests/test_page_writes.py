@@ -442,8 +442,12 @@ async def test_settings_get_set_apply_live_persist_and_undo(tmp_path: Path, mode
                                    "activation_recent_tokens": 500, "activation_session_tokens": 1200,
                                    "activation_longterm_tokens": 900, "context_mode": "cost"}
         fields = {f["name"]: f for f in got["fields"]}
-        assert fields["block_turns"] == {"name": "block_turns", "type": "int", "min": 1, "max": 1000, "default": 6,
-                                         "source": "default"}
+        assert fields["block_turns"] == {
+            "name": "block_turns", "type": "int", "min": 1, "max": 1000, "default": 6, "source": "default",
+            "label": {"en": "Turns per block", "zh": "每个区块的轮数"},
+            "help": {"en": "turns per sealed block; flag `--block-turns`",
+                     "zh": "每个封存区块包含的轮数；命令行 `--block-turns`"},
+        }
         assert fields["activation_recent_tokens"]["source"] == "env"
         assert fields["model_route"]["choices"] == ["auto", "none"]
         assert fields["namespace_mode"]["choices"] == ["project", "session", "global"]

@@ -66,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
         "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default $STRATAGATE_LOG_LEVEL or INFO"
     )
     sub.add_parser("tools", help="print the agent tools (tools.list) as JSON; plugin/tools.json is this output")
+    sub.add_parser("settings", help="print the plugin options (from the settings table) as JSON; plugin/settings.json "
+                   "is this output")
     sub.add_parser("prompt-section", help="print the DSH system-prompt section as JSON; plugin/prompt.json is this")
     sub.add_parser("turn-events", help="print the DSH event types the shim forwards; plugin/turn-events.json is this")
     info = sub.add_parser("info", help="print database path, schema version and counts as JSON")
@@ -604,6 +606,11 @@ def main(argv: list[str] | None = None) -> int:
         from stratagate.tools.catalog import tool_specs
 
         print(json.dumps(tool_specs(), indent=2, ensure_ascii=False))
+        return 0
+    if args.command == "settings":
+        from stratagate.settings_table import plugin_manifest
+
+        print(json.dumps(plugin_manifest(), indent=2, ensure_ascii=False))
         return 0
     if args.command == "prompt-section":
         from stratagate.dsh.prompt import prompt_section

@@ -8,6 +8,10 @@ page stored. A stored value is assigned in place to the App's ``Settings`` objec
 stored value: the environment's (or the default) applies again. ``context_mode`` is the context engine's preset and
 lives in its own store (``context_settings``, context/settings.py): plugin config ← stored, read at every plan.
 
+Which settings the page edits, their bounds, labels and help (English and Chinese) are the rows of settings_table.py
+with a page label: a ``Settings`` row is assigned in place as above; a ``ContextPage`` row (``context_<key>``) is the
+context engine's ``<key>``, stored by the engine.
+
 Stored as one JSON object in the ``meta`` row ``page_settings``. Another process on the same database (a
 ``stratagate ui`` next to the DSH sidecar) applies a change only to itself; the other picks it up when it starts.
 """
@@ -15,38 +19,46 @@ Stored as one JSON object in the ``meta`` row ``page_settings``. Another process
 from __future__ import annotations
 
 import json
-import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import aiosqlite
-from annotated_types import Ge, Le
 from pydantic import BaseModel, ValidationError
 
 from stratagate.config import Settings
 from stratagate.context import settings as context_settings
 from stratagate.errors import explain_validation, invalid_params
+from stratagate.settings_table import ContextPage, Row, Text, rows_of
 from stratagate.storage.db import Database
 
 META_KEY = "page_settings"
-APP_FIELDS = (
-    "namespace_mode",
-    "block_turns",
-    "model_route",
-    "activation_recent_tokens",
-    "activation_session_tokens",
-    "activation_longterm_tokens",
-)
-"""Settings fields the page may change (their bounds are the ``Settings`` field's own)."""
-CONTEXT_MODE = "context_mode"
-NAMES = (*APP_FIELDS, CONTEXT_MODE)
-NAMESPACE_MODE_DEFAULT = "project"  # the shim's own default when the plugin config names none
+CONTEXT_PREFIX = "context_"
+"""A page row of the context group names the context engine's key after this prefix (``context_mode`` → ``mode``)."""
 
 Source = Literal["default", "env", "page"]
 
 
+def page_rows(settings_cls: type[Settings] = Settings) -> list[Row]:
+    """The settings the page edits, in the table's order: the rows with a page label (settings_table.py)."""
+    return [r for r in rows_of(settings_cls, "sidecar") + rows_of(ContextPage, "context") if r.page is not None]
+
+
+def app_fields(settings: Settings | type[Settings] = Settings) -> tuple[str, ...]:
+    """The ``Settings`` fields the page may change (their bounds are the field's own)."""
+    cls = settings if isinstance(settings, type) else type(settings)
+    return tuple(r.name for r in page_rows(cls) if r.scope == "sidecar")
+
+
+def context_fields() -> dict[str, str]:
+    """Page setting → the context engine's key (stored by context/settings.py)."""
+    return {r.name: r.name.removeprefix(CONTEXT_PREFIX) for r in page_rows() if r.scope == "context"}
+
+
+APP_FIELDS = app_fields()
+
+
 class FieldSpec(BaseModel):
-    """How the page renders and checks one setting."""
+    """How the page renders and checks one setting; its label and help in English and Chinese."""
 
     name: str
     type: Literal["int", "choice"]
@@ -55,6 +67,8 @@ class FieldSpec(BaseModel):
     choices: list[str] | None = None
     default: Any
     source: Source
+    label: Text
+    help: Text
 
 
 @dataclass
@@ -67,30 +81,23 @@ class Applied:
 
     @classmethod
     def of(cls, settings: Settings) -> Applied:
-        return cls(baseline={name: getattr(settings, name) for name in APP_FIELDS})
+        return cls(baseline={name: getattr(settings, name) for name in app_fields(settings)})
 
 
-def _choices(annotation: Any) -> list[str]:
-    """The values of a Literal field (an optional one too: ``Literal[...] | None``)."""
-    if typing.get_origin(annotation) is Literal:
-        return [str(a) for a in typing.get_args(annotation)]
-    return [c for arg in typing.get_args(annotation) if typing.get_origin(arg) is Literal for c in _choices(arg)]
+def _spec(r: Row, source: Source) -> FieldSpec:
+    assert r.page is not None
+    common: dict[str, Any] = {"name": r.name, "default": r.plugin_default, "source": source, "label": r.page,
+                              "help": r.help}
+    if r.choices:
+        return FieldSpec(type="choice", choices=r.choices, **common)
+    if r.type != "int":
+        raise TypeError(f"the page edits int and choice settings only: {r.name} is {r.type}")
+    low = None if r.minimum is None else int(r.minimum) + (1 if r.exclusive_minimum else 0)
+    high = None if r.maximum is None else int(r.maximum) - (1 if r.exclusive_maximum else 0)
+    return FieldSpec(type="int", min=low, max=high, **common)
 
 
-def _spec(name: str, source: Source) -> FieldSpec:
-    info = Settings.model_fields[name]
-    if name == "namespace_mode":
-        return FieldSpec(name=name, type="choice", choices=_choices(info.annotation), default=NAMESPACE_MODE_DEFAULT,
-                         source=source)
-    choices = _choices(info.annotation)
-    if choices:
-        return FieldSpec(name=name, type="choice", choices=choices, default=info.default, source=source)
-    low = next((m.ge for m in info.metadata if isinstance(m, Ge)), None)
-    high = next((m.le for m in info.metadata if isinstance(m, Le)), None)
-    return FieldSpec(name=name, type="int", min=low, max=high, default=info.default, source=source)
-
-
-async def load(conn: aiosqlite.Connection) -> dict[str, Any]:
+async def load(conn: aiosqlite.Connection, names: tuple[str, ...] = APP_FIELDS) -> dict[str, Any]:
     row = await (await conn.execute("SELECT value FROM meta WHERE key = ?", (META_KEY,))).fetchone()
     if row is None:
         return {}
@@ -98,7 +105,7 @@ async def load(conn: aiosqlite.Connection) -> dict[str, Any]:
         value = json.loads(row[0])
     except json.JSONDecodeError:
         return {}
-    return {k: v for k, v in value.items() if k in APP_FIELDS} if isinstance(value, dict) else {}
+    return {k: v for k, v in value.items() if k in names} if isinstance(value, dict) else {}
 
 
 async def _save(conn: aiosqlite.Connection, stored: dict[str, Any]) -> None:
@@ -112,17 +119,27 @@ def check(settings: Settings, name: str, value: Any) -> Any:
     """``value`` validated as the ``Settings`` field ``name`` (its type and bounds); a 400 naming the field."""
     probe = settings.model_copy()
     try:
-        Settings.__pydantic_validator__.validate_assignment(probe, name, value)
+        type(settings).__pydantic_validator__.validate_assignment(probe, name, value)
     except ValidationError as exc:
         raise invalid_params(f"settings.{explain_validation(exc)}", {"setting": name}) from None
     return getattr(probe, name)
+
+
+def _check_context(name: str, key: str, value: Any) -> Any:
+    """``value`` validated as the context engine's ``key`` (context/settings.py); a 400 naming the page setting."""
+    try:
+        context_settings.ContextSettings.__pydantic_validator__.validate_assignment(
+            context_settings.ContextSettings.model_construct(), key, value)
+    except ValidationError as exc:
+        raise invalid_params(f"settings.{name}: {exc.errors()[0]['msg']} (got {value!r})", {"setting": name}) from None
+    return value
 
 
 async def apply_at_start(db: Database, settings: Settings) -> Applied:
     """Apply what the page stored over the environment (called once the database is open). A stored value that no
     longer validates (a bound tightened by an upgrade) is skipped, not fatal."""
     applied = Applied.of(settings)
-    stored = await load(db.reader)
+    stored = await load(db.reader, app_fields(settings))
     for name, value in stored.items():
         try:
             setattr(settings, name, check(settings, name, value))
@@ -132,48 +149,68 @@ async def apply_at_start(db: Database, settings: Settings) -> Applied:
     return applied
 
 
-async def _context_mode(db: Database, settings: Settings) -> tuple[str, Source]:
+async def _context_values(db: Database, settings: Settings) -> dict[str, tuple[Any, Source]]:
     config = context_settings.parse_config(settings.context_config)
     stored = await context_settings.load_stored(db)
-    mode = context_settings.effective(config, stored).mode
-    return mode, "page" if "mode" in stored else "env" if "mode" in config else "default"
+    current = context_settings.effective(config, stored)
+    return {
+        name: (getattr(current, key), "page" if key in stored else "env" if key in config else "default")
+        for name, key in context_fields().items()
+    }
 
 
 async def snapshot(db: Database, settings: Settings, applied: Applied) -> dict[str, Any]:
     """``{settings, fields}``: the values in effect and how each is edited and where it comes from."""
     values: dict[str, Any] = {}
     specs: list[FieldSpec] = []
-    for name in APP_FIELDS:
-        value = getattr(settings, name)
-        default = Settings.model_fields[name].default
-        source: Source = "page" if name in applied.stored else "env" if applied.baseline[name] != default else "default"
-        values[name] = NAMESPACE_MODE_DEFAULT if name == "namespace_mode" and value is None else value
-        specs.append(_spec(name, source))
-    mode, mode_source = await _context_mode(db, settings)
-    values[CONTEXT_MODE] = mode
-    specs.append(FieldSpec(name=CONTEXT_MODE, type="choice", choices=list(typing.get_args(context_settings.Mode)),
-                           default=context_settings.ContextSettings.model_fields["mode"].default, source=mode_source))
+    context = await _context_values(db, settings)
+    fields = type(settings).model_fields
+    for r in page_rows(type(settings)):
+        if r.scope == "context":
+            values[r.name], source = context[r.name]
+        else:
+            value = getattr(settings, r.name)
+            default = fields[r.name].default
+            source = "page" if r.name in applied.stored else "env" if applied.baseline[r.name] != default else "default"
+            # None: the plugin option's default applies (namespace_mode: the shim's mode, project by default).
+            values[r.name] = r.plugin_default if value is None else value
+        specs.append(_spec(r, source))
     return {"settings": values, "fields": [s.model_dump(exclude_none=True) for s in specs]}
 
 
 def validate_changes(settings: Settings, changes: dict[str, Any]) -> dict[str, Any]:
     """The changes checked: known names only, each value within its field's bounds (None: reset)."""
-    unknown = sorted(k for k in changes if k not in NAMES)
+    names = [r.name for r in page_rows(type(settings))]
+    context = context_fields()
+    unknown = sorted(k for k in changes if k not in names)
     if unknown:
-        raise invalid_params(f"unknown setting {unknown[0]!r} (known: {', '.join(NAMES)})", {"unknown": unknown})
+        raise invalid_params(f"unknown setting {unknown[0]!r} (known: {', '.join(names)})", {"unknown": unknown})
     out: dict[str, Any] = {}
     for name, value in changes.items():
         if value is None:
             out[name] = None
-        elif name == CONTEXT_MODE:
-            allowed = typing.get_args(context_settings.Mode)
-            if value not in allowed:
-                raise invalid_params(f"settings.{name}: must be one of {', '.join(allowed)} (got {value!r})",
-                                     {"setting": name})
-            out[name] = value
+        elif name in context:
+            out[name] = _check_context(name, context[name], value)
         else:
             out[name] = check(settings, name, value)
     return out
+
+
+async def _write_context(
+    conn: aiosqlite.Connection, settings: Settings, changes: dict[str, Any], before: dict[str, Any],
+    after: dict[str, Any]
+) -> None:
+    """The context engine's page settings: stored by the engine (context_settings), in the caller's transaction."""
+    context_stored = await context_settings.queries.stored_settings(conn)
+    config = context_settings.parse_config(settings.context_config)
+    for name, key in context_fields().items():
+        if name not in changes or context_stored.get(key) == changes[name]:
+            continue
+        old = getattr(context_settings.effective(config, context_stored), key)
+        before["settings"][name], before["stored"][name] = old, context_stored.get(key)
+        context_stored = await context_settings.update_stored_in(conn, {key: changes[name]})
+        after["settings"][name] = getattr(context_settings.effective(config, context_stored), key)
+        after["stored"][name] = changes[name]
 
 
 async def write(
@@ -185,18 +222,9 @@ async def write(
     stored = dict(applied.stored)
     before: dict[str, Any] = {"settings": {}, "stored": {}}
     after: dict[str, Any] = {"settings": {}, "stored": {}}
-    context_stored = await context_settings.queries.stored_settings(conn)
+    context = context_fields()
     for name, value in changes.items():
-        if name == CONTEXT_MODE:
-            old_stored = context_stored.get("mode")
-            if old_stored == value:
-                continue
-            config = context_settings.parse_config(settings.context_config)
-            old_mode = context_settings.effective(config, context_stored).mode
-            new_stored = await context_settings.update_stored_in(conn, {"mode": value})
-            before["settings"][name], before["stored"][name] = old_mode, old_stored
-            after["settings"][name] = context_settings.effective(config, new_stored).mode
-            after["stored"][name] = value
+        if name in context:
             continue
         new = applied.baseline[name] if value is None else value
         old_stored = stored.get(name)
@@ -208,23 +236,26 @@ async def write(
             stored.pop(name, None)
         else:
             stored[name] = value
+    await _write_context(conn, settings, changes, before, after)
     await _save(conn, stored)
     return before, after
 
 
 async def stored_now(conn: aiosqlite.Connection, applied: Applied) -> dict[str, Any]:
     """What the page stored for each setting (a key that is not stored is absent)."""
-    mode = (await context_settings.queries.stored_settings(conn)).get("mode")
-    return {**applied.stored, **({CONTEXT_MODE: mode} if mode is not None else {})}
+    context_stored = await context_settings.queries.stored_settings(conn)
+    context = {name: context_stored[key] for name, key in context_fields().items() if key in context_stored}
+    return {**applied.stored, **context}
 
 
 def assign(settings: Settings, applied: Applied, after: dict[str, Any]) -> None:
     """Apply what :func:`write` stored to the running sidecar: in place, so every stage sees it at its next use."""
+    fields = app_fields(settings)
     for name, value in after["settings"].items():
-        if name in APP_FIELDS:
+        if name in fields:
             setattr(settings, name, value)
     for name, value in after["stored"].items():
-        if name not in APP_FIELDS:
+        if name not in fields:
             continue
         if value is None:
             applied.stored.pop(name, None)

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { DEFAULTS, dshHome, effectiveDbPath, normalizeConfig, sidecarEnv } from '../../shim-js/config.js'
+import { DEFAULTS, ENV_MAP, OPTIONS, defaultsOf, dshHome, effectiveDbPath, envMapOf, normalizeConfig, sidecarEnv } from '../../shim-js/config.js'
 import { methodFor, resolveRequest } from '../../shim-js/namespaces.js'
 
 describe('config', () => {
@@ -61,6 +61,38 @@ describe('config', () => {
     assert.equal(effectiveDbPath(config, host), '/env/x.db')
     // An empty variable counts as unset (as in the sidecar).
     assert.equal(sidecarEnv(config, { STRATAGATE_DB: '' }).STRATAGATE_DB, '/db/m.db')
+  })
+})
+
+describe('options from plugin/settings.json (generated from the sidecar\'s settings table)', () => {
+  it('names every option, its default and the variables of the options the sidecar reads', () => {
+    assert.deepEqual(Object.keys(DEFAULTS).sort(), Object.keys(OPTIONS).sort())
+    assert.deepEqual({ ...ENV_MAP }, { database: 'STRATAGATE_DB', blockTurns: 'STRATAGATE_BLOCK_TURNS', context: 'STRATAGATE_CONTEXT_CONFIG' })
+    assert.deepEqual(OPTIONS.namespaceMode.choices, ['project', 'session', 'global'])
+    assert.equal(OPTIONS.namespaceMode.sidecar, false, 'the mode travels with each namespace request, not as a variable')
+    assert.deepEqual([OPTIONS.activationTimeoutMs.min, OPTIONS.activationTimeoutMs.max], [50, 60_000])
+  })
+
+  it('falls back to the default with a warning when an option the shim checks is out of bounds', () => {
+    const { config, warnings } = normalizeConfig({ activationTimeoutMs: 10, contextTimeoutMs: '2500', captureSubagents: 'true' }, {})
+    assert.equal(config.activationTimeoutMs, 1500)
+    assert.equal(config.contextTimeoutMs, 2500, 'a number in a string is read')
+    assert.equal(config.captureSubagents, true)
+    assert.equal(warnings.length, 1)
+    assert.match(warnings[0], /activationTimeoutMs must be an integer in 50–60000 \(got 10\); using 1500/)
+    assert.match(normalizeConfig({ context: [1] }, {}).warnings[0], /context must be an object/)
+  })
+
+  it('a new row in the table is a new option: default, check and variable come from its spec alone', () => {
+    // What `stratagate settings` writes for a page-editable setting that is also a plugin option (see
+    // tests/test_settings_table.py, which makes this entry from an injected table row).
+    const options = { ...OPTIONS, recallLimit: { setting: 'recall_limit', type: 'int', default: null, env: 'STRATAGATE_RECALL_LIMIT', sidecar: true } }
+    assert.equal(defaultsOf(options).recallLimit, null)
+    const { config, warnings } = normalizeConfig({ recallLimit: 12 }, {}, options)
+    assert.deepEqual(warnings, [])
+    assert.equal(config.recallLimit, 12)
+    assert.equal(sidecarEnv(config, {}, envMapOf(options)).STRATAGATE_RECALL_LIMIT, '12')
+    assert.deepEqual(normalizeConfig({ recallLimit: 12 }, {}).warnings, ["unknown option 'recallLimit' ignored"])
   })
 })
 

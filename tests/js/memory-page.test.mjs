@@ -45,6 +45,16 @@ describe('dictionary', () => {
     for (const s of ['default', 'env', 'page']) assert.ok('settings.source.' + s in I.I18N.en)
   })
 
+  it('takes a setting\'s label and help in the page\'s language from the field the sidecar sends', () => {
+    const label = { en: 'Turns per block', zh: '每个区块的轮数' }
+    assert.equal(I.inLang(label, 'zh'), '每个区块的轮数')
+    assert.equal(I.inLang(label, 'en'), 'Turns per block')
+    assert.equal(I.inLang({ en: 'Only English' }, 'zh'), 'Only English')
+    assert.equal(I.inLang(undefined, 'zh'), '')
+    // The labels live in the sidecar's settings table, not in this dictionary.
+    assert.ok(!Object.keys(I.I18N.en).some((k) => k.startsWith('settings.field.')))
+  })
+
   it('follows the browser language unless told', () => {
     assert.equal(I.pickLang(undefined, 'zh-CN'), 'zh')
     assert.equal(I.pickLang(undefined, 'zh-Hant-TW'), 'zh')

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import Any
 
 import aiosqlite
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from stratagate.context import queries
 from stratagate.errors import DomainError, explain_validation
+from stratagate.settings_table import ContextMode
 from stratagate.storage.db import Database
 
-Mode = Literal["cost", "quality", "custom"]
+Mode = ContextMode
+"""The presets, declared with the page's ``context_mode`` row in settings_table.py (tests check the default too)."""
 
 STOCK_SUMMARY_LINE = 0.8
 """DSH compaction-basic's thresholdRatio: its stock summary fires at 0.8·W. Every line of ours stays 5 points below."""

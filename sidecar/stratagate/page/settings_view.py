@@ -3,15 +3,17 @@ database, applied to the running sidecar at once, re-applied at start over the e
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
+from pydantic import create_model
 
 from stratagate import user_settings
 from stratagate.app import App
 from stratagate.page.writes import ACTOR, Params, Written
 from stratagate.protocol import method
 from stratagate.protocol.types import Empty, Result
+from stratagate.settings_table import without_none
 from stratagate.storage.db import audit, collect_audit_ids
 
 
@@ -19,14 +21,18 @@ class SettingField(user_settings.FieldSpec, Result):
     """user_settings' description of one setting, as a reply (no undeclared key)."""
 
 
-class SettingsValues(Result):
-    namespace_mode: Literal["project", "session", "global"]
-    block_turns: int
-    model_route: Literal["auto", "none"]
-    activation_recent_tokens: int
-    activation_session_tokens: int
-    activation_longterm_tokens: int
-    context_mode: Literal["cost", "quality", "custom"]
+def values_model(settings_cls: type[user_settings.Settings] = user_settings.Settings) -> type[Result]:
+    """The reply's ``settings``: one key per page row of the settings table, typed as the row (never null: an unset
+    value reads as the plugin option's default)."""
+    rows = user_settings.page_rows(settings_cls)
+    fields: dict[str, Any] = {r.name: (without_none(r.annotation)[0], ...) for r in rows}
+    return create_model("SettingsValues", __base__=Result, **fields)
+
+
+if TYPE_CHECKING:
+    SettingsValues = Result
+else:
+    SettingsValues = values_model()
 
 
 class SettingsResult(Result):

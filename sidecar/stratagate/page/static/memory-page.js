@@ -272,13 +272,6 @@
     'settings.range': '{min}–{max}',
     'settings.unchanged': 'Nothing changed.',
     'settings.invalid': 'Some values are not valid.',
-    'settings.field.namespace_mode': 'Namespace mode',
-    'settings.field.block_turns': 'Turns per block',
-    'settings.field.model_route': 'Model route',
-    'settings.field.activation_recent_tokens': 'Recent-memory budget (tokens)',
-    'settings.field.activation_session_tokens': 'Session budget (tokens)',
-    'settings.field.activation_longterm_tokens': 'Long-term budget (tokens)',
-    'settings.field.context_mode': 'Context mode',
     'time.s': '{n} s',
     'time.min': '{n} min',
     'time.h': '{h} h {m} min',
@@ -546,13 +539,6 @@
     'settings.range': '{min}–{max}',
     'settings.unchanged': '没有改动。',
     'settings.invalid': '有些值无效。',
-    'settings.field.namespace_mode': '命名空间模式',
-    'settings.field.block_turns': '每个区块的轮数',
-    'settings.field.model_route': '模型路由',
-    'settings.field.activation_recent_tokens': '近期记忆预算（token）',
-    'settings.field.activation_session_tokens': '会话预算（token）',
-    'settings.field.activation_longterm_tokens': '长期记忆预算（token）',
-    'settings.field.context_mode': '上下文模式',
     'time.s': '{n} 秒',
     'time.min': '{n} 分钟',
     'time.h': '{h} 小时 {m} 分钟',
@@ -591,6 +577,12 @@
     if (text === undefined) text = key
     if (vars) text = text.replace(/\{(\w+)\}/g, (m, name) => (name in vars && vars[name] !== undefined && vars[name] !== null ? String(vars[name]) : m))
     return text
+  }
+
+  /** A text the sidecar sends in both languages ({en, zh}, e.g. a setting's label): the page's language, else English. */
+  function inLang(text, lang) {
+    if (!text || typeof text !== 'object') return typeof text === 'string' ? text : ''
+    return text[lang] || text.en || ''
   }
 
   /** The chip of an event or job status: its class and label, and the successor an event points at. */
@@ -2279,14 +2271,17 @@
         input.addEventListener('change', markDirty)
         inputs[f.name] = input
         errors[f.name] = el('p', { class: 'sgm-error-text', id: errId, role: 'alert' })
-        const label = translate(lang, 'settings.field.' + f.name)
+        // Label and help come with the field, in both languages, from the sidecar's settings table.
+        const label = inLang(f.label, lang) || f.name
+        const help = inLang(f.help, lang)
         const hints = [T('settings.source.' + (f.source || 'default')), T('settings.default', { value: f.default === null || f.default === undefined ? '—' : f.default })]
         if (f.min !== undefined && f.max !== undefined) hints.push(T('settings.range', { min: f.min, max: f.max }))
         return el(
           'div',
           { class: 'sgm-setting', data: { source: f.source || 'default' } },
-          el('label', { for: id }, el('span', { class: 'sgm-strong' }, label === 'settings.field.' + f.name ? f.name : label), ' ', code(f.name)),
+          el('label', { for: id }, el('span', { class: 'sgm-strong' }, label), ' ', code(f.name)),
           input,
+          help ? el('p', { class: 'sgm-small', testid: 'setting-help-' + f.name }, help) : null,
           el('p', { class: 'sgm-muted sgm-small' }, hints.join(' · ')),
           errors[f.name],
         )
@@ -2434,7 +2429,7 @@
 
   const api = {
     mount,
-    _internals: { I18N, TABS, TAB_AREAS, EVENT_STATUSES, pickLang, translate, statusChip, humanBytes, humanDuration, shortTime, happenedText, refetchPlan, fieldErrors, queryString, layoutGraph, labelShift, undoTarget, denseLine, isBookkeeping, byMessageOrder },
+    _internals: { I18N, TABS, TAB_AREAS, EVENT_STATUSES, pickLang, translate, inLang, statusChip, humanBytes, humanDuration, shortTime, happenedText, refetchPlan, fieldErrors, queryString, layoutGraph, labelShift, undoTarget, denseLine, isBookkeeping, byMessageOrder },
   }
   root.StrataGateMemoryPage = api
 
