@@ -1,0 +1,50 @@
+// Recorder plugin for scripts/record-dsh-fixtures.py (loaded with --patch): writes what a plugin receives from the
+// real DSH, one JSON line per payload, to `config.out`: every `session/event` (with the session's id and origin,
+// as the shim's capture reads them) and every `tools/result` (the execution's identity and the frozen result, as
+// the shim's canonical-value map reads them). Observation only: it changes nothing DSH does.
+import { appendFileSync } from 'node:fs'
+
+export const name = 'stratagate-fixture-recorder'
+
+function jsonSafe(value) {
+  const seen = new WeakSet()
+  return JSON.parse(
+    JSON.stringify(value, (_key, v) => {
+      if (typeof v === 'bigint') return v.toString()
+      if (v && typeof v === 'object') {
+        if (seen.has(v)) return '[circular]'
+        seen.add(v)
+      }
+      return v
+    }),
+  )
+}
+
+export function apply(ctx, config) {
+  const out = String(config?.out ?? '')
+  if (!out) throw new Error('stratagate-fixture-recorder needs config.out')
+  const write = (record) => appendFileSync(out, `${JSON.stringify(jsonSafe(record))}\n`)
+
+  ctx.on('session/event', (session, event) => {
+    write({
+      hook: 'session/event',
+      session: { id: String(session?.id ?? session?.header?.id ?? ''), origin: session?.header?.origin ?? null },
+      event,
+    })
+  })
+  ctx.on('tools/result', (exec, result) => {
+    write({
+      hook: 'tools/result',
+      exec: {
+        callId: exec?.callId,
+        rootCallId: exec?.rootCallId,
+        name: exec?.name,
+        arguments: exec?.arguments,
+        parent: exec?.parent === undefined ? null : String(exec.parent),
+        session: exec?.agent?.session?.id ?? null,
+        origin: exec?.agent?.session?.header?.origin ?? null,
+      },
+      result,
+    })
+  })
+}
