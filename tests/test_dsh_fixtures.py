@@ -200,6 +200,8 @@ def test_how_the_block_summary_reads_recorded_bash_results_today():
     with ``[exit code: N]``), so a failing command is not summarised as failed either. When the summary learns the
     bash shape, change these expectations."""
     for name in ("bash-success", "bash-exit-code", "bash-long-output"):
+        value = scenario(name)["tools_result"]["result"]["value"]
+        assert summarize_result(value) == "structured result returned", name
         assert tool_outcome(record_of(scenario(name))) == "structured result returned", name
     failing = scenario("bash-exit-code")
     assert failing["tools_result"]["result"]["isError"] is False
