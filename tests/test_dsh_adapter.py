@@ -20,6 +20,10 @@ from stratagate.dsh.status import HostState, assemble_status
 from support.sidecar import REPO, RpcFailure, SidecarClient
 
 FIXTURE = json.loads((REPO / "tests" / "js" / "session-log.json").read_text())
+# The canonical value DSH's bash tool really gives tools/result (exit 3, stdout and stderr), recorded from the pinned
+# host (tests/fixtures/dsh/README.md).
+RECORDED_BASH_VALUE = json.loads((REPO / "tests" / "fixtures" / "dsh" / "tools" / "bash-exit-code.json").read_text())[
+    "tools_result"]["result"]["value"]
 
 
 def log() -> list[dict[str, Any]]:
@@ -97,8 +101,8 @@ def test_aborted_turn_keeps_partial_text_and_the_unfinished_call_as_an_error():
 
 
 def test_canonical_value_preferred_for_successful_calls_errors_keep_their_text():
-    t = folded(1, {"call_bash": {"exitCode": 1, "stdout": "FAIL"}, "call_read": {"ignored": True}})
-    assert t["tools"][0]["result"] == {"exitCode": 1, "stdout": "FAIL"}
+    t = folded(1, {"call_bash": RECORDED_BASH_VALUE, "call_read": {"ignored": True}})
+    assert t["tools"][0]["result"] == RECORDED_BASH_VALUE
     assert t["tools"][1]["result"] == "Error: ENOENT: no such file missing.ts"
 
 
@@ -267,7 +271,7 @@ def capture_params(n: int, **extra: Any) -> dict[str, Any]:
 
 
 async def test_capture_raw_folds_stores_and_is_idempotent(sidecar: SidecarClient):
-    first = await sidecar.call("turn.capture_raw", capture_params(1, canonical={"call_bash": {"exitCode": 1}}))
+    first = await sidecar.call("turn.capture_raw", capture_params(1, canonical={"call_bash": RECORDED_BASH_VALUE}))
     assert first["captured"] is True and first["duplicate"] is False
     assert first["receipt"] == "dsh:session-main:turn:1" and first["turn_id"].startswith("turn_")
     again = await sidecar.call("turn.capture_raw", capture_params(1))

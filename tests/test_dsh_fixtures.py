@@ -236,3 +236,63 @@ def test_the_recall_query_reads_the_recorded_turn():
     events = raw(load("turns/main.json")["events"])
     assert "RECORD-DSH-FIXTURES" in step_query(events[:3], [])
     assert isinstance(step_query(events, []), str)
+
+
+# ---- hand-written DSH events stay in DSH's shapes ----------------------------------------------------------------
+
+NOT_RECORDED = {
+    # Scenarios the recording has no run of (DSH's own shapes, from its persistence catalogue).
+    ("user/message", ".data.source.compactionId"),  # a compaction checkpoint's source
+    ("assistant/message", ".data.interrupted"),  # a step cut by an aborted turn
+    ("turn/end", ".data.reason.reason"),  # an aborted turn's cause
+    ("turn/end", ".data.reason.reason.kind"),
+}
+
+
+def key_paths(value: Any, prefix: str = "") -> set[str]:
+    """Every key path of a JSON value (list items share ``[]``)."""
+    out: set[str] = set()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out.add(f"{prefix}.{key}")
+            out |= key_paths(item, f"{prefix}.{key}")
+    elif isinstance(value, list):
+        for item in value:
+            out |= key_paths(item, f"{prefix}[]")
+    return out
+
+
+def recorded_paths() -> dict[str, set[str]]:
+    paths: dict[str, set[str]] = {}
+    for path in DSH.rglob("*.json"):
+        doc = json.loads(path.read_text())
+        for event in doc.get("events") or doc.get("session_events") or ([doc["event"]] if "event" in doc else []):
+            paths.setdefault(event["type"], set()).update(key_paths(event))
+    return paths
+
+
+def hand_written() -> list[tuple[str, dict[str, Any]]]:
+    from support.surfaces import SurfaceBuilder
+
+    log = json.loads((Path(__file__).resolve().parent / "js" / "session-log.json").read_text())["events"]
+    built = SurfaceBuilder()
+    built.user("fix the build")
+    built.runtime(1)
+    built.assistant(1, 1, "Running it.", [("call_1", "bash", {"command": "make"})])
+    built.result(1, 1, "call_1", "ok\n[exit code: 0]")
+    return [("tests/js/session-log.json", e) for e in log] + [("support/surfaces.py", e) for e in built.events]
+
+
+def test_hand_written_dsh_events_use_only_fields_dsh_sends():
+    """The hand-written logs (tests/js/session-log.json, support/surfaces.py) cover what one recording cannot
+    (aborted turns, compaction checkpoints, memory tools): every field they give an event type must be one the pinned
+    DSH gives it too, so they cannot drift from DSH's shapes unnoticed."""
+    real = recorded_paths()
+    drift = [
+        (source, event["type"], path)
+        for source, event in hand_written()
+        if event["type"] in real
+        for path in sorted(key_paths(event) - real[event["type"]])
+        if (event["type"], path) not in NOT_RECORDED
+    ]
+    assert drift == []
