@@ -336,8 +336,45 @@ TIME_KEYS = {"time", "createdAt", "updatedAt", "startedAt", "finishedAt", "ended
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 CALL_ID = re.compile(r"call_[0-9a-f]{8}")
 RESPONSE_ID = re.compile(r"chatcmpl-[0-9a-f]{12}")
-SPILL = re.compile(r"/dsh-subprocess-[A-Za-z0-9]{6}/dsh-subprocess-\d+-(\d+)-[0-9a-f]+-")
+SPILL = re.compile(r"/dsh-subprocess-[A-Za-z0-9]{6}/dsh-subprocess-(\d+)-(\d+)-[0-9a-f]+-")
+OMITTED = re.compile(r"\n\n\(Omitted (\d+) bytes\.")
 RESULT_SPILL = re.compile(r"/dsh-spill-[A-Za-z0-9]{6}/session-[0-9a-f]{12}/[0-9a-f]{12}-")
+
+
+def recut_spilled_bash(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A bash result too long for the model is cut by DSH's spill policy to ``F[:H] + F[-T:] + notice`` of its
+    formatted text ``F`` (the output's tail plus a line naming the output's spill file, whose name holds DSH's pid):
+    the pid's length moves the cut. Re-cut it, same ``H`` and ``T``, from ``F`` with the pid "1" (what the path
+    normalisation shows), so the text does not change with the pid."""
+    texts: dict[str, str] = {}
+    for r in rows:
+        result = r.get("result") or {}
+        stdout = ((result.get("value") or {}).get("stdout") or {}) if isinstance(result.get("value"), dict) else {}
+        path, content = stdout.get("spillPath"), result.get("content") or []
+        text = content[0].get("text") if content and isinstance(content[0], dict) else None
+        omitted = OMITTED.search(text) if isinstance(text, str) else None
+        spill = SPILL.search(path) if isinstance(path, str) else None
+        if not (omitted and spill and text):
+            continue
+        full = f"{stdout['text']}\n[output truncated; full output: {path}]"
+        body, notice = text[: omitted.start()], text[omitted.start() :]
+        head = next((i for i, (a, b) in enumerate(zip(body, full, strict=False)) if a != b), len(body))
+        tail = len(body) - head
+        if body[head:] != full[len(full) - tail :]:
+            raise SystemExit("DSH's spill cut is no longer head + tail: update recut_spilled_bash")
+        fixed = full.replace(f"dsh-subprocess-{spill.group(1)}-", "dsh-subprocess-1-", 1)
+        count = len(fixed) - head - tail
+        notice = notice.replace(f"Omitted {omitted.group(1)} bytes", f"Omitted {count} bytes", 1)
+        texts[text] = fixed[:head] + fixed[len(fixed) - tail :] + notice
+
+    def swap(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: swap(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [swap(v) for v in value]
+        return texts.get(value, value) if isinstance(value, str) else value
+
+    return [swap(r) for r in rows] if texts else rows
 
 
 class Normaliser:
@@ -363,7 +400,7 @@ class Normaliser:
     def text(self, value: str) -> str:
         for real, stand_in in self.paths:
             value = value.replace(real, stand_in)
-        value = SPILL.sub(lambda m: f"/dsh-subprocess-XXXXXX/dsh-subprocess-1-{m.group(1)}-0-", value)
+        value = SPILL.sub(lambda m: f"/dsh-subprocess-XXXXXX/dsh-subprocess-1-{m.group(2)}-0-", value)
         value = RESULT_SPILL.sub("/dsh-spill-XXXXXX/session-000000000000/000000000000-", value)
         value = UUID.sub(lambda m: self._id(m.group(0), lambda n: f"00000000-0000-4000-8000-{n:012d}"), value)
         value = CALL_ID.sub(lambda m: self._id(m.group(0), lambda n: f"call_{n:08d}"), value)
@@ -536,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.raw:
             shutil.copy(raw_path, args.raw)
         normaliser = Normaliser(work, home)
-        rows = [normaliser.value(r) for r in read_raw(raw_path)]
+        rows = [normaliser.value(r) for r in recut_spilled_bash(read_raw(raw_path))]
         files = build(rows, model.offered or [], dsh_version())
         write(args.out, files)
         tools = len(model.offered or [])
