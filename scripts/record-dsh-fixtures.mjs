@@ -1,7 +1,9 @@
 // Recorder plugin for scripts/record-dsh-fixtures.py (loaded with --patch): writes what a plugin receives from the
 // real DSH, one JSON line per payload, to `config.out`: every `session/event` (with the session's id and origin,
 // as the shim's capture reads them) and every `tools/result` (the execution's identity and the frozen result, as
-// the shim's canonical-value map reads them). Observation only: it changes nothing DSH does.
+// the shim's canonical-value map reads them). Observation only, except that with `config.answer` it plays the
+// human for `ask_user_question` (the web UI's part: a `userQuestions` provider choosing each question's first
+// option, or answering `config.answer` when there are none).
 import { appendFileSync } from 'node:fs'
 
 export const name = 'stratagate-fixture-recorder'
@@ -32,6 +34,24 @@ export function apply(ctx, config) {
       event,
     })
   })
+  if (config?.answer !== undefined) {
+    ctx.plugin({
+      name: 'stratagate-fixture-recorder-answers',
+      inject: ['userQuestions'],
+      apply(sub) {
+        sub.effect(() =>
+          sub.userQuestions.registerProvider({
+            async ask(request) {
+              const answers = request.questions.map((q) =>
+                q.options?.length ? { id: q.id, selected: [q.options[0].label] } : { id: q.id, selected: [], custom: String(config.answer) },
+              )
+              return { answers }
+            },
+          }),
+        'fixture-recorder user-question provider')
+      },
+    })
+  }
   ctx.on('tools/result', (exec, result) => {
     write({
       hook: 'tools/result',

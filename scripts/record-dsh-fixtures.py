@@ -48,6 +48,7 @@ TASK = "RECORD-DSH-FIXTURES: call every built-in tool once, as scripted."
 SUB_MARK = "FIXTURE-CHILD"  # every prompt a child agent (subagent, fork, workflow, ralph) gets carries it
 FINAL = "FIXTURES-RECORDED: every scripted tool call was made."
 CHILD_ANSWER = "FIXTURE-CHILD-DONE: nothing to do."
+ANSWER = "FIXTURE-HUMAN-ANSWER"  # the recorder plugin's answer to a question without options
 # A 1x1 PNG for read_image.
 PIXEL_PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -195,6 +196,17 @@ PLAN: list[Step] = [
     ),
     Step("ralph", "ralph", {"objective": f"{SUB_MARK}: answer done.", "maxRounds": 1}),
     Step("exit_plan_mode", "exit_plan_mode", {"plan": "# Fixture plan\n\nNothing to do."}),
+    # Mounted by the recorder's patch (the web presets carry it, headless does not); the plugin plays the human.
+    Step(
+        "ask_user_question",
+        "ask_user_question",
+        {
+            "questions": [
+                {"id": "pick", "question": "Which one?", "options": [{"label": "First"}, {"label": "Second"}]},
+                {"id": "free", "question": "Anything else?"},
+            ]
+        },
+    ),
 ]
 SUBAGENT_ID = r"started subagent (\S+)"
 
@@ -317,6 +329,10 @@ def record(raw_path: Path, scratch: Path, timeout: float) -> tuple[FixtureModel,
             f"      name: {json.dumps(str(PLUGIN))}\n"
             "      config:\n"
             f"        out: {json.dumps(str(raw_path))}\n"
+            f"        answer: {json.dumps(ANSWER)}\n"
+            # DSH's own ask-user tool, as the web profile's agent presets mount it.
+            "    - id: tool-ask-user\n"
+            "      name: '@deepseek-ai/dsh-tool-ask-user'\n"
         )
         try:
             run = home.headless(TASK, work, timeout=timeout, patches=[patch])
@@ -345,7 +361,7 @@ def recut_spilled_bash(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A bash result too long for the model is cut by DSH's spill policy to ``F[:H] + F[-T:] + notice`` of its
     formatted text ``F`` (the output's tail plus a line naming the output's spill file, whose name holds DSH's pid):
     the pid's length moves the cut. Re-cut it, same ``H`` and ``T``, from ``F`` with the pid "1" (what the path
-    normalisation shows), so the text does not change with the pid."""
+    normalisation shows), so the text does not change with the pid. Stops if DSH's cut changes shape."""
     texts: dict[str, str] = {}
     for r in rows:
         result = r.get("result") or {}
@@ -358,10 +374,10 @@ def recut_spilled_bash(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         full = f"{stdout['text']}\n[output truncated; full output: {path}]"
         body, notice = text[: omitted.start()], text[omitted.start() :]
-        head = next((i for i, (a, b) in enumerate(zip(body, full, strict=False)) if a != b), len(body))
-        tail = len(body) - head
-        if body[head:] != full[len(full) - tail :]:
-            raise SystemExit("DSH's spill cut is no longer head + tail: update recut_spilled_bash")
+        # dsh-spill-policy keeps ceil(budget / 2) bytes of head and floor(budget / 2) of tail (ASCII here).
+        head, tail = (len(body) + 1) // 2, len(body) // 2
+        if body[:head] != full[:head] or body[head:] != full[len(full) - tail :]:
+            raise SystemExit("DSH's spill cut is no longer half head, half tail: update recut_spilled_bash")
         fixed = full.replace(f"dsh-subprocess-{spill.group(1)}-", "dsh-subprocess-1-", 1)
         count = len(fixed) - head - tail
         notice = notice.replace(f"Omitted {omitted.group(1)} bytes", f"Omitted {count} bytes", 1)
