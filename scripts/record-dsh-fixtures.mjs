@@ -1,7 +1,7 @@
 // Recorder plugin for scripts/record-dsh-fixtures.py (loaded with --patch): writes what a plugin receives from the
 // real DSH, one JSON line per payload, to `config.out`: every `session/event` (with the session's id and origin,
-// as the shim's capture reads them) and every `tools/result` (the execution's identity and the frozen result, as
-// the shim's canonical-value map reads them). Observation only, except that with `config.answer` it plays the
+// as the shim's capture reads them), every `tools/result` (the execution's identity and the frozen result, as
+// the shim's canonical-value map reads them), and the `agent/inbox/claimed` and `agent/turn-stopping` payloads. Observation only, except that with `config.answer` it plays the
 // human for `ask_user_question` (the web UI's part: a `userQuestions` provider choosing each question's first
 // option, or answering `config.answer` when there are none).
 import { appendFileSync } from 'node:fs'
@@ -20,6 +20,18 @@ function jsonSafe(value) {
       return v
     }),
   )
+}
+
+/** A hook payload's own fields: the live agent as its session's id and origin, a signal as a marker. */
+function payloadOf(payload) {
+  const out = {}
+  for (const [key, value] of Object.entries(payload ?? {})) {
+    if (value && typeof value === 'object' && 'session' in value && typeof value.session === 'object') {
+      out[key] = { session: { id: String(value.session?.id ?? ''), origin: value.session?.header?.origin ?? null } }
+    } else if (typeof AbortSignal !== 'undefined' && value instanceof AbortSignal) out[key] = '[AbortSignal]'
+    else out[key] = value
+  }
+  return out
 }
 
 export function apply(ctx, config) {
@@ -52,6 +64,9 @@ export function apply(ctx, config) {
       },
     })
   }
+  // The agent hooks the shim listens to besides session/event and tools/result (shim-js/index.js).
+  ctx.on('agent/inbox/claimed', (payload) => write({ hook: 'agent/inbox/claimed', payload: payloadOf(payload) }))
+  ctx.on('agent/turn-stopping', (payload) => write({ hook: 'agent/turn-stopping', payload: payloadOf(payload) }))
   ctx.on('tools/result', (exec, result) => {
     write({
       hook: 'tools/result',

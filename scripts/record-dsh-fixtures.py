@@ -554,6 +554,9 @@ def build(rows: list[dict[str, Any]], offered: list[str], version: str) -> dict[
             "events": _first_turn(events[sid]),
             "canonical": values,
         }
+    for hook in ("agent/inbox/claimed", "agent/turn-stopping"):  # the main session's, in order
+        payloads = [r["payload"] for r in rows if r["hook"] == hook and r["payload"]["agent"]["session"]["id"] == main]
+        files[f"hooks/{hook.replace('/', '-')}.json"] = {"dsh_version": version, "hook": hook, "payloads": payloads}
     files["manifest.json"] = {
         "dsh_version": version,
         "profile": "headless",
@@ -562,13 +565,14 @@ def build(rows: list[dict[str, Any]], offered: list[str], version: str) -> dict[
         "scenarios": scenarios,
         "event_files": sorted(f"events/{k}.json" for k in kinds),
         "turn_files": ["turns/main.json", "turns/subagent.json"],
+        "hook_files": ["hooks/agent-inbox-claimed.json", "hooks/agent-turn-stopping.json"],
         "event_types_seen": sorted({e["type"] for stream in events.values() for e in stream}),
     }
     return files
 
 
 def write(out: Path, files: dict[str, Any]) -> None:
-    for sub in ("tools", "events", "turns"):
+    for sub in ("tools", "events", "turns", "hooks"):
         shutil.rmtree(out / sub, ignore_errors=True)
     for name, value in files.items():
         path = out / name

@@ -93,6 +93,7 @@ def test_every_builtin_tool_has_a_recorded_scenario_and_every_file_is_listed():
     assert len(MANIFEST["builtin_tools"]) >= 20 and "bash" in MANIFEST["builtin_tools"]
     assert {s["tool"] for s in SCENARIOS} == set(MANIFEST["builtin_tools"])
     listed = {s["file"] for s in SCENARIOS} | set(MANIFEST["event_files"]) | set(MANIFEST["turn_files"])
+    listed |= set(MANIFEST["hook_files"])
     on_disk = {str(p.relative_to(DSH)) for p in DSH.rglob("*.json")} - {"manifest.json"}
     assert listed == on_disk
 
@@ -136,6 +137,22 @@ def test_every_recorded_event_kind_is_a_session_event_envelope(name: str):
     assert event["type"] in TURN_EVENT_TYPES and isinstance(event["seq"], int) and isinstance(event["data"], dict)
     assert RawEvent.model_validate(event).type == event["type"]
     assert doc["session"]["origin"] == ("subagent" if name.startswith("events/child-") else None)
+
+
+def test_the_agent_hooks_the_shim_reads_carry_what_it_reads():
+    """shim-js/activation.js StepInbox.record reads ``payload.agent.session``, ``.message`` and ``.turn``;
+    shim-js/nudge.js and the context engine read ``payload.agent``, ``.turn`` and ``.signal`` at turn-stopping."""
+    main = load("turns/main.json")
+    claimed = load("hooks/agent-inbox-claimed.json")["payloads"]
+    assert [p["agent"]["session"]["id"] for p in claimed] == [main["session"]] * len(claimed)
+    assert all(p["turn"] == 1 and p["message"]["role"] == "user" for p in claimed)
+    human = [e["data"] for e in main["events"] if e["type"] == "user/message"]
+    assert claimed[0]["message"] == human[0] and claimed[0]["message"]["source"] == {"kind": "user"}
+    assert {p["message"]["source"]["kind"] for p in claimed[1:]} == {"subagent-settled"}
+    assert all(p["message"] in human for p in claimed), "every claimed message is logged as a user/message"
+    (stopping,) = load("hooks/agent-turn-stopping.json")["payloads"]
+    agent = {"session": {"id": main["session"], "origin": None}}
+    assert stopping == {"turn": 1, "signal": "[AbortSignal]", "agent": agent}
 
 
 # ---- accepted by the sidecar's parsers ----------------------------------------------------------------------------

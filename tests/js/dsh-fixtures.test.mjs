@@ -3,6 +3,7 @@
 // and the surface the context engine sends. The sidecar's side of the same files: tests/test_dsh_fixtures.py.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { StepInbox } from '../../shim-js/activation.js'
 import { collectSurface } from '../../shim-js/context.js'
 import { callIdsOf, FORWARDED, stepMaterial, TurnBuffer } from '../../shim-js/turns.js'
 import { recorded } from './fixtures.mjs'
@@ -30,6 +31,16 @@ describe('recorded DSH events through the shim', () => {
     const ids = callIdsOf(turns[0].events)
     assert.equal(ids.size, MANIFEST.scenarios.length, 'one call per recorded scenario')
     for (const id of Object.keys(MAIN.canonical)) assert.ok(ids.has(id), `canonical value of ${id} has its call`)
+  })
+
+  it('keeps the messages DSH claims from the inbox for the step being assembled', () => {
+    const session = sessionOf(MAIN)
+    const inbox = new StepInbox()
+    const { payloads } = recorded('hooks/agent-inbox-claimed.json')
+    // The recorded payload names the live agent by its session; the shim reads payload.agent.session.
+    for (const payload of payloads) inbox.record({ ...payload, agent: { session } })
+    assert.deepEqual(inbox.claimed(session, 1), payloads.map((p) => p.message))
+    assert.deepEqual(inbox.claimed(session, 2), [], 'another turn claimed nothing yet')
   })
 
   it('gives the step material from the current turn', () => {
