@@ -4,12 +4,13 @@
     PYTHONPATH=sidecar .venv/bin/python scripts/record-dsh-fixtures.py   # re-run whenever the DSH pin changes
 
 It installs the pinned DSH (scripts/install-dsh.sh, a no-op when installed), starts it headless against the
-tests' scripted model server, and loads the recorder plugin (scripts/record-dsh-fixtures.mjs) with --patch. The
-scripted model makes DSH's agent call every built-in tool of the headless profile (PLAN below; a tool DSH offers
-that PLAN does not call is an error), and the plugin writes every ``session/event`` and ``tools/result`` payload.
-Those payloads are normalised (ids, times, temporary paths: see ``normalise``) and written as JSON, one file per
-scenario and per event kind, so a re-run against the same DSH gives an empty diff. tests/fixtures/dsh/README.md
-describes the files; tests/test_dsh_fixtures.py checks them. Never edit the JSON by hand: re-run this script.
+tests' scripted model server, and loads the recorder plugin (scripts/record-dsh-fixtures.mjs) with --patch (plus
+DSH's own ask-user tool row, which only the web presets mount). The scripted model makes DSH's agent call every
+built-in tool it is offered (PLAN below; an offered tool PLAN does not call is an error), and the plugin writes
+every ``session/event``, ``tools/result``, ``agent/inbox/claimed`` and ``agent/turn-stopping`` payload. Those are
+normalised (ids, times, temporary paths: ``Normaliser``) and written as JSON, one file per scenario, event kind and
+hook, so a re-run against the same DSH gives an empty diff. tests/fixtures/dsh/README.md describes the files;
+tests/test_dsh_fixtures.py checks them. Never edit the JSON by hand: re-run this script.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from support.dsh import DshHome, install_dsh  # noqa: E402
+from support.dsh import DshHome, DshInstall, install_dsh  # noqa: E402
 from support.dsh_model import (  # noqa: E402
     content_text,
     is_agent_request,
@@ -287,13 +288,10 @@ def titles(rows: list[dict[str, Any]]) -> int:
 
 
 def settled_notices(rows: list[dict[str, Any]]) -> int:
-    if not rows:
-        return 0
-    main = main_session(rows)
+    """How many background-subagent "finished" notices DSH queued for the main session so far."""
     count = 0
-    for r in rows:
-        event = r.get("event") or {}
-        if r["hook"] == "session/event" and r["session"]["id"] == main and event.get("type") == "agent/inbox/spliced":
+    for event in main_events(rows):
+        if event.get("type") == "agent/inbox/spliced":
             inserted = (event.get("data") or {}).get("inserted") or []
             count += sum(1 for m in inserted if (m.get("source") or {}).get("kind") == "subagent-settled")
     return count
@@ -309,8 +307,9 @@ def prepare_work(work: Path) -> None:
     (skill / "SKILL.md").write_text(SKILL)
 
 
-def record(raw_path: Path, scratch: Path, timeout: float) -> tuple[FixtureModel, Path, Path]:
-    """Run the scripted session once; the plugin's JSON lines land in ``raw_path``."""
+def record(raw_path: Path, scratch: Path, timeout: float) -> tuple[FixtureModel, Path, Path, str]:
+    """Run the scripted session once; the plugin's JSON lines land in ``raw_path``. Returns the model, the work and
+    home folders and the DSH version that ran."""
     install = install_dsh()
     work = scratch / "work"
     prepare_work(work)
@@ -342,7 +341,7 @@ def record(raw_path: Path, scratch: Path, timeout: float) -> tuple[FixtureModel,
         raise SystemExit(f"the recording run failed:\n{run.describe()}")
     if model.errors:
         raise SystemExit("the scripted plan went wrong: " + "; ".join(model.errors) + "\n" + run.describe())
-    return model, work, home.path
+    return model, work, home.path, dsh_version(install)
 
 
 # ----------------------------------------------------------------------------------------- normalising
@@ -445,8 +444,7 @@ class Normaliser:
 TURN_EVENT_TYPES = ("turn/start", "user/message", "assistant/message", "tool/call", "tool/result", "turn/end")
 
 
-def dsh_version() -> str:
-    install = install_dsh()
+def dsh_version(install: DshInstall) -> str:
     manifest = install.dest / "dsh" / "node_modules" / "@deepseek-ai" / "dsh" / "package.json"
     return str(json.loads(manifest.read_text())["version"])
 
@@ -589,12 +587,12 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="dsh-fixtures-"))
     try:
         raw_path = scratch / "raw.jsonl"
-        model, work, home = record(raw_path, scratch, args.timeout)
+        model, work, home, version = record(raw_path, scratch, args.timeout)
         if args.raw:
             shutil.copy(raw_path, args.raw)
         normaliser = Normaliser(work, home)
         rows = [normaliser.value(r) for r in recut_spilled_bash(read_raw(raw_path))]
-        files = build(rows, model.offered or [], dsh_version())
+        files = build(rows, model.offered or [], version)
         write(args.out, files)
         tools = len(model.offered or [])
         print(f"wrote {len(files)} files to {args.out} ({len(rows)} payloads; {tools} built-in tools)")
