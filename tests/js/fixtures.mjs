@@ -4,6 +4,8 @@
 // aborted mid-stream, with a compaction checkpoint and a call that never got a result. The same file feeds the
 // sidecar's fold and query tests (tests/test_dsh_adapter.py), which also compare with session-log.expected.json:
 // what the removed shim-js/fold.js produced from it (every folded turn, and the query after every event).
+// It holds what one recording cannot (an aborted turn, a compaction checkpoint, a memory tool call); its fields are
+// checked against the shapes recorded from the pinned DSH (tests/fixtures/dsh/, tests/test_dsh_fixtures.py).
 import { readFileSync } from 'node:fs'
 
 const FIXTURE = JSON.parse(readFileSync(new URL('./session-log.json', import.meta.url), 'utf8'))
