@@ -552,9 +552,9 @@ def build(rows: list[dict[str, Any]], offered: list[str], version: str) -> dict[
             "events": _first_turn(events[sid]),
             "canonical": values,
         }
-    for hook in ("agent/inbox/claimed", "agent/turn-stopping"):  # the main session's, in order
-        payloads = [r["payload"] for r in rows if r["hook"] == hook and r["payload"]["agent"]["session"]["id"] == main]
-        files[f"hooks/{hook.replace('/', '-')}.json"] = {"dsh_version": version, "hook": hook, "payloads": payloads}
+    for name in ("agent/inbox/claimed", "agent/turn-stopping"):  # the main session's, in order
+        payloads = [r["payload"] for r in rows if r["hook"] == name and r["payload"]["agent"]["session"]["id"] == main]
+        files[f"hooks/{name.replace('/', '-')}.json"] = {"dsh_version": version, "hook": name, "payloads": payloads}
     files["manifest.json"] = {
         "dsh_version": version,
         "profile": "headless",
