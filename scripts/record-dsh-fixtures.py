@@ -334,7 +334,10 @@ def record(raw_path: Path, scratch: Path, timeout: float) -> tuple[FixtureModel,
             "      name: '@deepseek-ai/dsh-tool-ask-user'\n"
         )
         try:
-            run = home.headless(TASK, work, timeout=timeout, patches=[patch])
+            # DSH's spill files go to a temp folder of the scratch, removed with it.
+            tmp = scratch / "tmp"
+            tmp.mkdir()
+            run = home.headless(TASK, work, timeout=timeout, patches=[patch], env={"TMPDIR": str(tmp)})
         finally:
             home.kill_all()
     if run.returncode != 0 or run.timed_out:
@@ -353,14 +356,40 @@ CALL_ID = re.compile(r"call_[0-9a-f]{8}")
 RESPONSE_ID = re.compile(r"chatcmpl-[0-9a-f]{12}")
 SPILL = re.compile(r"/dsh-subprocess-[A-Za-z0-9]{6}/dsh-subprocess-(\d+)-(\d+)-[0-9a-f]+-")
 OMITTED = re.compile(r"\n\n\(Omitted (\d+) bytes\.")
+SPILL_SHOWN = r"/dsh-subprocess-XXXXXX/dsh-subprocess-1-\2-0-"
+RESULT_SPILL_SHOWN = "/dsh-spill-XXXXXX/session-000000000000/000000000000-"
+STORED_AT = re.compile(r"Full formatted result stored at: (\S+)\. ")
 RESULT_SPILL = re.compile(r"/dsh-spill-[A-Za-z0-9]{6}/session-[0-9a-f]{12}/[0-9a-f]{12}-")
 
 
-def recut_spilled_bash(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A bash result too long for the model is cut by DSH's spill policy to ``F[:H] + F[-T:] + notice`` of its
-    formatted text ``F`` (the output's tail plus a line naming the output's spill file, whose name holds DSH's pid):
-    the pid's length moves the cut. Re-cut it, same ``H`` and ``T``, from ``F`` with the pid "1" (what the path
-    normalisation shows), so the text does not change with the pid. Stops if DSH's cut changes shape."""
+@dataclass(frozen=True)
+class Notice:
+    """DSH's spill notice as recorded (``text``, with its byte ``count`` and ``locator``), rendered for another count
+    and, optionally, another locator."""
+
+    text: str
+    count: str
+    locator: str
+    shown: str | None = None
+
+    def render(self, count: int) -> str:
+        out = self.text.replace(f"Omitted {self.count} bytes", f"Omitted {count} bytes", 1)
+        return out if self.shown is None else out.replace(self.locator, self.shown, 1)
+
+
+def spill_cut(full: str, notice: Callable[[int], str], cap: int) -> str:
+    """dsh-spill-policy's bounded text for ``full`` (ASCII): the notice for the whole size is reserved, the rest of
+    ``cap`` is split into ceil/floor halves of head and tail, and the notice names what was omitted."""
+    budget = max(0, cap - len(notice(len(full))) - 2)
+    head, tail = (budget + 1) // 2, budget // 2
+    return f"{full[:head]}{full[len(full) - tail :]}\n\n{notice(len(full) - head - tail)}"
+
+
+def recut_spilled_bash(rows: list[dict[str, Any]], tmp: Path) -> list[dict[str, Any]]:
+    """A bash result too long for the model is cut by DSH's spill policy (``spill_cut``) from its formatted text: the
+    output's tail plus a line naming the output's spill file (in ``tmp``, named with DSH's pid), and the notice names
+    the result's spill file: both paths' lengths move the cut. Re-cut it with the paths as the normalisation shows
+    them, so the text does not change with the pid or the temp folder. Stops if the raw text is not DSH's cut."""
     texts: dict[str, str] = {}
     for r in rows:
         result = r.get("result") or {}
@@ -369,18 +398,18 @@ def recut_spilled_bash(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         text = content[0].get("text") if content and isinstance(content[0], dict) else None
         omitted = OMITTED.search(text) if isinstance(text, str) else None
         spill = SPILL.search(path) if isinstance(path, str) else None
-        if not (omitted and spill and text):
+        stored = STORED_AT.search(text) if isinstance(text, str) else None
+        if not (omitted and spill and stored and isinstance(text, str) and isinstance(path, str)):
             continue
         full = f"{stdout['text']}\n[output truncated; full output: {path}]"
-        body, notice = text[: omitted.start()], text[omitted.start() :]
-        # dsh-spill-policy keeps ceil(budget / 2) bytes of head and floor(budget / 2) of tail (ASCII here).
-        head, tail = (len(body) + 1) // 2, len(body) // 2
-        if body[:head] != full[:head] or body[head:] != full[len(full) - tail :]:
-            raise SystemExit("DSH's spill cut is no longer half head, half tail: update recut_spilled_bash")
-        fixed = full.replace(f"dsh-subprocess-{spill.group(1)}-", "dsh-subprocess-1-", 1)
-        count = len(fixed) - head - tail
-        notice = notice.replace(f"Omitted {omitted.group(1)} bytes", f"Omitted {count} bytes", 1)
-        texts[text] = fixed[:head] + fixed[len(fixed) - tail :] + notice
+        raw = Notice(text[omitted.start() + 2 :], omitted.group(1), stored.group(1))
+        cap = len(text) + len(str(len(full))) - len(raw.count)  # the notice was reserved for the whole size
+        if spill_cut(full, raw.render, cap) != text:
+            raise SystemExit("DSH's spill cut changed: update spill_cut in scripts/record-dsh-fixtures.py")
+        shown = SPILL.sub(SPILL_SHOWN, path).replace(str(tmp), "/fixture/tmp", 1)
+        locator = RESULT_SPILL.sub(RESULT_SPILL_SHOWN, raw.locator).replace(str(tmp), "/fixture/tmp", 1)
+        normalised = Notice(raw.text, raw.count, raw.locator, locator)
+        texts[text] = spill_cut(full.replace(path, shown, 1), normalised.render, cap)
 
     def swap(value: Any) -> Any:
         if isinstance(value, dict):
@@ -395,15 +424,15 @@ def recut_spilled_bash(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class Normaliser:
     """Replaces what changes from run to run with stable stand-ins of the same shape: uuids, call ids and response
     ids by numbered ones (in order of first appearance, so equal ids stay equal), the scratch folders by
-    ``/fixture/work`` and ``/fixture/dsh-home``, the system temp folder by ``/fixture/tmp``, timestamps by
+    ``/fixture/work``, ``/fixture/dsh-home`` and ``/fixture/tmp`` (DSH's temp folder), timestamps by
     ``BASE_MS`` (an event's ``time`` by ``BASE_MS + seq * 1000``, which keeps the order), and the scripted model's
     token counts (they count the random ids) by 0."""
 
-    def __init__(self, work: Path, home: Path) -> None:
+    def __init__(self, work: Path, home: Path, tmp: Path) -> None:
         self.paths = [
             (str(work), "/fixture/work"),
             (str(home), "/fixture/dsh-home"),
-            (tempfile.gettempdir(), "/fixture/tmp"),
+            (str(tmp), "/fixture/tmp"),
         ]
         self.ids: dict[str, str] = {}
 
@@ -415,8 +444,8 @@ class Normaliser:
     def text(self, value: str) -> str:
         for real, stand_in in self.paths:
             value = value.replace(real, stand_in)
-        value = SPILL.sub(lambda m: f"/dsh-subprocess-XXXXXX/dsh-subprocess-1-{m.group(2)}-0-", value)
-        value = RESULT_SPILL.sub("/dsh-spill-XXXXXX/session-000000000000/000000000000-", value)
+        value = SPILL.sub(SPILL_SHOWN, value)
+        value = RESULT_SPILL.sub(RESULT_SPILL_SHOWN, value)
         value = UUID.sub(lambda m: self._id(m.group(0), lambda n: f"00000000-0000-4000-8000-{n:012d}"), value)
         value = CALL_ID.sub(lambda m: self._id(m.group(0), lambda n: f"call_{n:08d}"), value)
         return RESPONSE_ID.sub(lambda m: self._id(m.group(0), lambda n: f"chatcmpl-{n:012d}"), value)
@@ -590,8 +619,8 @@ def main(argv: list[str] | None = None) -> int:
         model, work, home, version = record(raw_path, scratch, args.timeout)
         if args.raw:
             shutil.copy(raw_path, args.raw)
-        normaliser = Normaliser(work, home)
-        rows = [normaliser.value(r) for r in recut_spilled_bash(read_raw(raw_path))]
+        normaliser = Normaliser(work, home, scratch / "tmp")
+        rows = [normaliser.value(r) for r in recut_spilled_bash(read_raw(raw_path), scratch / "tmp")]
         files = build(rows, model.offered or [], version)
         write(args.out, files)
         tools = len(model.offered or [])
