@@ -20,6 +20,12 @@ from stratagate.dsh.status import HostState, assemble_status
 from support.sidecar import REPO, RpcFailure, SidecarClient
 
 FIXTURE = json.loads((REPO / "tests" / "js" / "session-log.json").read_text())
+BASH_TEXT = "FAIL api/user.test.ts\n  ✕ creates user\n[exit code: 1]"  # as DSH words a failing command
+READ_ERROR = 'Error: cannot read "/work/proj/missing.ts": not found'
+# The canonical value DSH's bash tool really gives tools/result (exit 3, stdout and stderr), recorded from the pinned
+# host (tests/fixtures/dsh/README.md).
+RECORDED_BASH_VALUE = json.loads((REPO / "tests" / "fixtures" / "dsh" / "tools" / "bash-exit-code.json").read_text())[
+    "tools_result"]["result"]["value"]
 
 
 def log() -> list[dict[str, Any]]:
@@ -73,9 +79,9 @@ def test_assistant_text_joins_every_step_without_reasoning():
 
 def test_tool_calls_with_parsed_arguments_results_and_error_flag_memory_tools_skipped():
     assert folded(1)["tools"] == [
-        {"name": "bash", "arguments": {"command": "pnpm test"}, "result": "FAIL api/user.test.ts\n  ✕ creates user",
+        {"name": "bash", "arguments": {"command": "pnpm test"}, "result": BASH_TEXT,
          "is_error": False, "call_id": "call_bash"},
-        {"name": "read", "arguments": {"path": "missing.ts"}, "result": "Error: ENOENT: no such file missing.ts",
+        {"name": "read", "arguments": {"file_path": "missing.ts"}, "result": READ_ERROR,
          "is_error": True, "call_id": "call_read"},
     ]
 
@@ -91,15 +97,15 @@ def test_aborted_turn_keeps_partial_text_and_the_unfinished_call_as_an_error():
     assert t["end_reason"] == "aborted"
     assert t["assistant"] == "Looking at api/user"
     assert len(t["tools"]) == 1 and t["tools"][0]["name"] == "edit"
-    assert t["tools"][0]["arguments"] == {"raw": '{"path":"api/user.ts"'}
+    assert t["tools"][0]["arguments"] == {"raw": '{"file_path":"api/user.ts"'}
     assert t["tools"][0]["is_error"] is True
     assert "turn ended (aborted)" in t["tools"][0]["result"]
 
 
 def test_canonical_value_preferred_for_successful_calls_errors_keep_their_text():
-    t = folded(1, {"call_bash": {"exitCode": 1, "stdout": "FAIL"}, "call_read": {"ignored": True}})
-    assert t["tools"][0]["result"] == {"exitCode": 1, "stdout": "FAIL"}
-    assert t["tools"][1]["result"] == "Error: ENOENT: no such file missing.ts"
+    t = folded(1, {"call_bash": RECORDED_BASH_VALUE, "call_read": {"ignored": True}})
+    assert t["tools"][0]["result"] == RECORDED_BASH_VALUE
+    assert t["tools"][1]["result"] == READ_ERROR
 
 
 def test_a_result_without_its_call_is_kept():
@@ -107,7 +113,7 @@ def test_a_result_without_its_call_is_kept():
     events = [e for e in events if not (e["type"] == "tool/call" and e["data"]["callId"] == "call_bash")]
     t = fold_turn(raw(events), "s")
     assert t is not None
-    assert t["tools"][0] == {"name": "unknown", "arguments": None, "result": "FAIL api/user.test.ts\n  ✕ creates user",
+    assert t["tools"][0] == {"name": "unknown", "arguments": None, "result": BASH_TEXT,
                              "is_error": False, "call_id": "call_bash"}
 
 
@@ -183,11 +189,12 @@ def test_tool_round_words():
     events = log()
     assert tool_round_text(up_to(events, lambda e: e["type"] == "user/message")) == ""
     step2 = up_to(events, lambda e: e["type"] == "step/start" and e["data"].get("step") == 2)
-    assert tool_round_text(step2) == "bash pnpm test FAIL api/user.test.ts ✕ creates user"
+    assert tool_round_text(step2) == "bash pnpm test FAIL api/user.test.ts ✕ creates user [exit code: 1]"
     assert step_query(step2, []) == (
-        "Run the tests please. We use pnpm, not npm.\n\nbash pnpm test FAIL api/user.test.ts ✕ creates user")
+        "Run the tests please. We use pnpm, not npm.\n\n"
+        "bash pnpm test FAIL api/user.test.ts ✕ creates user [exit code: 1]")
     step3 = up_to(events, lambda e: e["type"] == "step/end" and e["data"].get("step") == 2)
-    assert tool_round_text(step3) == "read missing.ts Error: ENOENT: no such file missing.ts"
+    assert tool_round_text(step3) == f"read missing.ts {READ_ERROR}"
 
 
 def test_tool_round_is_bounded_and_every_call_keeps_a_share():
@@ -267,7 +274,7 @@ def capture_params(n: int, **extra: Any) -> dict[str, Any]:
 
 
 async def test_capture_raw_folds_stores_and_is_idempotent(sidecar: SidecarClient):
-    first = await sidecar.call("turn.capture_raw", capture_params(1, canonical={"call_bash": {"exitCode": 1}}))
+    first = await sidecar.call("turn.capture_raw", capture_params(1, canonical={"call_bash": RECORDED_BASH_VALUE}))
     assert first["captured"] is True and first["duplicate"] is False
     assert first["receipt"] == "dsh:session-main:turn:1" and first["turn_id"].startswith("turn_")
     again = await sidecar.call("turn.capture_raw", capture_params(1))

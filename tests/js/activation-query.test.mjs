@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { makeAssembleListener, STEP_STRING_MAX, stepFor, StepInbox } from '../../shim-js/activation.js'
 import { currentTurnOf } from '../../shim-js/turns.js'
-import { makeLog, SUBAGENT } from './fixtures.mjs'
+import { dshToolRound, makeLog, SUBAGENT } from './fixtures.mjs'
 
 const prompt = (text, id = `new-${text.length}`) => ({ id, role: 'user', content: [{ type: 'text', text }], source: { kind: 'user' } })
 
@@ -65,10 +65,11 @@ describe('assemble listener in DSH order: claim → assemble → append', () => 
     assert.equal(seen[0].session, 'session-main')
     // DSH appends the claimed prompt after assembly; the model calls a tool; step 2 is assembled.
     session.events.push({ type: 'step/start', data: { turn: 2, step: 1 } }, { type: 'user/message', data: fix })
+    const round = dshToolRound({ turn: 2, step: 1, callId: 'k1', name: 'bash', args: '{"command":"pnpm test api"}', text: '1 failed\n[exit code: 1]' })
     session.events.push(
-      { type: 'assistant/message', data: { turn: 2, step: 1, message: { content: [{ type: 'tool-call', id: 'k1', name: 'bash' }] } } },
-      { type: 'tool/call', data: { turn: 2, step: 1, callId: 'k1', name: 'bash', arguments: '{"command":"pnpm test api"}' } },
-      { type: 'tool/result', data: { turn: 2, step: 1, message: { source: { callId: 'k1' }, content: [{ type: 'tool-result', content: [{ type: 'text', text: '1 failed' }] }] } } },
+      { type: 'assistant/message', data: round.request },
+      { type: 'tool/call', data: round.call },
+      { type: 'tool/result', data: round.result },
       { type: 'step/end', data: { turn: 2, step: 1 } },
     )
     await listener({}, { agent: { session } }, async () => ({ contexts: [] }))

@@ -25,6 +25,7 @@ import {
   setContextEngine,
 } from '../../shim-js/context.js'
 import { memoryCommand, uiLanguage } from '../../shim-js/memory-command.js'
+import { dshToolRound } from './fixtures.mjs'
 import { quietLog, tempDir } from './helpers.mjs'
 
 const SURFACE_TYPES = new Set(['user/message', 'assistant/message', 'tool/result'])
@@ -106,16 +107,11 @@ function buildSession({ rounds = 3, openTurn = 2 } = {}) {
   s.append('turn/start', { turn: 1 })
   seqs.user = s.append('user/message', { id: 'u1', role: 'user', content: text('fix the build'), source: { kind: 'user' } }, { surfaceOp: 'append' }).seq
   for (let i = 0; i < rounds; i++) {
-    const call = s.append(
-      'assistant/message',
-      { turn: 1, step: i, message: { id: `a${i}`, role: 'assistant', content: [{ type: 'tool-call', id: `call_${i}`, name: 'bash', arguments: '{"command":"make"}' }] }, usage: { inputTokens: 100 + i, outputTokens: 5, cacheReadTokens: 900 } },
-      { surfaceOp: 'append', sourceEventSeqs: [] },
-    ).seq
-    const result = s.append(
-      'tool/result',
-      { turn: 1, step: i, message: { id: `r${i}`, role: 'user', source: { callId: `call_${i}` }, content: [{ type: 'tool-result', callId: `call_${i}`, isError: false, content: text(`output ${i}\n`.repeat(50)) }] } },
-      { surfaceOp: 'append' },
-    ).seq
+    // The round in DSH's recorded shapes (tests/fixtures/dsh/events/), with this test's ids, command, output and usage.
+    const round = dshToolRound({ turn: 1, step: i, callId: `call_${i}`, name: 'bash', args: '{"command":"make"}', text: `output ${i}\n`.repeat(50), ids: { request: `a${i}`, result: `r${i}` } })
+    round.request.usage = { inputTokens: 100 + i, outputTokens: 5, cacheReadTokens: 900 }
+    const call = s.append('assistant/message', round.request, { surfaceOp: 'append', sourceEventSeqs: [] }).seq
+    const result = s.append('tool/result', round.result, { surfaceOp: 'append' }).seq
     seqs.rounds.push({ call, result })
   }
   seqs.final = s.append('assistant/message', { turn: 1, step: rounds, message: { id: 'af', role: 'assistant', content: text('done') } }, { surfaceOp: 'append', sourceEventSeqs: [] }).seq
@@ -205,7 +201,7 @@ describe('applying a plan', () => {
     assert.deepEqual(result.surfaceOp, { op: 'replace', start: r2.result, end: r2.result })
     assert.deepEqual(result.sourceEventSeqs, [r2.result])
     assert.deepEqual(result.data.message.content[0].content, text(card('c3', r2.result).text))
-    assert.equal(result.data.message.content[0].callId, 'call_2', 'everything but the content is kept')
+    assert.equal(result.data.message.content[0].toolCallId, 'call_2', 'everything but the content is kept')
     assert.deepEqual(start.data, { compactionId: start.data.compactionId, turn: 2 })
     assert.equal(summary.data.compactionId, start.data.compactionId)
     assert.deepEqual(summary.data.shadowedRange, { start: seqs.user, end: r1.result })
