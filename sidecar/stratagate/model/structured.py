@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from stratagate.jsonschema import tool_parameters
+from stratagate.tool_schema import tool_parameters
 from stratagate.model.types import (
     ChatMessage,
     Completion,
