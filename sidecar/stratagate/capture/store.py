@@ -20,6 +20,7 @@ from stratagate.safety.secrets import redact_text, redact_value
 from stratagate.storage.db import ITEMS_ADDED, Database, StorageError, audit, on_commit
 from stratagate.storage.group import group_commit
 from stratagate.storage.lookup import ensure_namespace, ensure_session
+from stratagate.text.messages import search_text
 from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso, to_iso
 
@@ -54,12 +55,6 @@ def _message_rows(p: CaptureParams, captured_at: str) -> list[dict[str, Any]]:
     if p.assistant:
         rows.append({"role": "assistant", "content": redact_text(p.assistant), "created_at": ended})
     return rows
-
-
-def _search_text(row: dict[str, Any]) -> str:
-    if row["role"] != "tool":
-        return row["content"]
-    return " ".join([row["tool_name"], row["tool_arguments"] or "", row["tool_result"] or ""])
 
 
 def _counted_once(count: Callable[[str], int]) -> Callable[[str], int]:
@@ -151,7 +146,7 @@ async def _capture(
             ),
         )
         await conn.execute(
-            "INSERT INTO message_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, fts_document(_search_text(row)))
+            "INSERT INTO message_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, fts_document(search_text(row)))
         )
     await audit(
         conn,

@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from stratagate.text.dates import find_dates, find_months
+from stratagate.text.messages import search_text
 from stratagate.text.terms import Stemming, fts_document, quote, terms
 from stratagate.timeutil import to_iso
 
@@ -399,8 +400,6 @@ async def reindex_messages(conn: Any, namespace_id: int | None = None, **tokeniz
     For databases written before a tokenizer change: old rows keep their old terms until this runs.
     ``conn`` is a write connection inside a transaction.
     """
-    from stratagate.capture.store import _search_text
-
     sql = "SELECT id, role, content, tool_name, tool_arguments, tool_result FROM messages"
     params: tuple[Any, ...] = ()
     if namespace_id is not None:
@@ -411,7 +410,7 @@ async def reindex_messages(conn: Any, namespace_id: int | None = None, **tokeniz
         row = {"role": r[1], "content": r[2], "tool_name": r[3], "tool_arguments": r[4], "tool_result": r[5]}
         await conn.execute("DELETE FROM message_fts WHERE rowid = ?", (r[0],))
         await conn.execute(
-            "INSERT INTO message_fts(rowid, terms) VALUES (?, ?)", (r[0], fts_document(_search_text(row), **tokenizer))
+            "INSERT INTO message_fts(rowid, terms) VALUES (?, ?)", (r[0], fts_document(search_text(row), **tokenizer))
         )
     return len(rows)
 

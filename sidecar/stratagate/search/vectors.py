@@ -38,13 +38,13 @@ from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
-from stratagate.capture.store import _search_text
 from stratagate.jobs.pipeline import DEFAULT_MAX_ATTEMPTS, EMBEDDING, FollowUp, StageDeps
 from stratagate.jobs.queue import JobRow, enqueue, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.search import dense
 from stratagate.storage import lookup
 from stratagate.storage.db import JOBS_QUEUED, Database, on_commit
+from stratagate.text.messages import search_text
 from stratagate.timeutil import now_iso
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def _run_in(name: str, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any
 
 
 def message_text(row: Any) -> str:
-    return _search_text(dict(row))[:MAX_CHARS]
+    return search_text(dict(row))[:MAX_CHARS]
 
 
 def event_text(title: str, summary: str, tags: str | list[str]) -> str:
