@@ -16,7 +16,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import stratagate.graph  # noqa: F401  (registers the graph's status hook, as every entry point does)
 from stratagate.capture.store import ensure_namespace, ensure_session
 from stratagate.events import common_terms, store
 from stratagate.events.admit import Candidate, Options, admit
@@ -24,6 +23,9 @@ from stratagate.events.store import Source
 from stratagate.events.visibility import where as visible_where
 from stratagate.storage.db import Database
 from stratagate.text.terms import quote
+from stratagate.wiring import register_hooks
+
+register_hooks()  # the graph follows event status, as in the app
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
 

@@ -19,7 +19,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import stratagate.graph  # noqa: F401  (registers the graph's status hook)
 from stratagate.config import Settings
 from stratagate.events import store as events
 from stratagate.events.models import NewEvent
@@ -32,7 +31,10 @@ from stratagate.maintenance import run as maintenance
 from stratagate.maintenance import store as mstore
 from stratagate.storage.db import Database
 from stratagate.storage.lookup import ensure_namespace, ensure_session
+from stratagate.wiring import register_hooks
 from support.sidecar import REPO, RpcFailure, SidecarClient
+
+register_hooks()  # the graph follows event status, as in the app
 
 NS = "proj"
 EXCLUDED = {"audit_log", "event_merges"}

@@ -185,6 +185,9 @@ def _on_db(name: str, db_path: Path, lock_timeout: float, work: Callable[[Any], 
     (safe while a sidecar runs: SQLite serialises writers)."""
     from stratagate.errors import RpcError
     from stratagate.storage.db import Database, SchemaError, StorageError
+    from stratagate.wiring import register_hooks
+
+    register_hooks()  # the stores' hooks, as the app registers them: the graph follows event status
 
     async def run() -> Any:
         db = Database(db_path, lock_timeout=lock_timeout)
@@ -337,7 +340,9 @@ def import_command(args: argparse.Namespace, db_path: Path, lock_timeout: float)
     from stratagate.imports.store import parse_import_id
     from stratagate.namespaces import ResolveParams, resolve
     from stratagate.storage.db import Database, SchemaError, StorageError
+    from stratagate.wiring import register_hooks
 
+    register_hooks()  # the stores' hooks, as the app registers them: removing an import archives its events
     modes = [name for name, given in (("FILE", args.file), ("--remove", args.remove), ("--list", args.list)) if given]
     if len(modes) != 1:
         print("stratagate import: give exactly one of FILE, --remove IMPORT_ID or --list", file=sys.stderr)

@@ -44,7 +44,6 @@ from typing import Any
 
 import aiosqlite
 
-import stratagate.graph  # noqa: F401  (registers the graph's status hook: facts follow events)
 from stratagate import ids
 from stratagate.blocks.render import seal_views
 from stratagate.blocks.source import ROW_COLUMNS, from_row

@@ -14,7 +14,6 @@ from typing import Any, Final
 
 import aiosqlite
 
-import stratagate.graph  # noqa: F401  (registers the graph's status hook: facts follow events)
 from stratagate import ids
 from stratagate.errors import invalid_params, not_found
 from stratagate.events import store
