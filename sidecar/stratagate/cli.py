@@ -183,7 +183,8 @@ def _on_db(name: str, db_path: Path, lock_timeout: float, work: Callable[[Any], 
     """Open the database, run ``work(db)``, close it: ``(0, result)``, or the exit code with the error printed
     (1 for a refused request, 2 for a database problem). The CLI commands that write open the file themselves
     (safe while a sidecar runs: SQLite serialises writers)."""
-    from stratagate.errors import RpcError
+    from stratagate.errors import DomainError
+    from stratagate.safety.secrets import redact_text
     from stratagate.storage.db import Database, SchemaError, StorageError
     from stratagate.wiring import register_hooks
 
@@ -199,8 +200,8 @@ def _on_db(name: str, db_path: Path, lock_timeout: float, work: Callable[[Any], 
 
     try:
         result = asyncio.run(run())
-    except RpcError as exc:
-        print(f"{name}: {_one_line(exc.message)}", file=sys.stderr)
+    except DomainError as exc:
+        print(f"{name}: {_one_line(redact_text(str(exc)))}", file=sys.stderr)
         return 1, None
     except (SchemaError, StorageError, *DB_ERRORS) as exc:
         print(f"{name}: {db_problem(db_path, exc)}", file=sys.stderr)
@@ -334,11 +335,12 @@ def _print_import(command: str, result: dict[str, Any], as_json: bool) -> None:
 
 def import_command(args: argparse.Namespace, db_path: Path, lock_timeout: float) -> int:
     """`stratagate import`: opens the database itself (safe while a sidecar runs: SQLite serialises writers)."""
-    from stratagate.errors import RpcError
+    from stratagate.errors import DomainError
     from stratagate.imports import store
     from stratagate.imports.parsers import ImportFormatError, parse_file
     from stratagate.imports.store import parse_import_id
     from stratagate.namespaces import ResolveParams, resolve
+    from stratagate.safety.secrets import redact_text
     from stratagate.storage.db import Database, SchemaError, StorageError
     from stratagate.wiring import register_hooks
 
@@ -377,11 +379,11 @@ def import_command(args: argparse.Namespace, db_path: Path, lock_timeout: float)
 
     try:
         command, result = asyncio.run(run())
-    except RpcError as exc:
-        print(f"stratagate import: {_one_line(exc.message)}", file=sys.stderr)
-        return 1
     except ImportFormatError as exc:
         print(f"stratagate import: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except DomainError as exc:
+        print(f"stratagate import: {_one_line(redact_text(str(exc)))}", file=sys.stderr)
         return 1
     except (SchemaError, StorageError, *DB_ERRORS) as exc:
         print(f"stratagate import: {db_problem(db_path, exc)}", file=sys.stderr)

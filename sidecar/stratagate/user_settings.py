@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from stratagate.config import Settings
 from stratagate.context import settings as context_settings
-from stratagate.errors import explain_validation, invalid_params
+from stratagate.errors import Invalid, explain_validation
 from stratagate.storage.db import Database
 
 META_KEY = "page_settings"
@@ -114,7 +114,7 @@ def check(settings: Settings, name: str, value: Any) -> Any:
     try:
         Settings.__pydantic_validator__.validate_assignment(probe, name, value)
     except ValidationError as exc:
-        raise invalid_params(f"settings.{explain_validation(exc)}", {"setting": name}) from None
+        raise Invalid(f"settings.{explain_validation(exc)}", {"setting": name}) from None
     return getattr(probe, name)
 
 
@@ -160,7 +160,7 @@ def validate_changes(settings: Settings, changes: dict[str, Any]) -> dict[str, A
     """The changes checked: known names only, each value within its field's bounds (None: reset)."""
     unknown = sorted(k for k in changes if k not in NAMES)
     if unknown:
-        raise invalid_params(f"unknown setting {unknown[0]!r} (known: {', '.join(NAMES)})", {"unknown": unknown})
+        raise Invalid(f"unknown setting {unknown[0]!r} (known: {', '.join(NAMES)})", {"unknown": unknown})
     out: dict[str, Any] = {}
     for name, value in changes.items():
         if value is None:
@@ -168,7 +168,7 @@ def validate_changes(settings: Settings, changes: dict[str, Any]) -> dict[str, A
         elif name == CONTEXT_MODE:
             allowed = typing.get_args(context_settings.Mode)
             if value not in allowed:
-                raise invalid_params(f"settings.{name}: must be one of {', '.join(allowed)} (got {value!r})",
+                raise Invalid(f"settings.{name}: must be one of {', '.join(allowed)} (got {value!r})",
                                      {"setting": name})
             out[name] = value
         else:
