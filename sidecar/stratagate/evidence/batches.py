@@ -176,8 +176,6 @@ def batched(tool: str, run: ToolRun) -> ToolRun:
 
     return run_batched
 
-    return run_batched
-
 
 # --- settled / open ------------------------------------------------------------------------------------------------
 
