@@ -16,7 +16,7 @@ from stratagate.config import Settings
 from stratagate.jobs import pipeline
 from stratagate.jobs.queue import latest_failure
 from stratagate.jobs.runner import JobRunner, PermanentJobError
-from stratagate.maintenance import run as maintenance
+from stratagate.maintenance.run import Maintenance
 from stratagate.maintenance.store import scheduled_jobs
 from stratagate.safety import secrets
 from stratagate.search import dense
@@ -113,7 +113,15 @@ class App:
         self.dense = DenseIndex(self.db)  # optional dense channel: loads its model on first use, in a thread
         # Rows that get vectors were committed (capture, events): queue their embedding, in the background.
         self.db.listen(ITEMS_ADDED, self.dense.notice)
-        deps = pipeline.StageDeps(db=self.db, settings=settings, gateway=self.gateway, count=count_tokens)
+        self.maintenance = Maintenance(self.db, settings)  # one pass at a time: the method and the scheduled job
+        deps = pipeline.StageDeps(
+            db=self.db,
+            settings=settings,
+            gateway=self.gateway,
+            count=count_tokens,
+            dense=self.dense,
+            maintenance=self.maintenance,
+        )
         self.runner = build_runner(self.db, settings, deps, notify=self._notify)
         # The page's stored settings (user_settings.py): applied over the environment once the database is open.
         self.user_settings = user_settings.Applied.of(settings)
@@ -150,7 +158,7 @@ class App:
         if jobs:
             await self.runner.start()
         try:  # queue the maintenance job if it is overdue; a failure here must not keep the sidecar from serving
-            log.info("maintenance at start: %s", await maintenance.at_start(self.db, self.settings))
+            log.info("maintenance at start: %s", await self.maintenance.at_start())
         except Exception:
             log.exception("scheduling maintenance at start failed")
         await self.dense.start()

@@ -533,8 +533,9 @@ def maintenance_command(args: argparse.Namespace, settings: Any) -> int:
     """`stratagate stats` and `stratagate maintain [--dry-run]`: open the database themselves (safe while a sidecar
     runs); stats and a dry run read through a read-only connection."""
     from stratagate.maintenance import stats
-    from stratagate.maintenance.run import dry_run, run_pass
+    from stratagate.maintenance.run import Maintenance, dry_run
     from stratagate.storage.db import Database, SchemaError, StorageError
+    from stratagate.wiring import register_hooks
 
     name = f"stratagate {args.command}"
     try:
@@ -554,10 +555,11 @@ def maintenance_command(args: argparse.Namespace, settings: Any) -> int:
                 return await dry_run(conn, settings)
             finally:
                 await conn.close()
+        register_hooks()  # the stores' hooks, as the app registers them: a merge supersedes events
         db = Database(settings.db, lock_timeout=settings.db_lock_timeout_s)
         await db.open()
         try:
-            return await run_pass(db, settings, "manual", "user")
+            return await Maintenance(db, settings).run_pass("manual", "user")
         finally:
             await db.close()
 

@@ -18,7 +18,6 @@ from stratagate.config import Settings
 from stratagate.errors import STORAGE_ERROR, DomainError
 from stratagate.safety.secrets import redact_text, redact_value
 from stratagate.storage.db import ITEMS_ADDED, Database, StorageError, audit, on_commit
-from stratagate.storage.group import group_commit
 from stratagate.storage.lookup import ensure_namespace, ensure_session
 from stratagate.text.messages import search_text
 from stratagate.text.terms import fts_document
@@ -83,7 +82,7 @@ async def capture_turn(
         await place.wait_turn()  # arrival order, whatever this capture awaited before (capture/order.py)
     # Group commit: captures queued while a commit is in flight share the next transaction, each in its own
     # savepoint; the answer comes after the COMMIT that holds this turn (acknowledged = on disk).
-    done = group_commit(db).submit(lambda conn: _capture(conn, settings, p, count))
+    done = db.group.submit(lambda conn: _capture(conn, settings, p, count))
     if place is not None:
         place.release()  # queued in arrival order: the next capture may queue behind us
     try:

@@ -247,25 +247,25 @@ async def _boost_dates(db: Reader, ranked: dict[int, Ranked], q: QueryPlan, boos
 Similarities = Callable[[str, list[int] | None, int], Awaitable[dict[int, float] | None]]
 
 
-def dense_similarities(db: Any, namespace_id: int, prefetch: str | None = None) -> Similarities:
+def dense_similarities(index: Any, db: Any, namespace_id: int, prefetch: str | None = None) -> Similarities:
     """The production dense channel: the query encoded by ``stratagate.search.dense`` (loaded on first use),
     against the message vectors the background embedding job stored (``stratagate.search.vectors``).
 
-    ``db`` is the sidecar's ``Database``. None (no fusion) when the channel is off or not installed; messages
-    that have no vector yet are simply missing from the answer. ``prefetch``: a query text to start encoding now,
-    in its thread, while the caller ranks lexically (query vectors are cached per text by the channel).
+    ``index`` is the app's ``search.vectors.DenseIndex``, ``db`` the sidecar's ``Database``. None (no fusion) when
+    the channel is off or not installed; messages that have no vector yet are simply missing from the answer.
+    ``prefetch``: a query text to start encoding now, in its thread, while the caller ranks lexically (query vectors
+    are cached per text by the channel).
     """
     try:
         from stratagate.search import vectors  # the dense channel is optional
     except ImportError:
         vectors = None
     if vectors is not None and prefetch is not None:
-        vectors.for_db(db).prefetch(prefetch)
+        index.prefetch(prefetch)
 
     async def similarities(query: str, message_ids: list[int] | None, k: int) -> dict[int, float] | None:
         if vectors is None:
             return None
-        index = vectors.for_db(db)
         if not index.usable():
             return None
         vector = await index.query_vector(query)
@@ -373,18 +373,20 @@ async def rank(
     filters: RawFilters = RawFilters(),
     options: RawOptions = DEFAULT_OPTIONS,
     similarities: Similarities | None = None,
+    dense: Any = None,
 ) -> list[Ranked]:
     """Every message that matches ``query`` (within ``filters``), best first. Empty when nothing matches.
 
-    ``similarities`` overrides the dense channel (the bench passes vectors it computed); by default the stored
-    message vectors are used when the dense channel is available, and the ranking is lexical otherwise.
+    ``dense`` is the app's dense channel (``search.vectors.DenseIndex``): its stored message vectors are used when
+    the channel is available, and the ranking is lexical otherwise (or without one). ``similarities`` overrides it
+    (the bench passes vectors it computed).
     """
     q = plan(query, options)
     if not q.terms:
         return []
-    if similarities is None and options.dense_weight > 0:
+    if similarities is None and dense is not None and options.dense_weight > 0:
         # Before BM25: the query encodes in the dense channel's thread meanwhile (the other core).
-        similarities = dense_similarities(db, namespace_id, prefetch=query)
+        similarities = dense_similarities(dense, db, namespace_id, prefetch=query)
     ranked = await lexical(db, namespace_id, q, filters, options)
     if not ranked:
         return []

@@ -406,8 +406,8 @@ async def _dense_rerank(
         from stratagate.search import vectors
     except ImportError:
         return found
-    index = vectors.for_db(ctx.db)
-    if not index.usable():
+    index = ctx.dense
+    if index is None or not index.usable():
         return found
     vector = await index.query_vector(query)
     if vector is None:

@@ -132,7 +132,7 @@ async def search_raw(ctx: ToolContext, args: SearchRawArgs) -> dict[str, Any]:
     else:
         if not plan(query).terms:
             return out | {"hits": [], "note": "the query has no searchable words (only stopwords)"}
-        ranked = await rank(ctx.db, ns, query, filters)
+        ranked = await rank(ctx.db, ns, query, filters, dense=ctx.dense)
         if not ranked:
             out["hits"] = []
             out["note"] = "no message matches these words" + (" within the filters" if filters.any() else "")
