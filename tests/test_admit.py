@@ -24,12 +24,9 @@ from stratagate.events.admit import Candidate, Options, admit, fingerprint_of
 from stratagate.events.store import Source, near_same
 from stratagate.redact import redact
 from stratagate.storage.db import Database
-from stratagate.wiring import register_hooks
 from support.model_server import ScriptedModelServer
 from support.sidecar import REPO, RpcFailure, SidecarClient
 from test_events_extraction import Script, audit_entries, capture, draft, job_note, user_msg
-
-register_hooks()  # the graph follows event status, as in the app
 
 NS = "proj"
 SECRET = "ghp_" + "A1b2C3d4" * 4 + "zZ9y"

@@ -23,9 +23,6 @@ from stratagate.events.store import Source
 from stratagate.events.visibility import where as visible_where
 from stratagate.storage.db import Database
 from stratagate.text.terms import quote
-from stratagate.wiring import register_hooks
-
-register_hooks()  # the graph follows event status, as in the app
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
 

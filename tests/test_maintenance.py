@@ -31,10 +31,7 @@ from stratagate.maintenance import run as maintenance
 from stratagate.maintenance import store as mstore
 from stratagate.storage.db import Database
 from stratagate.storage.lookup import ensure_namespace, ensure_session
-from stratagate.wiring import register_hooks
 from support.sidecar import REPO, RpcFailure, SidecarClient
-
-register_hooks()  # the graph follows event status, as in the app
 
 NS = "proj"
 EXCLUDED = {"audit_log", "event_merges"}

@@ -22,13 +22,10 @@ from stratagate.events import queries as event_queries
 from stratagate.events.admit import Candidate, Options, admit
 from stratagate.storage.db import Database
 from stratagate.storage.lookup import ensure_namespace, ensure_session, set_namespace_user_tier
-from stratagate.wiring import register_hooks
 from support.model_server import ScriptedModelServer
 from support.sidecar import RpcFailure, SidecarClient
 from test_events_explicit import run_cli
 from test_events_extraction import Script, draft, user_msg
-
-register_hooks()  # the graph follows event status, as in the app
 
 TABS = "I prefer tabs over spaces for indentation."
 NPM = "This project uses npm for its packages."
