@@ -64,11 +64,13 @@ async def build(path: Path, events: int) -> float:
     does (inline graph projection), 500 per transaction; the rest are written by ``_bulk``: the same rows that path
     writes for these texts (event, search terms, source, projection result; the bench's texts carry no claims, so
     projection stores "no claims"), without the per-event checks and audit rows, hundreds of times faster."""
-    import stratagate.graph  # noqa: F401  (registers the status hook)
     from stratagate.events.admit import Options, admit
     from stratagate.storage.db import Database
     from stratagate.storage.lookup import ensure_namespace, ensure_session
     from stratagate.tools.event_tools import ACTOR, _project_now
+    from stratagate.wiring import register_hooks
+
+    register_hooks()
 
     db = Database(path)
     await db.open()

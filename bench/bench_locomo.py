@@ -362,6 +362,7 @@ async def ablation(
     The dense step uses the vectors the sidecar's embedding job stored; if it did not store one for every message,
     the vectors computed here for the dense baseline (``vectors``) instead.
     """
+    from stratagate.search.vectors import DenseIndex
     from stratagate.storage import lookup
     from stratagate.storage.db import Database
 
@@ -371,6 +372,7 @@ async def ablation(
             shutil.copy(str(db_path) + suffix, str(copy) + suffix)
     db = Database(copy)
     await db.open()
+    index = DenseIndex(db)  # the sidecar's dense channel over this copy (its stored message vectors)
     runs = []
     try:
         ns = await lookup.namespace_id(db, NAMESPACE)
@@ -411,7 +413,7 @@ async def ablation(
             run = Run(label)
             for q in conv.questions:
                 s = time.perf_counter()
-                hits = await raw.rank(db, ns, q.text, raw.RawFilters(), options, similarities)
+                hits = await raw.rank(db, ns, q.text, raw.RawFilters(), options, similarities, dense=index)
                 run.latencies.append(time.perf_counter() - s)
                 run.ranked.append([dia[h.message_id] for h in hits[:LIMIT]])
             runs.append(run)

@@ -28,7 +28,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "sidecar"))
 
-import stratagate.graph  # noqa: E402,F401  (registers the graph's status hook, as the app does)
 from conftest import summary_arguments  # noqa: E402
 from scale_workload import GENERATOR_VERSION, history_turn, memories  # noqa: E402
 from stratagate.events import store  # noqa: E402
@@ -38,7 +37,10 @@ from stratagate.graph.projection import mark_projected, project_event  # noqa: E
 from stratagate.storage.db import Database  # noqa: E402
 from stratagate.storage.lookup import ensure_namespace, ensure_session  # noqa: E402
 from stratagate.storage.schema import SCHEMA_VERSION  # noqa: E402
+from stratagate.wiring import register_hooks  # noqa: E402
 from support.sidecar import SidecarClient  # noqa: E402
+
+register_hooks()  # the graph follows event status, as in the app
 
 CACHE = REPO / "bench" / ".cache"
 NS = "project:scale:0123456789abcdef"

@@ -10,6 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from stratagate.wiring import register_hooks
 from support.model_server import ScriptedModelServer, auto_tool_call
 from support.sidecar import SidecarClient
 
@@ -88,3 +89,11 @@ def turn(i: int, namespace: str = "proj", session: str = "s1", **extra: Any) -> 
     }
     params.update(extra)
     return params
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _store_hooks() -> None:
+    """The stores' hooks, registered as every entry point registers them (the App, the CLI's commands): a test that
+    writes through the stores in-process sees the graph follow event status (tests/test_wiring.py checks that
+    importing registers nothing)."""
+    register_hooks()

@@ -17,7 +17,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import stratagate.graph  # noqa: F401  (registers the graph's status hook, as every entry point does)
 from conftest import model_env
 from stratagate.capture.store import ensure_namespace, ensure_session
 from stratagate.events import store

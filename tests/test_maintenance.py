@@ -19,7 +19,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import stratagate.graph  # noqa: F401  (registers the graph's status hook)
 from stratagate.config import Settings
 from stratagate.events import store as events
 from stratagate.events.models import NewEvent
@@ -315,7 +314,7 @@ async def test_a_pass_is_recorded_reports_and_deletes_nothing(tmp_path: Path, mo
         await add_event(db, "The project uses npm for its packages!")
         plain, _ = await mstore.tables(db.reader)
         counts = {t: await mstore.count(db.reader, t) for t in plain}
-        result = await maintenance.run_pass(db, settings_, "manual", "user")
+        result = await maintenance.Maintenance(db, settings_).run_pass("manual", "user")
         assert result["merged"] == 1 and result["run_id"] == 1 and result["dry_run"] is False
         assert result["fallbacks_requeued"] == {"blocks": 3, "events": 1}
         assert calls == [("blocks", 4), ("events", 4)]
@@ -340,17 +339,18 @@ async def test_a_pass_is_recorded_reports_and_deletes_nothing(tmp_path: Path, mo
 async def test_the_schedule_at_start_and_after_a_run(tmp_path: Path):
     s = Settings(db=tmp_path / "memory.db", dense=False, maintenance_interval_hours=24)
     db = await open_db(s.db)
+    service = maintenance.Maintenance(db, s)
     try:
-        assert await maintenance.at_start(db, s, now=1000.0) == "nothing to maintain yet"
+        assert await service.at_start(now=1000.0) == "nothing to maintain yet"
         await add_event(db, "The project uses npm for its packages.")
         await add_event(db, "The project uses npm for its packages!")
-        assert await maintenance.at_start(db, s, now=1000.0) == "overdue: queued"  # no run yet
+        assert await service.at_start(now=1000.0) == "overdue: queued"  # no run yet
         job = await mstore.job_row(db.reader)
         assert job is not None and job["status"] == "queued"
         assert job["next_run_at"] == 1000.0 + maintenance.START_DELAY_S
         # The runner claims it when due (time given explicitly): one pass, then its own row is queued again.
         [claimed] = await queue.claim_due(db, 1, now=2000.0)
-        handler = maintenance.job_handler(type("Deps", (), {"db": db, "settings": s})())  # type: ignore[arg-type]
+        handler = maintenance.job_handler(type("Deps", (), {"maintenance": service})())  # type: ignore[arg-type]
         assert await handler(claimed) == []
         run = await mstore.newest_run(db.reader)
         assert run is not None and (run["trigger"], run["status"]) == ("start", "done")
@@ -360,18 +360,18 @@ async def test_the_schedule_at_start_and_after_a_run(tmp_path: Path):
         # A start within the interval changes nothing; a start after it makes the job due soon after.
         started = await maintenance._newest_start(db.reader)
         assert started is not None
-        assert await maintenance.at_start(db, s, now=started + 3600) == "not due"
+        assert await service.at_start(now=started + 3600) == "not due"
         later = started + 25 * 3600
-        assert await maintenance.at_start(db, s, now=later) == "due"  # its own next_run_at has passed
+        assert await service.at_start(now=later) == "due"  # its own next_run_at has passed
         async with db.transaction() as conn:  # its attempts ran out meanwhile: a start queues it again
             await conn.execute("UPDATE jobs SET status = 'failed' WHERE kind = ?", (MAINTENANCE,))
-        assert await maintenance.at_start(db, s, now=later) == "overdue: queued"
+        assert await service.at_start(now=later) == "overdue: queued"
         job = await mstore.job_row(db.reader)
         assert job is not None and job["status"] == "queued" and job["attempts"] == 0
         assert job["next_run_at"] == later + maintenance.START_DELAY_S
         # Interval 0: never scheduled; the queued row is set aside.
         off = s.model_copy(update={"maintenance_interval_hours": 0})
-        assert await maintenance.at_start(db, off, now=later) == "off: parked the queued job"
+        assert await maintenance.Maintenance(db, off).at_start(now=later) == "off: parked the queued job"
         job = await mstore.job_row(db.reader)
         assert job is not None and job["status"] == "done"
     finally:
@@ -381,12 +381,13 @@ async def test_the_schedule_at_start_and_after_a_run(tmp_path: Path):
 async def test_a_scheduled_job_after_a_manual_run_waits_for_the_next_interval(tmp_path: Path):
     s = Settings(db=tmp_path / "memory.db", dense=False, maintenance_interval_hours=24)
     db = await open_db(s.db)
+    service = maintenance.Maintenance(db, s)
     try:
         await add_event(db, "The project uses npm for its packages.")
-        assert await maintenance.at_start(db, s, now=1000.0) == "overdue: queued"
-        await maintenance.run_pass(db, s, "manual", "user")
+        assert await service.at_start(now=1000.0) == "overdue: queued"
+        await service.run_pass("manual", "user")
         [claimed] = await queue.claim_due(db, 1, now=2000.0)
-        handler = maintenance.job_handler(type("Deps", (), {"db": db, "settings": s})())  # type: ignore[arg-type]
+        handler = maintenance.job_handler(type("Deps", (), {"maintenance": service})())  # type: ignore[arg-type]
         await handler(claimed)
         assert [r["id"] for r in await db.fetchall("SELECT id FROM maintenance_runs")] == [1]  # no second pass
         job = await mstore.job_row(db.reader)

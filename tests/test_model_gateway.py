@@ -33,9 +33,9 @@ from stratagate.model import (
     ToolSpec,
     build_gateway,
     extract_json_candidates,
-    redact,
     tool_parameters,
 )
+from stratagate.redact import redact
 from support.model_server import (
     ScriptedModelServer,
     auto_schema_tool_call,

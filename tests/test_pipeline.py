@@ -24,6 +24,8 @@ from stratagate.capture.store import ensure_namespace
 from stratagate.config import Settings
 from stratagate.jobs import lease, pipeline, queue
 from stratagate.jobs.pipeline import BLOCK_SUMMARY, EMBEDDING, EVENT_EXTRACTION, GRAPH_PROJECTION, KINDS, MAINTENANCE
+from stratagate.maintenance.run import Maintenance
+from stratagate.search.vectors import DenseIndex
 from stratagate.storage.db import Database, on_commit
 from support.model_server import ScriptedModelServer, delay
 from support.sidecar import SidecarClient
@@ -129,7 +131,9 @@ async def test_the_max_attempts_setting_reaches_every_stage(tmp_path: Path, monk
             finished.add(payload["kind"])
             changed.set()
 
-    deps = pipeline.StageDeps(db=db, settings=settings, gateway=None, count=len)
+    deps = pipeline.StageDeps(
+        db=db, settings=settings, gateway=None, count=len, dense=DenseIndex(db), maintenance=Maintenance(db, settings)
+    )
     runner = build_runner(db, settings, deps, notify=notify)
     await runner.start()
     try:

@@ -1,5 +1,6 @@
 """SQL lives in the storage-facing modules of each package (events/store.py, graph/read.py, blocks/queries.py,
-search/raw.py, storage/lookup.py …), never in the RPC handlers, the agent tools, activation or the protocol types."""
+search/raw.py, storage/lookup.py …), never in the RPC handlers, the agent tools, activation, the protocol types or the
+app."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "sidecar" / "stratagate"
-NO_SQL = ("rpc", "tools", "activation", "protocol")
+NO_SQL = ("rpc", "tools", "activation", "protocol", "app.py")
+"""Packages (every module below them) and single modules that hold no SQL."""
 STATEMENT = re.compile(
     r"\bSELECT\b[\s\S]*\bFROM\b|\bSELECT\s+\d|\bINSERT\s+(OR\s+\w+\s+)?INTO\b|\bUPDATE\s+\w+\s+SET\b|\bDELETE\s+FROM\b"
     r"|\bREPLACE\s+INTO\b|\bWITH\s+\w+\s+AS\s*\(",
@@ -59,11 +61,15 @@ def test_the_detector_sees_sql_and_not_prose():
     assert not sql_strings('note = "where it is shown, order by time"')
 
 
+def _modules(path: Path) -> list[Path]:
+    return [path] if path.is_file() else sorted(path.rglob("*.py"))
+
+
 @pytest.mark.parametrize("package", NO_SQL)
 def test_no_sql_in(package: str):
     offenders = [
         f"{path.relative_to(PACKAGE)}:{line}: {text[:80]!r}"
-        for path in sorted((PACKAGE / package).rglob("*.py"))
+        for path in _modules(PACKAGE / package)
         for line, text in sql_strings(path.read_text(encoding="utf-8"))
     ]
     assert not offenders, (

@@ -16,7 +16,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import stratagate.graph  # noqa: F401  (registers the graph's status hook)
 from conftest import model_env, turn
 from stratagate.events import forgotten, store, visibility
 from stratagate.events import queries as event_queries

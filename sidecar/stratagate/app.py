@@ -11,17 +11,18 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from stratagate import __version__, tokens, user_settings
+from stratagate import __version__, tokens, user_settings, wiring
 from stratagate.config import Settings
 from stratagate.jobs import pipeline
 from stratagate.jobs.queue import latest_failure
 from stratagate.jobs.runner import JobRunner, PermanentJobError
-from stratagate.maintenance import run as maintenance
+from stratagate.maintenance.run import Maintenance
 from stratagate.maintenance.store import scheduled_jobs
 from stratagate.safety import secrets
 from stratagate.search import dense
 from stratagate.search.vectors import DenseIndex
 from stratagate.stalls import StallMonitor
+from stratagate.storage import counts as stored
 from stratagate.storage.db import ITEMS_ADDED, Database
 from stratagate.storage.schema import SCHEMA_VERSION
 from stratagate.tokens import count_tokens
@@ -95,6 +96,7 @@ def _warm_up(fn: Any, *args: Any) -> asyncio.Future[Any]:
 class App:
     def __init__(self, settings: Settings):
         self.settings = settings
+        wiring.register_hooks()  # the stores' hooks (the graph follows event status), before any write
         self.db = Database(
             settings.db, settings.db_max_mb * 2**20 if settings.db_max_mb else None, settings.db_lock_timeout_s
         )
@@ -111,7 +113,15 @@ class App:
         self.dense = DenseIndex(self.db)  # optional dense channel: loads its model on first use, in a thread
         # Rows that get vectors were committed (capture, events): queue their embedding, in the background.
         self.db.listen(ITEMS_ADDED, self.dense.notice)
-        deps = pipeline.StageDeps(db=self.db, settings=settings, gateway=self.gateway, count=count_tokens)
+        self.maintenance = Maintenance(self.db, settings)  # one pass at a time: the method and the scheduled job
+        deps = pipeline.StageDeps(
+            db=self.db,
+            settings=settings,
+            gateway=self.gateway,
+            count=count_tokens,
+            dense=self.dense,
+            maintenance=self.maintenance,
+        )
         self.runner = build_runner(self.db, settings, deps, notify=self._notify)
         # The page's stored settings (user_settings.py): applied over the environment once the database is open.
         self.user_settings = user_settings.Applied.of(settings)
@@ -148,7 +158,7 @@ class App:
         if jobs:
             await self.runner.start()
         try:  # queue the maintenance job if it is overdue; a failure here must not keep the sidecar from serving
-            log.info("maintenance at start: %s", await maintenance.at_start(self.db, self.settings))
+            log.info("maintenance at start: %s", await self.maintenance.at_start())
         except Exception:
             log.exception("scheduling maintenance at start failed")
         await self.dense.start()
@@ -171,30 +181,7 @@ class App:
 
     async def info(self) -> dict[str, Any]:
         db = self.db
-        counts: dict[str, Any] = {}
-        for table in ("namespaces", "sessions", "turns", "messages"):
-            counts[table] = int(await db.scalar(f"SELECT COUNT(*) FROM {table}") or 0)
-        blocks = await db.fetchall("SELECT status, COUNT(*) AS n FROM blocks GROUP BY status")
-        counts["blocks"] = {"pending": 0, "ready": 0} | {r["status"]: r["n"] for r in blocks}
-        views = await db.fetchall(
-            "SELECT summary_source, COUNT(*) AS n FROM blocks WHERE status = 'ready' GROUP BY summary_source"
-        )
-        counts["block_views"] = {"model": 0, "extractive": 0, "fallback": 0} | {
-            r["summary_source"]: r["n"] for r in views if r["summary_source"]
-        }
-        events = await db.fetchall("SELECT status, COUNT(*) AS n FROM events GROUP BY status")
-        counts["events"] = {s: 0 for s in ("active", "superseded", "disputed", "forgotten", "archived")} | {
-            r["status"]: r["n"] for r in events
-        }
-        counts["graph_nodes"] = int(await db.scalar("SELECT COUNT(*) FROM graph_nodes") or 0)
-        facts = await db.fetchall("SELECT status, COUNT(*) AS n FROM graph_facts GROUP BY status")
-        counts["graph_facts"] = {s: 0 for s in ("active", "superseded", "disputed", "archived")} | {
-            r["status"]: r["n"] for r in facts
-        }
-        imports = await db.fetchall("SELECT status, COUNT(*) AS n FROM imports GROUP BY status")
-        counts["imports"] = {"active": 0, "removed": 0} | {r["status"]: r["n"] for r in imports}
-        jobs = await db.fetchall("SELECT status, COUNT(*) AS n FROM jobs GROUP BY status")
-        counts["jobs"] = {"queued": 0, "running": 0, "done": 0, "failed": 0} | {r["status"]: r["n"] for r in jobs}
+        counts = await stored.table_counts(db)
         # The maintenance job waiting for its next interval is not work in the queue: counted apart.
         counts["jobs"]["scheduled"] = await scheduled_jobs(db.reader)
         counts["jobs"]["queued"] -= counts["jobs"]["scheduled"]
@@ -202,7 +189,7 @@ class App:
             "version": __version__,
             "pid": os.getpid(),
             "db_path": str(self.settings.db),
-            "schema_version": int(await db.scalar("PRAGMA user_version") or 0),
+            "schema_version": await stored.schema_version(db),
             "expected_schema_version": SCHEMA_VERSION,
             "uptime_s": round(time.monotonic() - self.started, 3),
             "block_turns": self.settings.block_turns,

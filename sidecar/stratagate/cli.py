@@ -185,8 +185,12 @@ def _on_db(name: str, db_path: Path, lock_timeout: float, work: Callable[[Any], 
     """Open the database, run ``work(db)``, close it: ``(0, result)``, or the exit code with the error printed
     (1 for a refused request, 2 for a database problem). The CLI commands that write open the file themselves
     (safe while a sidecar runs: SQLite serialises writers)."""
-    from stratagate.errors import RpcError
+    from stratagate.errors import DomainError
+    from stratagate.safety.secrets import redact_text
     from stratagate.storage.db import Database, SchemaError, StorageError
+    from stratagate.wiring import register_hooks
+
+    register_hooks()  # the stores' hooks, as the app registers them: the graph follows event status
 
     async def run() -> Any:
         db = Database(db_path, lock_timeout=lock_timeout)
@@ -198,8 +202,8 @@ def _on_db(name: str, db_path: Path, lock_timeout: float, work: Callable[[Any], 
 
     try:
         result = asyncio.run(run())
-    except RpcError as exc:
-        print(f"{name}: {_one_line(exc.message)}", file=sys.stderr)
+    except DomainError as exc:
+        print(f"{name}: {_one_line(redact_text(str(exc)))}", file=sys.stderr)
         return 1, None
     except (SchemaError, StorageError, *DB_ERRORS) as exc:
         print(f"{name}: {db_problem(db_path, exc)}", file=sys.stderr)
@@ -333,13 +337,16 @@ def _print_import(command: str, result: dict[str, Any], as_json: bool) -> None:
 
 def import_command(args: argparse.Namespace, db_path: Path, lock_timeout: float) -> int:
     """`stratagate import`: opens the database itself (safe while a sidecar runs: SQLite serialises writers)."""
-    from stratagate.errors import RpcError
+    from stratagate.errors import DomainError
     from stratagate.imports import store
     from stratagate.imports.parsers import ImportFormatError, parse_file
     from stratagate.imports.store import parse_import_id
     from stratagate.namespaces import ResolveParams, resolve
+    from stratagate.safety.secrets import redact_text
     from stratagate.storage.db import Database, SchemaError, StorageError
+    from stratagate.wiring import register_hooks
 
+    register_hooks()  # the stores' hooks, as the app registers them: removing an import archives its events
     modes = [name for name, given in (("FILE", args.file), ("--remove", args.remove), ("--list", args.list)) if given]
     if len(modes) != 1:
         print("stratagate import: give exactly one of FILE, --remove IMPORT_ID or --list", file=sys.stderr)
@@ -374,11 +381,11 @@ def import_command(args: argparse.Namespace, db_path: Path, lock_timeout: float)
 
     try:
         command, result = asyncio.run(run())
-    except RpcError as exc:
-        print(f"stratagate import: {_one_line(exc.message)}", file=sys.stderr)
-        return 1
     except ImportFormatError as exc:
         print(f"stratagate import: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except DomainError as exc:
+        print(f"stratagate import: {_one_line(redact_text(str(exc)))}", file=sys.stderr)
         return 1
     except (SchemaError, StorageError, *DB_ERRORS) as exc:
         print(f"stratagate import: {db_problem(db_path, exc)}", file=sys.stderr)
@@ -528,8 +535,9 @@ def maintenance_command(args: argparse.Namespace, settings: Any) -> int:
     """`stratagate stats` and `stratagate maintain [--dry-run]`: open the database themselves (safe while a sidecar
     runs); stats and a dry run read through a read-only connection."""
     from stratagate.maintenance import stats
-    from stratagate.maintenance.run import dry_run, run_pass
+    from stratagate.maintenance.run import Maintenance, dry_run
     from stratagate.storage.db import Database, SchemaError, StorageError
+    from stratagate.wiring import register_hooks
 
     name = f"stratagate {args.command}"
     try:
@@ -549,10 +557,11 @@ def maintenance_command(args: argparse.Namespace, settings: Any) -> int:
                 return await dry_run(conn, settings)
             finally:
                 await conn.close()
+        register_hooks()  # the stores' hooks, as the app registers them: a merge supersedes events
         db = Database(settings.db, lock_timeout=settings.db_lock_timeout_s)
         await db.open()
         try:
-            return await run_pass(db, settings, "manual", "user")
+            return await Maintenance(db, settings).run_pass("manual", "user")
         finally:
             await db.close()
 

@@ -44,11 +44,10 @@ from typing import Any
 
 import aiosqlite
 
-import stratagate.graph  # noqa: F401  (registers the graph's status hook: facts follow events)
 from stratagate import ids
 from stratagate.blocks.render import seal_views
 from stratagate.blocks.source import ROW_COLUMNS, from_row
-from stratagate.errors import invalid_params, not_found
+from stratagate.errors import Invalid, NotFound
 from stratagate.events import forgotten as forgotten_mod
 from stratagate.events import lexicon, store, visibility
 from stratagate.events.models import EventRow
@@ -155,17 +154,17 @@ async def erase_subject(
     event_key = ids.parse(subject.strip(), "evt")
     message_key = ids.parse(subject.strip(), "msg") if event_key is None else None
     if event_key is None and message_key is None:
-        raise invalid_params(f"erase takes an event id ('evt_12') or a message id ('msg_40'), got {subject!r}")
+        raise Invalid(f"erase takes an event id ('evt_12') or a message id ('msg_40'), got {subject!r}")
     ref = ids.make("evt", event_key) if event_key is not None else ids.make("msg", message_key or 0)
     try:
         async with db.transaction() as conn:
             await conn.execute("PRAGMA secure_delete = ON")  # freed cells and pages are zeroed, not just unlinked
             ns_key = await lookup.namespace_key(conn, namespace)
             if ns_key is None:
-                raise not_found(f"unknown namespace {namespace!r}")
+                raise NotFound(f"unknown namespace {namespace!r}")
             ns = ns_key
             if await is_erased(conn, ns, ref):
-                raise invalid_params(f"{ref} is already erased")
+                raise Invalid(f"{ref} is already erased")
             await conn.execute("INSERT INTO privileged_writes(operation, started_at) VALUES ('erase', ?)", (now_iso(),))
             if event_key is not None:
                 result = await _erase_event(conn, ns, event_key, actor, viewer_session, max_attempts, count)
@@ -192,7 +191,7 @@ async def _erase_event(
     if ev is None or ev.namespace_id != ns or (
         viewer is not None and not ev.visible_to(await visibility.viewer(conn, ns, session_id))
     ):
-        raise not_found(f"unknown event {ids.make('evt', key)}")
+        raise NotFound(f"unknown event {ids.make('evt', key)}")
     if ev.status != "forgotten":  # forget first: tombstone, graph facts follow (archived), audited
         ev = await store.forget(conn, ev, actor, "erased")
     scrub = Scrubber()
@@ -242,7 +241,7 @@ async def _erase_message(
         )
     ).fetchone()
     if row is None:
-        raise not_found(f"unknown message {ids.make('msg', key)}")
+        raise NotFound(f"unknown message {ids.make('msg', key)}")
     text = forgotten_mod.message_text(
         row["role"], row["content"], row["tool_name"], row["tool_arguments"], row["tool_result"]
     )

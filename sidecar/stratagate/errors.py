@@ -23,7 +23,8 @@ STORAGE_ERROR = -32010
 
 
 class RpcError(JsonRpcError):
-    """Raised anywhere below the RPC layer; becomes a JSON-RPC error with this code and message."""
+    """A JSON-RPC error with this code and message: raised by the RPC and protocol layers only (feature modules raise
+    a DomainError, which ``protocol/errors.as_rpc_error`` maps to one of these)."""
 
     def __init__(self, code: int, message: str, data: Any = None):
         # An error can quote what it failed on (a value, a model response): never send a secret back.
@@ -47,6 +48,19 @@ class DomainError(Exception):
     def __init__(self, message: str, data: Any = None) -> None:
         super().__init__(message)
         self.data = data
+
+
+class Invalid(DomainError):
+    """The caller's request is wrong as given (a malformed id, a value out of range, a state that forbids the
+    change): invalid params (-32602, HTTP 400)."""
+
+    code = INVALID_PARAMS
+
+
+class NotFound(DomainError):
+    """What the request names does not exist (in this namespace or session): not found (-32004, HTTP 404)."""
+
+    code = NOT_FOUND
 
 
 def explain_validation(exc: ValidationError) -> str:

@@ -16,6 +16,11 @@ PREFIXES = {
     "rb": "retrieval batch",
     "asm": "evidence assessment",
     "rcp": "use receipt",
+    # Job subjects (jobs/pipeline.py ``Stage.subject_prefix``): what jobs.list shows as a job's subject.
+    "batch": "graph projection batch",
+    "ns": "namespace",
+    "db": "database",
+    "obj": "subject of a job kind this sidecar does not declare",
 }
 _ID = re.compile(r"^(" + "|".join(PREFIXES) + r")_([1-9][0-9]{0,17})$")
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import aiosqlite
 
-from stratagate.errors import invalid_params, not_found
+from stratagate.errors import Invalid, NotFound
 from stratagate.storage import lookup
 from stratagate.storage.db import Actor, Database, audit
 
@@ -93,12 +93,12 @@ async def delete_namespace(db: Database, name: str, actor: Actor) -> dict[str, A
             await conn.execute("PRAGMA defer_foreign_keys = ON")
             ns = await lookup.namespace_key(conn, name)
             if ns is None:
-                raise not_found(f"unknown namespace {name!r}")
+                raise NotFound(f"unknown namespace {name!r}")
             running = await (
                 await conn.execute("SELECT COUNT(*) FROM jobs WHERE namespace_id = ? AND status = 'running'", (ns,))
             ).fetchone()
             if running and running[0]:
-                raise invalid_params(f"{running[0]} job(s) of {name!r} are running; delete it when they are done")
+                raise Invalid(f"{running[0]} job(s) of {name!r} are running; delete it when they are done")
             guards = await _drop_delete_guards(conn, {table for table, _ in DELETES})
             for table, where in DELETES:
                 cursor = await conn.execute(f"DELETE FROM {table} WHERE {where}", {"ns": ns})
@@ -109,7 +109,7 @@ async def delete_namespace(db: Database, name: str, actor: Actor) -> dict[str, A
             dangling = await conn.execute_fetchall("PRAGMA foreign_key_check")
             if dangling:
                 tables = sorted({str(r[0]) for r in dangling})
-                raise invalid_params(f"rows of other namespaces still refer to {name!r} ({', '.join(tables)}); "
+                raise Invalid(f"rows of other namespaces still refer to {name!r} ({', '.join(tables)}); "
                                      "nothing was deleted")
             for table in ("message_fts", "event_fts", "graph_fts"):  # merge segments: old ones held the terms
                 await conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")

@@ -26,11 +26,11 @@ from typing import Any
 
 import aiosqlite
 
-from stratagate.capture.store import _search_text
 from stratagate.events import store as event_store
 from stratagate.graph.store import reindex_node
 from stratagate.safety.secrets import PLACEHOLDER_RE, redact_text, redact_value
 from stratagate.storage.db import Database, audit
+from stratagate.text.messages import search_text
 from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso
 
@@ -218,7 +218,7 @@ async def scrub_open(db: Database, backup_path: str) -> Report:
                 (message_id,),
             )).fetchone()
             await conn.execute("DELETE FROM message_fts WHERE rowid = ?", (message_id,))
-            terms = fts_document(_search_text(dict(row)))
+            terms = fts_document(search_text(dict(row)))
             await conn.execute("INSERT INTO message_fts(rowid, terms) VALUES (?, ?)", (message_id, terms))
         events = {i for i, _ in changed["events"]}
         for event_id in sorted(events):

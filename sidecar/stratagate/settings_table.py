@@ -196,10 +196,6 @@ class Settings(BaseModel):
         return self
 
     @property
-    def direct_model_route(self) -> bool:
-        return bool(self.model_base_url)
-
-    @property
     def zero_model(self) -> bool:
         """No model call at all: every model-written view and event comes from the rules."""
         return self.model_route == "none"

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from stratagate.config import Settings
 from stratagate.context import settings as context_settings
-from stratagate.errors import explain_validation, invalid_params
+from stratagate.errors import Invalid, explain_validation
 from stratagate.settings_table import ContextPage, Row, Text, rows_of
 from stratagate.storage.db import Database
 
@@ -121,7 +121,7 @@ def check(settings: Settings, name: str, value: Any) -> Any:
     try:
         type(settings).__pydantic_validator__.validate_assignment(probe, name, value)
     except ValidationError as exc:
-        raise invalid_params(f"settings.{explain_validation(exc)}", {"setting": name}) from None
+        raise Invalid(f"settings.{explain_validation(exc)}", {"setting": name}) from None
     return getattr(probe, name)
 
 
@@ -131,7 +131,7 @@ def _check_context(name: str, key: str, value: Any) -> Any:
         context_settings.ContextSettings.__pydantic_validator__.validate_assignment(
             context_settings.ContextSettings.model_construct(), key, value)
     except ValidationError as exc:
-        raise invalid_params(f"settings.{name}: {exc.errors()[0]['msg']} (got {value!r})", {"setting": name}) from None
+        raise Invalid(f"settings.{name}: {exc.errors()[0]['msg']} (got {value!r})", {"setting": name}) from None
     return value
 
 
@@ -184,7 +184,7 @@ def validate_changes(settings: Settings, changes: dict[str, Any]) -> dict[str, A
     context = context_fields()
     unknown = sorted(k for k in changes if k not in names)
     if unknown:
-        raise invalid_params(f"unknown setting {unknown[0]!r} (known: {', '.join(names)})", {"unknown": unknown})
+        raise Invalid(f"unknown setting {unknown[0]!r} (known: {', '.join(names)})", {"unknown": unknown})
     out: dict[str, Any] = {}
     for name, value in changes.items():
         if value is None:

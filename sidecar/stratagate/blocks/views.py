@@ -13,7 +13,7 @@ from stratagate import ids
 from stratagate.blocks.decay import display_level, weight
 from stratagate.blocks.render import LEVEL_LABELS, render_l0, render_l2, render_l5
 from stratagate.blocks.source import ROW_COLUMNS, SourceMessage, from_row
-from stratagate.errors import invalid_params, not_found
+from stratagate.errors import Invalid, NotFound
 from stratagate.safety.inert import inert
 from stratagate.storage.db import Database, audit
 from stratagate.timeutil import now_iso
@@ -114,11 +114,11 @@ async def session_blocks(db: Database, ns_id: int, session_id: int, lam: float) 
 async def get_block(db: Database, ns_id: int, block_id: int, lam: float) -> BlockRow:
     row = await db.fetchone("SELECT session_id FROM blocks WHERE id = ? AND namespace_id = ?", (block_id, ns_id))
     if row is None:
-        raise not_found(f"unknown block {ids.make('blk', block_id)} in this namespace")
+        raise NotFound(f"unknown block {ids.make('blk', block_id)} in this namespace")
     for block in await session_blocks(db, ns_id, row["session_id"], lam):
         if block.id == block_id:
             return block
-    raise not_found(f"unknown block {ids.make('blk', block_id)} in this namespace")
+    raise NotFound(f"unknown block {ids.make('blk', block_id)} in this namespace")
 
 
 async def block_messages(
@@ -169,7 +169,7 @@ async def l5_page(db: Database, block: BlockRow, offset: int, limit: int) -> L5P
         (block.id, block.namespace_id),
     ) or 0)
     if offset and offset >= total:
-        raise invalid_params(f"offset {offset} is past the end of {block.ref}, which has {total} messages")
+        raise Invalid(f"offset {offset} is past the end of {block.ref}, which has {total} messages")
     messages = await block_messages(db, block.namespace_id, block.id, offset, limit)
     kept, chars = [], 0
     for msg in messages:
@@ -205,7 +205,7 @@ async def view_text(db: Database, block: BlockRow, level: int) -> str:
 def parse_level(spec: object, current: int) -> int:
     """0–5, "L0".."L5", "raw"/"source" (5) or "next" (one level more detail than now)."""
     if isinstance(spec, bool):
-        raise invalid_params("level must be 0–5, 'L0'–'L5' or 'next'")
+        raise Invalid("level must be 0–5, 'L0'–'L5' or 'next'")
     if isinstance(spec, int) and 0 <= spec <= 5:
         return spec
     if isinstance(spec, str):
@@ -217,7 +217,7 @@ def parse_level(spec: object, current: int) -> int:
         text = text.removeprefix("l")
         if text.isdigit() and 0 <= int(text) <= 5:
             return int(text)
-    raise invalid_params(f"level must be 0–5, 'L0'–'L5' or 'next' (got {spec!r})")
+    raise Invalid(f"level must be 0–5, 'L0'–'L5' or 'next' (got {spec!r})")
 
 
 async def expand_block(
@@ -243,7 +243,7 @@ async def expand_block(
         note = f"L{target} is written by the model and this block is still pending; showing L3"
         target = 3
     if offset and target != 5:
-        raise invalid_params(f"offset pages level 5 (the source messages) only; L{target} is one text")
+        raise Invalid(f"offset pages level 5 (the source messages) only; L{target} is one text")
     page = await l5_page(db, block, offset, limit) if target == 5 else None
     reanchored = False
     if caller_session == block.session_id and target > block.level:

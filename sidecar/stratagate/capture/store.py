@@ -18,8 +18,8 @@ from stratagate.config import Settings
 from stratagate.errors import STORAGE_ERROR, DomainError
 from stratagate.safety.secrets import redact_text, redact_value
 from stratagate.storage.db import ITEMS_ADDED, Database, StorageError, audit, on_commit
-from stratagate.storage.group import group_commit
 from stratagate.storage.lookup import ensure_namespace, ensure_session
+from stratagate.text.messages import search_text
 from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso, to_iso
 
@@ -56,12 +56,6 @@ def _message_rows(p: CaptureParams, captured_at: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _search_text(row: dict[str, Any]) -> str:
-    if row["role"] != "tool":
-        return row["content"]
-    return " ".join([row["tool_name"], row["tool_arguments"] or "", row["tool_result"] or ""])
-
-
 def _counted_once(count: Callable[[str], int]) -> Callable[[str], int]:
     """Exact counts, each text counted once per capture (a block's L3/L4 views are often the same text as L4/L5)."""
     seen: dict[str, int] = {}
@@ -88,7 +82,7 @@ async def capture_turn(
         await place.wait_turn()  # arrival order, whatever this capture awaited before (capture/order.py)
     # Group commit: captures queued while a commit is in flight share the next transaction, each in its own
     # savepoint; the answer comes after the COMMIT that holds this turn (acknowledged = on disk).
-    done = group_commit(db).submit(lambda conn: _capture(conn, settings, p, count))
+    done = db.group.submit(lambda conn: _capture(conn, settings, p, count))
     if place is not None:
         place.release()  # queued in arrival order: the next capture may queue behind us
     try:
@@ -151,7 +145,7 @@ async def _capture(
             ),
         )
         await conn.execute(
-            "INSERT INTO message_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, fts_document(_search_text(row)))
+            "INSERT INTO message_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, fts_document(search_text(row)))
         )
     await audit(
         conn,

@@ -79,8 +79,3 @@ def card_body(tool: str | None, arguments: str, result: str, is_error: bool, tok
         lines.append(("error: " if is_error else "first line: ") + inert(first, inline=True, redacted=True))
     lines.append(f"original: {tokens} tokens, {result.count(chr(10)) + 1} lines")
     return "\n".join(lines)
-
-
-def card_text(ref: str, tool: str | None, arguments: str, result: str, is_error: bool, tokens: int) -> str:
-    """The card of one tool result: its tag line naming ``ref``, then ``card_body``."""
-    return card_tag(ref) + "\n" + card_body(tool, arguments, result, is_error, tokens)

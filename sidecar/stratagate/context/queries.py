@@ -71,36 +71,6 @@ async def nodes_by_seqs(conn: aiosqlite.Connection, session_id: int, seqs: Seque
     return out
 
 
-async def node_by_seq(conn: aiosqlite.Connection, session_id: int, seq: int) -> Node | None:
-    row = await (
-        await conn.execute(
-            f"SELECT {_NODE_COLUMNS} FROM context_nodes WHERE session_id = ? AND seq = ?", (session_id, seq)
-        )
-    ).fetchone()
-    return None if row is None else Node.from_row(row)
-
-
-async def node_by_call(conn: aiosqlite.Connection, session_id: int, call_id: str) -> Node | None:
-    """The first (original) tool result of a call id; an assistant message that made the call when no result is
-    archived."""
-    row = await (
-        await conn.execute(
-            f"SELECT {_NODE_COLUMNS} FROM context_nodes WHERE session_id = ? AND call_id = ? ORDER BY seq LIMIT 1",
-            (session_id, call_id),
-        )
-    ).fetchone()
-    if row is not None:
-        return Node.from_row(row)
-    row = await (
-        await conn.execute(
-            f"SELECT {_NODE_COLUMNS} FROM context_nodes WHERE session_id = ? AND type = 'assistant/message'"
-            " AND EXISTS (SELECT 1 FROM json_each(call_ids) WHERE value = ?) ORDER BY seq LIMIT 1",
-            (session_id, call_id),
-        )
-    ).fetchone()
-    return None if row is None else Node.from_row(row)
-
-
 async def session_nodes(conn: aiosqlite.Connection, session_id: int) -> list[Node]:
     """Every archived node of the session, by seq (originals and replacements alike)."""
     rows = await conn.execute_fetchall(

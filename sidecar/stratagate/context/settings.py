@@ -98,14 +98,6 @@ KNOBS = [name for name in ContextSettings.model_fields if name not in SWITCHES]
 """The thresholds a preset fixes (the switches are on/off choices under any mode)."""
 
 
-class SettingsInput(BaseModel):
-    """What ``context.settings.set`` and the plugin config may give: any subset of the settings."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    settings: dict[str, Any] = Field(default_factory=dict)
-
-
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 

@@ -58,7 +58,7 @@ import aiosqlite
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from stratagate import ids
-from stratagate.errors import invalid_params, not_found
+from stratagate.errors import Invalid, NotFound
 from stratagate.events import store, visibility
 from stratagate.events.models import Criticality, EventRow, EventType, NewEvent, Origin, Scope
 from stratagate.events.projection_queue import add_batches
@@ -219,12 +219,12 @@ async def _refuse_or_suppress(
     was_erased = await store.erased(conn, opts.namespace_id, tomb)
     if opts.on_tombstone == "refuse":
         if was_erased:
-            raise invalid_params(
+            raise Invalid(
                 f"refused: this restates erased event {dead} (tombstone {dead}); it was erased on request and "
                 "cannot be stored again.",
                 {"tombstone": dead, "erased": True},
             )
-        raise invalid_params(
+        raise Invalid(
             f"refused: this restates forgotten event {dead} (tombstone {dead}); it was forgotten on request "
             f"and stays forgotten. To bring it back, call memory_restore with id '{dead}'.",
             {"tombstone": dead},
@@ -250,13 +250,13 @@ async def _targets(
         target = await store.get_event(conn, key)
         if target is None or not target.visible_to(viewer):
             if opts.unknown_target == "error":
-                raise not_found(f"unknown event {ids.make('evt', key)} in {field}")
+                raise NotFound(f"unknown event {ids.make('evt', key)} in {field}")
             continue
         if viewer.foreign(target.namespace_id) and c.scope != "user":
             # A user-tier memory of another project is ended or disputed only by another user-tier memory: a
             # project or session event would end it everywhere with a successor only this namespace can see.
             if opts.unknown_target == "error":
-                raise invalid_params(
+                raise Invalid(
                     f"{target.public_id} is a user-tier memory of another project; only a memory with scope 'user' "
                     f"can list it in {field}",
                     {"event": target.public_id, "field": field},
@@ -316,7 +316,7 @@ async def _admit_one(conn: aiosqlite.Connection, opts: Options, raw: Candidate) 
     event = await store.current_duplicate(conn, opts.namespace_id, opts.session_id, fp)
     if event is not None:
         if opts.on_exact_duplicate == "error":
-            raise invalid_params(f"already remembered as {event.public_id}", {"duplicate": event.public_id})
+            raise Invalid(f"already remembered as {event.public_id}", {"duplicate": event.public_id})
         added = await _merge(conn, opts, event, c, "exact") if opts.on_exact_duplicate == "merge" else 0
         outcome = Outcome(result="duplicate" if opts.on_exact_duplicate == "keep" else "merged", sources_added=added)
     else:

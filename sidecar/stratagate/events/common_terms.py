@@ -13,7 +13,6 @@ half-way line, never what is visible.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import aiosqlite
@@ -31,7 +30,8 @@ class _Count:
     upto: int  # the highest event id this count covers
 
 
-_counts: weakref.WeakKeyDictionary[aiosqlite.Connection, dict[str, _Count]] = weakref.WeakKeyDictionary()
+_CACHE = __name__
+"""This module's entry in the connection's ``caches`` (storage/sqlconn.py): term → its count."""
 
 
 async def _scalar(conn: aiosqlite.Connection, sql: str, params: tuple[object, ...] = ()) -> int:
@@ -48,10 +48,9 @@ async def split(
     total = await _scalar(conn, "SELECT max(id) FROM events")  # ids are event_fts rowids: ≥ the row count
     if total < min_rows:
         return list(terms), []
-    try:
-        cache = _counts.setdefault(conn, {})
-    except TypeError:  # a connection type without weak references: count every time (right, only slower)
-        cache = {}
+    caches = getattr(conn, "caches", None)
+    # A connection without caches (not the sidecar's own): count every time (right, only slower).
+    cache: dict[str, _Count] = {} if caches is None else caches.setdefault(_CACHE, {})
     if len(cache) > MAX_CACHED:
         cache.clear()
     keep, common = [], []

@@ -41,8 +41,9 @@ _status_hooks: list[StatusHook] = []
 def on_status_change(hook: StatusHook) -> None:
     """Run ``hook(conn, event_after, actor)`` inside the transaction whenever an event's status changes.
 
-    The graph registers here when it is imported (``stratagate.graph``): it is a projection of events, so its facts
-    follow their events' status in the same transaction, and events need not import the graph.
+    ``stratagate.wiring.register_hooks`` registers the graph's (the App and every entry point without one call it):
+    the graph is a projection of events, so its facts follow their events' status in the same transaction, and
+    events need not import the graph.
     """
     if hook not in _status_hooks:
         _status_hooks.append(hook)
@@ -346,8 +347,10 @@ async def _set(
     await audit(conn, ev.namespace_id, actor, action, "event", ev.public_id, ev.lifecycle(), after_state)
     if after.status != ev.status:
         # The graph is a projection of events: its facts follow their events' status in the same transaction.
-        if not _status_hooks:  # loud, not a silently stale graph: every entry point imports stratagate.graph
-            raise RuntimeError("event status changed with no status hook registered: import stratagate.graph first")
+        if not _status_hooks:  # loud, not a silently stale graph: every entry point registers the hooks
+            raise RuntimeError(
+                "event status changed with no status hook registered: call stratagate.wiring.register_hooks() first"
+            )
         for hook in _status_hooks:
             await hook(conn, after, actor)
     return after

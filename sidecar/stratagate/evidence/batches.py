@@ -17,7 +17,7 @@ import aiosqlite
 from pydantic import BaseModel
 
 from stratagate import ids
-from stratagate.errors import invalid_params, is_storage_full, not_found
+from stratagate.errors import Invalid, NotFound, is_storage_full
 from stratagate.protocol.context import ToolContext
 from stratagate.redact import redact_value
 from stratagate.storage import lookup
@@ -92,7 +92,7 @@ class Batch:
 def parse_batch_id(value: str) -> int:
     key = ids.parse(value, "rb")
     if key is None:
-        raise invalid_params(f"batch ids look like 'rb_12' (got {value!r}); every retrieval result names its batch_id")
+        raise Invalid(f"batch ids look like 'rb_12' (got {value!r}); every retrieval result names its batch_id")
     return key
 
 
@@ -107,7 +107,7 @@ async def visible_batch(conn: aiosqlite.Connection, ctx: ToolContext, value: str
     ns, sess = await lookup.scope_keys(conn, ctx.namespace, ctx.session)
     batch = await get_batch(conn, key)
     if batch is None or ns is None or batch.namespace_id != ns or batch.session_id != sess:
-        raise not_found(f"unknown retrieval batch {ids.make('rb', key)} in this session")
+        raise NotFound(f"unknown retrieval batch {ids.make('rb', key)} in this session")
     return batch
 
 
@@ -173,8 +173,6 @@ def batched(tool: str, run: ToolRun) -> ToolRun:
                 raise
             # A full disk (or the STRATAGATE_DB_MAX_MB cap) must not take recall away: answer without a batch.
             return {"batch_id": None, "evidence_refs": collect_refs(result), "note": STORAGE_FULL_NOTE, **result}
-
-    return run_batched
 
     return run_batched
 

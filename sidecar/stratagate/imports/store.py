@@ -14,9 +14,8 @@ from typing import Any, Final
 
 import aiosqlite
 
-import stratagate.graph  # noqa: F401  (registers the graph's status hook: facts follow events)
 from stratagate import ids
-from stratagate.errors import invalid_params, not_found
+from stratagate.errors import Invalid, NotFound
 from stratagate.events import store
 from stratagate.events.admit import Candidate, Options, admit
 from stratagate.events.models import EventType, Scope
@@ -57,7 +56,7 @@ def parse_import_id(value: str) -> int:
     """The row id of a public import id ``imp_N``; anything else is invalid params."""
     key = ids.parse(value, "imp")
     if key is None:
-        raise invalid_params(f"import ids look like 'imp_3' (got {value!r})")
+        raise Invalid(f"import ids look like 'imp_3' (got {value!r})")
     return key
 
 
@@ -70,7 +69,7 @@ def event_type(kind: str | None) -> EventType:
 
 def check_scope(scope: Scope) -> None:
     if scope == "session":
-        raise invalid_params(
+        raise Invalid(
             "scope 'session' is not allowed for imports (an import belongs to no session); use 'user' or 'project'"
         )
 
@@ -127,7 +126,7 @@ async def run_import(
         existing = await _active_import_with(conn, ns, source_sha256)
         if existing is not None and not allow_duplicate:
             imp = ids.make("imp", existing)
-            raise invalid_params(
+            raise Invalid(
                 f"{source_name} was already imported into {namespace} as {imp} (same SHA-256); "
                 f"remove {imp} first or pass {allow_duplicate_name} to import it again",
                 {"import_id": imp},
@@ -211,9 +210,9 @@ async def remove_import(
             )
         ).fetchone()
         if row is None:
-            raise not_found(f"unknown import {imp}" + (f" in namespace {namespace!r}" if namespace else ""))
+            raise NotFound(f"unknown import {imp}" + (f" in namespace {namespace!r}" if namespace else ""))
         if row["status"] != "active":
-            raise invalid_params(f"{imp} was already removed")
+            raise Invalid(f"{imp} was already removed")
         ns = int(row["namespace_id"])
         await conn.execute("UPDATE imports SET status = 'removed', removed_at = ? WHERE id = ?", (now_iso(), import_id))
         # A forgotten event stays forgotten: archiving it would hide the tombstone's event from memory_restore.
@@ -305,6 +304,6 @@ async def get_import(conn: aiosqlite.Connection, import_id: int, namespace: str 
         )
     ).fetchone()
     if row is None:
-        raise not_found(f"unknown import {ids.make('imp', import_id)}" + (f" in namespace {namespace!r}" if namespace
+        raise NotFound(f"unknown import {ids.make('imp', import_id)}" + (f" in namespace {namespace!r}" if namespace
                                                                            else ""))
     return await _public(conn, row) | {"report": json.loads(row["report"]), "source_text": row["source_text"]}

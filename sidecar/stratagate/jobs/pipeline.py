@@ -151,6 +151,8 @@ class StageDeps:
     settings: Settings
     gateway: Any  # () -> ModelGateway, created on first use
     count: Any  # (text) -> exact tokens
+    dense: Any  # the app's dense channel (search/vectors.py DenseIndex)
+    maintenance: Any  # the app's maintenance service (maintenance/run.py Maintenance)
 
 
 def subject_prefix(kind: str) -> str:

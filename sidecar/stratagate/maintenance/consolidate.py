@@ -29,7 +29,7 @@ import aiosqlite
 from pydantic import BaseModel
 
 from stratagate import ids
-from stratagate.errors import invalid_params, not_found
+from stratagate.errors import Invalid, NotFound
 from stratagate.events import store as events
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow
 from stratagate.graph.store import follow_event_status
@@ -222,17 +222,17 @@ async def unmerge(conn: aiosqlite.Connection, merged: EventRow, actor: Actor) ->
     """Undo the open merge of ``merged`` inside the caller's transaction: exactly what the merge did, no more."""
     row = await store.open_merge_of(conn, merged.id)
     if row is None:
-        raise not_found(f"{merged.public_id} is not a merged duplicate (no open merge)")
+        raise NotFound(f"{merged.public_id} is not a merged duplicate (no open merge)")
     survivor_key = int(row["survivor_id"])
     if merged.status != "superseded" or merged.successor_id != survivor_key:
-        raise invalid_params(
+        raise Invalid(
             f"{merged.public_id} is {merged.status} now, no longer merged into {ids.make('evt', survivor_key)}; "
             "only a merged duplicate that is still superseded by its survivor can be unmerged"
         )
     survivor = await events.get_event(conn, survivor_key)
     if survivor is not None and survivor.status == "forgotten":
         # Its words restate a forgotten memory: admission would refuse them too (a tombstone's near duplicate).
-        raise invalid_params(
+        raise Invalid(
             f"{survivor.public_id}, which {merged.public_id} was merged into, is forgotten; restore "
             f"{survivor.public_id} first (memory_restore), then unmerge"
         )
@@ -271,9 +271,9 @@ async def unmerge_event(db: Database, event_ref: str, namespace: str | None, act
     """``events.unmerge``: the merged duplicate ``evt_N`` (of ``namespace`` when given) back as it was."""
     key = ids.parse(event_ref, "evt")
     if key is None:
-        raise invalid_params(f"id must look like 'evt_12' (got {event_ref!r})")
+        raise Invalid(f"id must look like 'evt_12' (got {event_ref!r})")
     async with db.transaction() as conn:
         ev = await events.get_event(conn, key)
         if ev is None or (namespace is not None and await namespace_name(conn, ev.namespace_id) != namespace):
-            raise not_found(f"unknown event {event_ref}")
+            raise NotFound(f"unknown event {event_ref}")
         return await unmerge(conn, ev, actor)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import weakref
 from typing import Any
 
 import aiosqlite
@@ -35,17 +34,33 @@ from stratagate.timeutil import parse_time
 START_DELAY_S = 60.0
 """How long after a start an overdue maintenance job waits: the session's first turns and summaries go first."""
 
-_locks: weakref.WeakKeyDictionary[Database, asyncio.Lock] = weakref.WeakKeyDictionary()
-_due_from_start: weakref.WeakSet[Database] = weakref.WeakSet()
+QUEUED_AT_START = "overdue: queued"
+"""What ``at_start`` answers when it queued the job: that job's pass is recorded with the trigger "start"."""
 
 
-def _lock(db: Database) -> asyncio.Lock:
-    """One pass at a time per database in this process (another process's pass is safe too: every merge and
-    repair re-checks inside its own transaction)."""
-    lock = _locks.get(db)
-    if lock is None:
-        lock = _locks[db] = asyncio.Lock()
-    return lock
+class Maintenance:
+    """Maintenance of one database by this process: ``App`` holds one (the ``maintenance.run`` method and the
+    scheduled job share it), ``stratagate maintain`` makes its own.
+
+    It runs one pass at a time (another process's pass is safe too: every merge and repair re-checks inside its
+    own transaction) and remembers that the start-up check queued the job (``due_from_start``)."""
+
+    def __init__(self, db: Database, settings: Settings):
+        self.db, self.settings = db, settings
+        self.lock = asyncio.Lock()
+        self.due_from_start = False
+
+    async def run_pass(self, trigger: str, actor: Actor) -> dict[str, Any]:
+        """A real pass, recorded in ``maintenance_runs`` (``failed`` with its error if a step raises)."""
+        async with self.lock:
+            return await _run_pass(self.db, self.settings, trigger, actor)
+
+    async def at_start(self, now: float | None = None) -> str:
+        """Queue the maintenance job at start when it is overdue (no run younger than the interval); what it did."""
+        outcome = await _at_start(self.db, self.settings, now)
+        if outcome == QUEUED_AT_START:
+            self.due_from_start = True
+        return outcome
 
 
 async def _requeue_fallbacks(db: Database, max_attempts: int) -> dict[str, int]:
@@ -74,39 +89,38 @@ async def dry_run(conn: aiosqlite.Connection, settings: Settings, trigger: str =
     }
 
 
-async def run_pass(db: Database, settings: Settings, trigger: str, actor: Actor) -> dict[str, Any]:
-    """A real pass, recorded in ``maintenance_runs`` (``failed`` with its error if a step raises)."""
-    async with _lock(db):
+async def _run_pass(db: Database, settings: Settings, trigger: str, actor: Actor) -> dict[str, Any]:
+    """``Maintenance.run_pass`` under its lock."""
+    async with db.transaction() as conn:
+        run_id = await store.start_run(conn, trigger)
+    try:
+        why = f"maintenance run {run_id} ({trigger})"
+        merges = await consolidate.apply(db, await consolidate.plan(db.reader), actor, run_id, why)
+        fallbacks = await _requeue_fallbacks(db, settings.job_max_attempts)
+        stale = await reproject.plan(db.reader)
+        repaired = await reproject.apply(db, stale, actor)
+        tidy = await optimize.run(db)
+        result: dict[str, Any] = {
+            "dry_run": False,
+            "run_id": run_id,
+            "trigger": trigger,
+            "merges": [m.public() for m in merges],
+            "merged": len(merges),
+            "reprojection": stale.public() | repaired.model_dump(),
+            "fallbacks_requeued": fallbacks,
+            "optimize": tidy,
+        }
+        result["report"] = await stats.report(db.reader, settings.db, settings.maintenance_interval_hours)
+    except Exception as exc:
         async with db.transaction() as conn:
-            run_id = await store.start_run(conn, trigger)
-        try:
-            why = f"maintenance run {run_id} ({trigger})"
-            merges = await consolidate.apply(db, await consolidate.plan(db.reader), actor, run_id, why)
-            fallbacks = await _requeue_fallbacks(db, settings.job_max_attempts)
-            stale = await reproject.plan(db.reader)
-            repaired = await reproject.apply(db, stale, actor)
-            tidy = await optimize.run(db)
-            result: dict[str, Any] = {
-                "dry_run": False,
-                "run_id": run_id,
-                "trigger": trigger,
-                "merges": [m.public() for m in merges],
-                "merged": len(merges),
-                "reprojection": stale.public() | repaired.model_dump(),
-                "fallbacks_requeued": fallbacks,
-                "optimize": tidy,
-            }
-            result["report"] = await stats.report(db.reader, settings.db, settings.maintenance_interval_hours)
-        except Exception as exc:
-            async with db.transaction() as conn:
-                await store.finish_run(conn, run_id, None, preview(f"{type(exc).__name__}: {exc}", 2000))
-            raise
-        async with db.transaction() as conn:
-            await store.finish_run(conn, run_id, result)
-            await audit(conn, None, actor, "maintenance.run", "maintenance_run", str(run_id), None,
-                        {"trigger": trigger, "merged": len(merges), "facts_refreshed": len(repaired.facts_refreshed),
-                         "events_projected": len(repaired.events_projected)})
-        return result
+            await store.finish_run(conn, run_id, None, preview(f"{type(exc).__name__}: {exc}", 2000))
+        raise
+    async with db.transaction() as conn:
+        await store.finish_run(conn, run_id, result)
+        await audit(conn, None, actor, "maintenance.run", "maintenance_run", str(run_id), None,
+                    {"trigger": trigger, "merged": len(merges), "facts_refreshed": len(repaired.facts_refreshed),
+                     "events_projected": len(repaired.events_projected)})
+    return result
 
 
 def _interval_s(settings: Settings) -> float:
@@ -118,8 +132,7 @@ async def _newest_start(conn: aiosqlite.Connection) -> float | None:
     return None if row is None else parse_time(row["started_at"]).timestamp()
 
 
-async def at_start(db: Database, settings: Settings, now: float | None = None) -> str:
-    """Queue the maintenance job at start when it is overdue (no run younger than the interval); what it did."""
+async def _at_start(db: Database, settings: Settings, now: float | None) -> str:
     now = time.time() if now is None else now
     interval = _interval_s(settings)
     async with db.transaction() as conn:
@@ -139,15 +152,15 @@ async def at_start(db: Database, settings: Settings, now: float | None = None) -
         if job is not None and job["status"] == "queued" and job["next_run_at"] <= now:
             return "due"  # its scheduled time already passed: the runner takes it now
         await store.schedule_job(conn, namespace_id, now + START_DELAY_S, settings.job_max_attempts, "overdue")
-    _due_from_start.add(db)
-    return "overdue: queued"
+    return QUEUED_AT_START
 
 
 class MaintenanceJob:
     """The ``maintenance`` stage's handler: one pass, then its own row goes back in the queue for the next one."""
 
-    def __init__(self, db: Database, settings: Settings):
-        self._db, self._settings = db, settings
+    def __init__(self, maintenance: Maintenance):
+        self._maintenance = maintenance
+        self._db, self._settings = maintenance.db, maintenance.settings
 
     async def __call__(self, job: JobRow) -> list[Any]:
         interval = _interval_s(self._settings)
@@ -162,14 +175,14 @@ class MaintenanceJob:
             async with self._db.transaction() as conn:
                 await store.reschedule_own_row(conn, job.id, newest + interval)
             return []
-        trigger = "start" if self._db in _due_from_start else "schedule"
-        _due_from_start.discard(self._db)
-        await run_pass(self._db, self._settings, trigger, "system")
+        trigger = "start" if self._maintenance.due_from_start else "schedule"
+        self._maintenance.due_from_start = False
+        await self._maintenance.run_pass(trigger, "system")
         async with self._db.transaction() as conn:
             await store.reschedule_own_row(conn, job.id, time.time() + interval)
         return []
 
 
 def job_handler(deps: StageDeps) -> MaintenanceJob:
-    """The ``maintenance`` stage's handler (declared in jobs/pipeline.py)."""
-    return MaintenanceJob(deps.db, deps.settings)
+    """The ``maintenance`` stage's handler (declared in jobs/pipeline.py): a pass of the app's ``Maintenance``."""
+    return MaintenanceJob(deps.maintenance)

@@ -4,7 +4,6 @@ from typing import Any
 
 from stratagate.model.gateway import ModelGateway, build_gateway
 from stratagate.model.host_route import HostCaller, HostRequestError, HostRoute
-from stratagate.model.redact import redact
 from stratagate.model.structured import call_structured, extract_json_candidates, tool_parameters
 from stratagate.model.types import (
     ChatMessage,
@@ -32,7 +31,6 @@ __all__ = [
     "build_gateway",
     "call_structured",
     "extract_json_candidates",
-    "redact",
     "tool_parameters",
 ]
 

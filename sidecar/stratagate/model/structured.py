@@ -10,7 +10,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from stratagate.jsonschema import tool_parameters
 from stratagate.model.types import (
     ChatMessage,
     Completion,
@@ -20,6 +19,7 @@ from stratagate.model.types import (
     ModelRoute,
     ToolSpec,
 )
+from stratagate.tool_schema import tool_parameters
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -7,8 +7,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, field_validator
 
-from stratagate.model.redact import preview as _preview
-from stratagate.model.redact import redact
+from stratagate.redact import preview as _preview
+from stratagate.redact import redact
 
 Role = Literal["system", "user", "assistant"]
 ErrorKind = Literal["http", "timeout", "transport", "truncated", "invalid_output", "unavailable", "host"]

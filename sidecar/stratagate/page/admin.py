@@ -11,7 +11,7 @@ from pydantic import Field, StringConstraints, model_validator
 
 from stratagate import ids, purge
 from stratagate.app import App
-from stratagate.errors import invalid_params, not_found
+from stratagate.errors import Invalid, NotFound
 from stratagate.imports import store as imports
 from stratagate.imports.parsers import parse_text
 from stratagate.jobs import pipeline, queue
@@ -54,12 +54,12 @@ async def jobs_retry(app: App, p: RetryParams) -> dict[str, Any]:
     if p.job is not None:
         job_key = ids.parse(p.job, "job")
         if job_key is None:
-            raise invalid_params(f"job must look like 'job_7' (got {p.job!r})", {"field": "job"})
+            raise Invalid(f"job must look like 'job_7' (got {p.job!r})", {"field": "job"})
         job = await queue.get_job(app.db, job_key)
         if job is None or (p.namespace is not None and job.namespace != p.namespace):
-            raise not_found(f"unknown job {p.job}")
+            raise NotFound(f"unknown job {p.job}")
         if job.status in ("running", "done"):
-            raise invalid_params(f"job {p.job} is {job.status}; only failed or queued jobs can be retried")
+            raise Invalid(f"job {p.job} is {job.status}; only failed or queued jobs can be retried")
     with collect_audit_ids() as audit_ids:
         retried = await queue.retry(app.db, job_key, p.namespace, ACTOR, kind=p.kind)
     return {"retried": [ids.make("job", j) for j in retried], "audit_ids": audit_ids}
@@ -129,7 +129,7 @@ class DeleteResult(Written):
 async def namespaces_delete(app: App, p: DeleteParams) -> dict[str, Any]:
     """Delete every row of the namespace, for good (secure delete, then VACUUM). Not undoable."""
     if p.confirm != p.namespace:
-        raise invalid_params("type the namespace name to confirm", {"field": "confirm"})
+        raise Invalid("type the namespace name to confirm", {"field": "confirm"})
     with collect_audit_ids() as audit_ids:
         counts = await purge.delete_namespace(app.db, p.namespace, ACTOR)
     return {"deleted": True, "counts": counts, "audit_ids": audit_ids,

@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from stratagate.app import App
-from stratagate.errors import invalid_params
+from stratagate.errors import Invalid
 from stratagate.page import read_queries as q
 from stratagate.protocol import method
 from stratagate.protocol.types import Result
@@ -88,7 +88,7 @@ class Cursor:
     def parse(cls, text: str) -> Cursor:
         m = _CURSOR.match(text.strip())
         if m is None:
-            raise invalid_params("since must be a cursor returned by page.changes (got an unknown value)")
+            raise Invalid("since must be a cursor returned by page.changes (got an unknown value)")
         return cls(int(m.group(1)), tuple(m.groups()[1:]))
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 
 from stratagate import ids
 from stratagate.app import App
-from stratagate.errors import not_found
+from stratagate.errors import NotFound
 from stratagate.events.models import EventRow, EventType, Scope, Status
 from stratagate.page import longterm_queries as q
 from stratagate.page.audit_view import AuditEntry, Limit, Offset, entry_views
@@ -227,7 +227,7 @@ async def events_get(app: App, p: EventGetParams) -> dict[str, Any]:
     found = await q.events_by_id(conn, ns, [key or 0])
     ev = found.get(key or 0)
     if ev is None:
-        raise not_found(f"unknown event {p.id} in namespace {p.namespace!r}")
+        raise NotFound(f"unknown event {p.id} in namespace {p.namespace!r}")
     (view,) = await event_views(app, ns, [ev])
     into, merged = await q.merges(conn, ns, ev.id)
     linked = await q.events_by_id(conn, ns, [*merged, *([into] if into else [])])

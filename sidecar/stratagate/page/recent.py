@@ -15,7 +15,7 @@ from stratagate import ids
 from stratagate.app import App
 from stratagate.blocks.source import SourceMessage
 from stratagate.blocks.views import BlockRow, block_messages, get_block, session_blocks
-from stratagate.errors import invalid_params, not_found
+from stratagate.errors import Invalid, NotFound
 from stratagate.events import forgotten
 from stratagate.page import read_queries as q
 from stratagate.page.overview import BlockCounts
@@ -132,7 +132,7 @@ async def blocks_list(app: App, p: BlocksParams) -> BlocksResult:
     ns = await lookup.namespace_id(app.db, p.namespace)
     sess = await lookup.session_id(app.db, ns, p.session)
     if sess is None:
-        raise not_found(f"unknown session {p.session!r} in namespace {p.namespace!r}")
+        raise NotFound(f"unknown session {p.session!r} in namespace {p.namespace!r}")
     blocks = await session_blocks(app.db, ns, sess, app.settings.block_decay_lambda)
     extras = await q.block_extras(app.db, ns, sess)
     hidden = await forgotten.load(app.db, ns, sess)
@@ -177,7 +177,7 @@ class BlockView(Result):
 def parse_id(value: str, prefix: str, example: str) -> int:
     key = ids.parse(value, prefix)
     if key is None:
-        raise invalid_params(f"id must look like {example!r} (got {value!r})")
+        raise Invalid(f"id must look like {example!r} (got {value!r})")
     return key
 
 
@@ -219,7 +219,7 @@ async def message_get(app: App, p: MessageParams) -> MessageResult:
     ns = await lookup.namespace_id(app.db, p.namespace)
     row = await q.message(app.db, ns, parse_id(p.id, "msg", "msg_40"))
     if row is None:
-        raise not_found(f"unknown message {p.id} in namespace {p.namespace!r}")
+        raise NotFound(f"unknown message {p.id} in namespace {p.namespace!r}")
     hidden = await forgotten.load(app.db, ns, int(row["session_id"]))
     around = await q.neighbours(app.db, ns, row, p.around) if p.around else []
     return MessageResult(

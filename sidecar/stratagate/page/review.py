@@ -15,7 +15,7 @@ from pydantic import Field, StringConstraints, model_validator
 
 from stratagate import ids
 from stratagate.app import App
-from stratagate.errors import invalid_params
+from stratagate.errors import Invalid
 from stratagate.events import store
 from stratagate.events.admit import Candidate, Options, admit
 from stratagate.events.models import EventRow
@@ -116,12 +116,12 @@ async def edit(app: App, p: EditParams) -> dict[str, Any]:
             ns = await namespace_id(conn, p.namespace)
             ev = await event_of(conn, ns, p.id)
             if ev.status not in ("active", "disputed"):
-                raise invalid_params(f"{ev.public_id} is {ev.status}; only a current (active or disputed) event "
+                raise Invalid(f"{ev.public_id} is {ev.status}; only a current (active or disputed) event "
                                      "can be edited")
             title = redact(p.title) if p.title is not None else ev.title
             summary = redact(p.summary) if p.summary is not None else ev.summary
             if title == ev.title and summary == ev.summary:
-                raise invalid_params("nothing to change: the title and summary are the event's own")
+                raise Invalid("nothing to change: the title and summary are the event's own")
             options = Options(
                 namespace_id=ns, session_id=ev.session_id, origin="remember", actor=ACTOR, on_tombstone="refuse",
                 on_exact_duplicate="error", unknown_target="error", projection_reason=f"edit of {ev.public_id}",
@@ -134,7 +134,7 @@ async def edit(app: App, p: EditParams) -> dict[str, Any]:
             if outcome.result != "inserted":
                 # Admission found the corrected words already held by another memory: editing into it would mix
                 # two memories; the transaction rolls back.
-                raise invalid_params(f"the corrected text restates {new.public_id}; edit that event, or merge the two")
+                raise Invalid(f"the corrected text restates {new.public_id}; edit that event, or merge the two")
             await audit(conn, ns, ACTOR, "event.edited", "event", ev.public_id,
                         {"title": ev.title, "summary": ev.summary},
                         {"id": new.public_id, "replaces": ev.public_id, "title": title, "summary": summary})
@@ -155,7 +155,7 @@ async def forget(app: App, p: ForgetParams) -> dict[str, Any]:
         async with app.db.transaction() as conn:
             ev = await event_of(conn, await namespace_id(conn, p.namespace), p.id)
             if ev.status == "forgotten":
-                raise invalid_params(f"{ev.public_id} is already forgotten")
+                raise Invalid(f"{ev.public_id} is already forgotten")
             after = await store.forget(conn, ev, ACTOR, p.reason and redact(p.reason))
     return {"event": brief(after), "audit_ids": audit_ids}
 
@@ -172,9 +172,9 @@ async def restore(app: App, p: EventParams) -> dict[str, Any]:
 
 async def restore_event(conn: Any, ev: EventRow) -> EventRow:
     if ev.status != "forgotten":
-        raise invalid_params(f"{ev.public_id} is {ev.status}, not forgotten; only forgotten events can be restored")
+        raise Invalid(f"{ev.public_id} is {ev.status}, not forgotten; only forgotten events can be restored")
     if await store.erased(conn, ev.namespace_id, ev.id):
-        raise invalid_params(f"{ev.public_id} was erased; an erased memory cannot be restored")
+        raise Invalid(f"{ev.public_id} was erased; an erased memory cannot be restored")
     return await store.restore(conn, ev, ACTOR)
 
 
@@ -194,9 +194,9 @@ async def pin(app: App, p: PinParams) -> dict[str, Any]:
 
 async def pin_event(conn: Any, ev: EventRow, pinned: bool) -> EventRow:
     if ev.status == "forgotten":
-        raise invalid_params(f"{ev.public_id} is forgotten; restore it before pinning")
+        raise Invalid(f"{ev.public_id} is forgotten; restore it before pinning")
     if bool(ev.pinned) == pinned:
-        raise invalid_params(f"{ev.public_id} is already {'pinned' if pinned else 'unpinned'}")
+        raise Invalid(f"{ev.public_id} is already {'pinned' if pinned else 'unpinned'}")
     return await store.set_pinned(conn, ev, ACTOR, pinned)
 
 
@@ -225,13 +225,13 @@ async def merge(app: App, p: MergeParams) -> dict[str, Any]:
             if why is None and await merges.is_open_survivor(conn, dup.id):
                 why = f"{dup.public_id} holds duplicates merged into it; unmerge them first"
             if why is not None:
-                raise invalid_params(f"cannot merge {dup.public_id} into {keep.public_id}: {why}")
+                raise Invalid(f"cannot merge {dup.public_id} into {keep.public_id}: {why}")
             score = consolidate.similarity(keep.model_dump(), dup.model_dump())
             plan = consolidate.Merge(namespace_id=ns, namespace=p.namespace, survivor_id=keep.id, merged_id=dup.id,
                                      similarity=score[0] if score else 0.0, match=score[1] if score else "chosen")
             made = await consolidate.merge_one(conn, plan, ACTOR, None, "merged on the Memory page", chosen=True)
             if not made:  # mergeable() said yes inside this very transaction
-                raise invalid_params(f"cannot merge {dup.public_id} into {keep.public_id}")
+                raise Invalid(f"cannot merge {dup.public_id} into {keep.public_id}")
     return {"survivor": keep.public_id, "merged": dup.public_id, "audit_ids": audit_ids}
 
 
@@ -269,10 +269,10 @@ async def resolve(app: App, p: ResolveParams) -> dict[str, Any]:
             a = await event_of(conn, ns, str(refs[0]), "ids" if p.keep == "both" else "keep")
             b = await event_of(conn, ns, str(refs[1]), "ids" if p.keep == "both" else "other")
             if a.id == b.id:
-                raise invalid_params("a disputed pair is two different events")
+                raise Invalid("a disputed pair is two different events")
             for ev in (a, b):
                 if ev.status != "disputed":
-                    raise invalid_params(f"{ev.public_id} is {ev.status}, not disputed; only a disputed pair is "
+                    raise Invalid(f"{ev.public_id} is {ev.status}, not disputed; only a disputed pair is "
                                          "resolved")
             before = {a.public_id: a.lifecycle(), b.public_id: b.lifecycle()}
             kept = await store.settle(conn, a, ACTOR, note)

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from stratagate import user_settings
 from stratagate.app import App
-from stratagate.errors import invalid_params, not_found
+from stratagate.errors import Invalid, NotFound
 from stratagate.events import store
 from stratagate.imports.store import parse_import_id, remove_import
 from stratagate.maintenance import consolidate
@@ -60,7 +60,7 @@ async def _forgotten(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
 async def _restored(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
     ev = await _subject(conn, ns, entry)
     if ev.status == "forgotten":
-        raise invalid_params(f"{ev.public_id} is already forgotten")
+        raise Invalid(f"{ev.public_id} is already forgotten")
     await store.forget(conn, ev, ACTOR, f"undo of audit entry {entry['id']}")
 
 
@@ -76,10 +76,10 @@ async def _edited(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
     original = await _subject(conn, ns, entry)
     correction = await event_of(conn, ns, str(_after(entry).get("id")), "correction")
     if original.status != "superseded" or original.successor_id != correction.id:
-        raise invalid_params(f"{original.public_id} is {original.status} now, no longer replaced by its correction "
+        raise Invalid(f"{original.public_id} is {original.status} now, no longer replaced by its correction "
                              f"{correction.public_id}: nothing to undo")
     if correction.status not in ("active", "disputed"):
-        raise invalid_params(f"the correction {correction.public_id} is {correction.status} now (changed again "
+        raise Invalid(f"the correction {correction.public_id} is {correction.status} now (changed again "
                              "since); undo that change first")
     note = {"undo": entry["id"]}
     await store.archive(conn, correction, ACTOR, note)
@@ -90,7 +90,7 @@ async def _merged(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
     ev = await _subject(conn, ns, entry)
     open_merge = await merges.open_merge_of(conn, ev.id)
     if open_merge is None or int(open_merge["id"]) != _note(entry).get("merge"):
-        raise invalid_params(f"the merge of {ev.public_id} in audit entry {entry['id']} is no longer open "
+        raise Invalid(f"the merge of {ev.public_id} in audit entry {entry['id']} is no longer open "
                              "(it was unmerged since)")
     await consolidate.unmerge(conn, ev, ACTOR)
 
@@ -99,16 +99,16 @@ async def _resolved(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
     after = _after(entry)
     pair = after.get("pair")
     if not (isinstance(pair, list) and len(pair) == 2):
-        raise invalid_params(f"audit entry {entry['id']} does not name its pair")
+        raise Invalid(f"audit entry {entry['id']} does not name its pair")
     a = await event_of(conn, ns, str(pair[0]), "pair")
     b = await event_of(conn, ns, str(pair[1]), "pair")
     if after.get("kept") == "both":
         for ev in (a, b):
             if ev.status != "active":
-                raise invalid_params(f"{ev.public_id} is {ev.status} now, not active: the resolve was overtaken")
+                raise Invalid(f"{ev.public_id} is {ev.status} now, not active: the resolve was overtaken")
     else:
         if a.status != "active" or b.status != "superseded" or b.successor_id != a.id:
-            raise invalid_params(f"{a.public_id} is {a.status} and {b.public_id} {b.status} now: the resolve was "
+            raise Invalid(f"{a.public_id} is {a.status} and {b.public_id} {b.status} now: the resolve was "
                                  "overtaken, nothing to undo")
         b = await store.unsupersede(conn, b, ACTOR, {"undo": entry["id"]})  # back to its prior status: disputed
     current_a = await store.get_event(conn, a.id) or a
@@ -120,7 +120,7 @@ async def _resolved(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
 async def _superseded(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
     ev = await _subject(conn, ns, entry)
     if ev.status != "superseded" or ev.lifecycle()["successor_id"] != _after(entry).get("successor_id"):
-        raise invalid_params(f"{ev.public_id} is {ev.status} now, no longer superseded as in audit entry "
+        raise Invalid(f"{ev.public_id} is {ev.status} now, no longer superseded as in audit entry "
                              f"{entry['id']}: nothing to undo")
     await store.unsupersede(conn, ev, ACTOR, {"undo": entry["id"]})
 
@@ -144,14 +144,14 @@ async def _checked(conn: aiosqlite.Connection, p: UndoParams) -> tuple[int, Entr
     # Settings are the database's, not a namespace's: their entries (namespace NULL) are undone from any namespace.
     if entry is None or entry["namespace_id"] not in (ns, None) or (
             entry["namespace_id"] is None and entry["action"] != "settings.changed"):
-        raise not_found(f"unknown audit entry {p.audit_id} in this namespace")
+        raise NotFound(f"unknown audit entry {p.audit_id} in this namespace")
     label = undoable(entry)
     if label is None:
-        raise invalid_params(f"audit entry {p.audit_id} ({entry['action']}) cannot be undone",
+        raise Invalid(f"audit entry {p.audit_id} ({entry['action']}) cannot be undone",
                              {"action": entry["action"]})
     done = await lookup.audit_undone(conn, [p.audit_id])
     if done:
-        raise invalid_params(f"audit entry {p.audit_id} was already undone (audit entry {done[p.audit_id]})")
+        raise Invalid(f"audit entry {p.audit_id} was already undone (audit entry {done[p.audit_id]})")
     return ns, entry, label
 
 
@@ -177,7 +177,7 @@ async def undo(app: App, p: UndoParams) -> dict[str, Any]:
                 now = await user_settings.stored_now(conn, app.user_settings)
                 changed = [k for k, v in (_after(entry).get("stored") or {}).items() if now.get(k) != v]
                 if changed:
-                    raise invalid_params(f"setting {changed[0]} was changed again since audit entry {entry['id']}; "
+                    raise Invalid(f"setting {changed[0]} was changed again since audit entry {entry['id']}; "
                                          "undo that change first")
                 after = await change_settings(conn, app, dict(before.get("stored") or {}))
                 await _mark(conn, entry, label, audit_ids)

@@ -9,7 +9,7 @@ import aiosqlite
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from stratagate import ids
-from stratagate.errors import invalid_params, not_found
+from stratagate.errors import Invalid, NotFound
 from stratagate.events import store
 from stratagate.events.models import EventRow
 from stratagate.protocol.types import Name, Result
@@ -40,14 +40,14 @@ class Written(Result):
 async def namespace_id(conn: aiosqlite.Connection, name: str) -> int:
     key = await lookup.namespace_key(conn, name)
     if key is None:
-        raise not_found(f"unknown namespace {name!r}")
+        raise NotFound(f"unknown namespace {name!r}")
     return key
 
 
 def event_key(value: str, field: str = "id") -> int:
     key = ids.parse(value, "evt")
     if key is None:
-        raise invalid_params(f"{field} must be an event id like 'evt_12' (got {value!r})", {"field": field})
+        raise Invalid(f"{field} must be an event id like 'evt_12' (got {value!r})", {"field": field})
     return key
 
 
@@ -55,5 +55,5 @@ async def event_of(conn: aiosqlite.Connection, ns: int, value: str, field: str =
     """The event ``value`` of namespace ``ns`` (404 for one of another namespace: the page shows only its own)."""
     ev = await store.get_event(conn, event_key(value, field))
     if ev is None or ev.namespace_id != ns:
-        raise not_found(f"unknown event {value} in this namespace")
+        raise NotFound(f"unknown event {value} in this namespace")
     return ev

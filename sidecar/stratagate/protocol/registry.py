@@ -14,7 +14,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from stratagate.jsonschema import tool_parameters
+from stratagate.tool_schema import tool_parameters
 
 Handler = Callable[[Any, Any], Awaitable[Any]]
 H = TypeVar("H", bound=Handler)

@@ -15,14 +15,6 @@ JsonObject = dict[str, Any]
 Number = int | float  # an int stays an int on the wire
 
 
-class EvidenceFields(Result):
-    """What evidence batching puts first in the result of a tool flagged ``evidence=True``."""
-
-    batch_id: str | None
-    evidence_refs: list[str]
-    note: str | None = None
-
-
 class Temporal(Result):
     """An event's two times (events/temporal.py): when it was said, and when it happened as far as the words say."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from stratagate.maintenance import consolidate, stats
-from stratagate.maintenance.run import dry_run, run_pass
+from stratagate.maintenance.run import dry_run
 from stratagate.protocol import method
 from stratagate.protocol.params import Empty, MaintenanceRunParams, UnmergeParams
 from stratagate.protocol.results import MaintenanceRunResult, StatsResult, UnmergeResult
@@ -24,7 +24,7 @@ async def system_stats(app: App, _: Empty) -> dict[str, Any]:
 async def maintenance_run(app: App, p: MaintenanceRunParams) -> dict[str, Any]:
     if p.dry_run:
         return await dry_run(app.db.reader, app.settings)
-    return await run_pass(app.db, app.settings, "manual", "user")
+    return await app.maintenance.run_pass("manual", "user")
 
 
 @method("events.unmerge", params=UnmergeParams, result=UnmergeResult)

@@ -106,7 +106,7 @@ async def tools_list(app: App, _: Empty) -> list[dict[str, Any]]:
 
 @method("tools.call", params=ToolsCallParams, result=ToolsCallResult)
 async def tools_call(app: App, p: ToolsCallParams) -> Any:
-    ctx = ToolContext(app.db, app.settings, p.namespace, p.session, p.call_id)
+    ctx = ToolContext(app.db, app.settings, p.namespace, p.session, p.call_id, dense=app.dense)
     if p.name == "memory_forget" and app.tokens_ready is not None:
         await app.tokens_ready  # erase=true re-renders and re-counts blocks
     return await app.tools.call(ctx, p.name, p.arguments)

@@ -224,17 +224,6 @@ def release_memory() -> None:
         weights.drop_pages()
 
 
-def _reset_for_tests() -> None:
-    """Forget the loaded encoder and any load error (tests only)."""
-    global _encoder, _load_error, _load_seconds, _missing_cache, _enabled
-    with _lock:
-        _encoder = None
-        _load_error = None
-        _load_seconds = None
-        _missing_cache = None
-        _enabled = None
-
-
 # --- the model ----------------------------------------------------------------------------------------------------
 
 

@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from stratagate.text.dates import find_dates, find_months
+from stratagate.text.messages import search_text
 from stratagate.text.terms import Stemming, fts_document, quote, terms
 from stratagate.timeutil import to_iso
 
@@ -246,25 +247,25 @@ async def _boost_dates(db: Reader, ranked: dict[int, Ranked], q: QueryPlan, boos
 Similarities = Callable[[str, list[int] | None, int], Awaitable[dict[int, float] | None]]
 
 
-def dense_similarities(db: Any, namespace_id: int, prefetch: str | None = None) -> Similarities:
+def dense_similarities(index: Any, db: Any, namespace_id: int, prefetch: str | None = None) -> Similarities:
     """The production dense channel: the query encoded by ``stratagate.search.dense`` (loaded on first use),
     against the message vectors the background embedding job stored (``stratagate.search.vectors``).
 
-    ``db`` is the sidecar's ``Database``. None (no fusion) when the channel is off or not installed; messages
-    that have no vector yet are simply missing from the answer. ``prefetch``: a query text to start encoding now,
-    in its thread, while the caller ranks lexically (query vectors are cached per text by the channel).
+    ``index`` is the app's ``search.vectors.DenseIndex``, ``db`` the sidecar's ``Database``. None (no fusion) when
+    the channel is off or not installed; messages that have no vector yet are simply missing from the answer.
+    ``prefetch``: a query text to start encoding now, in its thread, while the caller ranks lexically (query vectors
+    are cached per text by the channel).
     """
     try:
         from stratagate.search import vectors  # the dense channel is optional
     except ImportError:
         vectors = None
     if vectors is not None and prefetch is not None:
-        vectors.for_db(db).prefetch(prefetch)
+        index.prefetch(prefetch)
 
     async def similarities(query: str, message_ids: list[int] | None, k: int) -> dict[int, float] | None:
         if vectors is None:
             return None
-        index = vectors.for_db(db)
         if not index.usable():
             return None
         vector = await index.query_vector(query)
@@ -372,18 +373,20 @@ async def rank(
     filters: RawFilters = RawFilters(),
     options: RawOptions = DEFAULT_OPTIONS,
     similarities: Similarities | None = None,
+    dense: Any = None,
 ) -> list[Ranked]:
     """Every message that matches ``query`` (within ``filters``), best first. Empty when nothing matches.
 
-    ``similarities`` overrides the dense channel (the bench passes vectors it computed); by default the stored
-    message vectors are used when the dense channel is available, and the ranking is lexical otherwise.
+    ``dense`` is the app's dense channel (``search.vectors.DenseIndex``): its stored message vectors are used when
+    the channel is available, and the ranking is lexical otherwise (or without one). ``similarities`` overrides it
+    (the bench passes vectors it computed).
     """
     q = plan(query, options)
     if not q.terms:
         return []
-    if similarities is None and options.dense_weight > 0:
+    if similarities is None and dense is not None and options.dense_weight > 0:
         # Before BM25: the query encodes in the dense channel's thread meanwhile (the other core).
-        similarities = dense_similarities(db, namespace_id, prefetch=query)
+        similarities = dense_similarities(dense, db, namespace_id, prefetch=query)
     ranked = await lexical(db, namespace_id, q, filters, options)
     if not ranked:
         return []
@@ -399,8 +402,6 @@ async def reindex_messages(conn: Any, namespace_id: int | None = None, **tokeniz
     For databases written before a tokenizer change: old rows keep their old terms until this runs.
     ``conn`` is a write connection inside a transaction.
     """
-    from stratagate.capture.store import _search_text
-
     sql = "SELECT id, role, content, tool_name, tool_arguments, tool_result FROM messages"
     params: tuple[Any, ...] = ()
     if namespace_id is not None:
@@ -411,7 +412,7 @@ async def reindex_messages(conn: Any, namespace_id: int | None = None, **tokeniz
         row = {"role": r[1], "content": r[2], "tool_name": r[3], "tool_arguments": r[4], "tool_result": r[5]}
         await conn.execute("DELETE FROM message_fts WHERE rowid = ?", (r[0],))
         await conn.execute(
-            "INSERT INTO message_fts(rowid, terms) VALUES (?, ?)", (r[0], fts_document(_search_text(row), **tokenizer))
+            "INSERT INTO message_fts(rowid, terms) VALUES (?, ?)", (r[0], fts_document(search_text(row), **tokenizer))
         )
     return len(rows)
 

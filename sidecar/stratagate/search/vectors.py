@@ -30,7 +30,6 @@ import hashlib
 import json
 import logging
 import time
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -38,13 +37,13 @@ from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
-from stratagate.capture.store import _search_text
 from stratagate.jobs.pipeline import DEFAULT_MAX_ATTEMPTS, EMBEDDING, FollowUp, StageDeps
 from stratagate.jobs.queue import JobRow, enqueue, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.search import dense
 from stratagate.storage import lookup
 from stratagate.storage.db import JOBS_QUEUED, Database, on_commit
+from stratagate.text.messages import search_text
 from stratagate.timeutil import now_iso
 
 if TYPE_CHECKING:
@@ -84,7 +83,7 @@ def _run_in(name: str, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any
 
 
 def message_text(row: Any) -> str:
-    return _search_text(dict(row))[:MAX_CHARS]
+    return search_text(dict(row))[:MAX_CHARS]
 
 
 def event_text(title: str, summary: str, tags: str | list[str]) -> str:
@@ -290,8 +289,8 @@ async def queue_follow_up(conn: aiosqlite.Connection, follow_up: FollowUp, max_a
 
 
 def job_handler(deps: StageDeps) -> Callable[[JobRow], Any]:
-    """The ``embedding`` stage's handler (declared in jobs/pipeline.py): the database's dense channel."""
-    return for_db(deps.db).run_job
+    """The ``embedding`` stage's handler (declared in jobs/pipeline.py): the app's dense channel."""
+    return deps.dense.run_job
 
 
 # --- nearest neighbours ----------------------------------------------------------------------------------------------
@@ -356,13 +355,16 @@ class _Matrix:
         self.position = {int(item_id): at for at, item_id in enumerate(self.ids.tolist())}
 
 
-_matrices: weakref.WeakKeyDictionary[Any, dict[tuple[int, str, str], _Matrix]] = weakref.WeakKeyDictionary()
+_MATRICES = f"{__name__}.matrices"
+"""This module's entry in the connection's ``caches`` (storage/sqlconn.py): (namespace, kind, model) → matrix."""
 
 
 async def _matrix(conn: aiosqlite.Connection, namespace_id: int, kind: str) -> _Matrix:
     import numpy as np
 
-    per_conn = _matrices.setdefault(conn, {})
+    caches = getattr(conn, "caches", None)
+    # A connection without caches (not the sidecar's own): load the vectors every time (right, only slower).
+    per_conn: dict[tuple[int, str, str], _Matrix] = {} if caches is None else caches.setdefault(_MATRICES, {})
     key = (namespace_id, kind, dense.MODEL_NAME)
     matrix = per_conn.get(key)
     if matrix is None:
@@ -466,7 +468,9 @@ async def _deleted(conn: aiosqlite.Connection, kind: str, item_ids: list[int]) -
 
 
 class DenseIndex:
-    """The dense channel of one database. ``App`` makes one; tools reach it with ``for_db(ctx.db)``."""
+    """The dense channel of one database. ``App`` makes one and hands it to what uses it: the tools
+    (``ToolContext.dense``), message ranking (``search.raw.rank(dense=...)``) and the ``embedding`` job
+    (``StageDeps.dense``)."""
 
     def __init__(self, db: Database, load_encoder: Callable[[], Any] | None = None):
         self._db = db
@@ -476,7 +480,6 @@ class DenseIndex:
         self._dirty: set[int] = set()  # ... and got new items since its current pass began
         self._tasks: set[asyncio.Task[None]] = set()
         self._queries: OrderedDict[str, asyncio.Future[Any]] = OrderedDict()  # query text → its encoding
-        _indexes[db] = self
 
     @staticmethod
     def usable() -> bool:
@@ -707,11 +710,3 @@ class DenseIndex:
         out["jobs"] = {r["status"]: int(r["n"]) for r in jobs}
         return out
 
-
-_indexes: weakref.WeakKeyDictionary[Database, DenseIndex] = weakref.WeakKeyDictionary()
-
-
-def for_db(db: Database) -> DenseIndex:
-    """The database's dense channel (the app's), or a new one."""
-    index = _indexes.get(db)
-    return index if index is not None else DenseIndex(db)

@@ -18,16 +18,18 @@ import os
 import secrets
 import sqlite3
 import time
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from stratagate.safety.secrets import configure_key, redact_value
 from stratagate.storage.schema import MIGRATIONS, SCHEMA_VERSION
 from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
+
+if TYPE_CHECKING:
+    from stratagate.storage.group import GroupCommit
 
 T = TypeVar("T")
 Actor = str  # 'capture' | 'model' | 'agent' | 'user' | 'system'
@@ -38,16 +40,11 @@ log = logging.getLogger("stratagate.storage")
 JOBS_QUEUED = "jobs.queued"  # a job became due (new, re-queued, retried): wake the runner. Argument: None.
 ITEMS_ADDED = "items.added"  # rows that get embeddings were added. Argument: the namespace id.
 
-# The signals of each open transaction, by its connection (the writer of one Database while it holds the lock).
-_open: weakref.WeakKeyDictionary[Connection, dict[tuple[str, Hashable], None]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def on_commit(conn: Connection, topic: str, arg: Hashable = None) -> None:
     """Inside ``Database.transaction()``: tell the database's ``topic`` listeners ``arg`` once the transaction has
-    committed — never after a rollback, and once per (topic, arg) however often it is announced."""
-    signals = _open.get(conn)
+    committed — never after a rollback, and once per (topic, arg) however often it is announced. The signals are
+    held by the connection while its transaction is open (``Connection.signals``)."""
+    signals = getattr(conn, "signals", None)
     if signals is None:
         raise RuntimeError(f"on_commit({topic!r}) outside Database.transaction()")
     signals.setdefault((topic, arg), None)
@@ -118,6 +115,17 @@ class Database:
         self.revision = 0
         """Bumped after every commit of this process's writer (the Memory page's long poll waits on it)."""
         self._committed = asyncio.Event()
+        self._group: GroupCommit | None = None
+
+    @property
+    def group(self) -> GroupCommit:
+        """The database's group committer (one writer, one group): writes queued while a commit is in flight share
+        the next transaction (storage/group.py)."""
+        if self._group is None:
+            from stratagate.storage.group import GroupCommit  # group.py builds on this module
+
+            self._group = GroupCommit(self)
+        return self._group
 
     def committed(self) -> asyncio.Event:
         """An event set at the next commit (or exclusive step: VACUUM, checkpoint) of this process's writer;
@@ -305,7 +313,7 @@ class Database:
             conn = self.writer
             await conn.execute("BEGIN IMMEDIATE")
             signals: dict[tuple[str, Hashable], None] = {}
-            _open[conn] = signals
+            conn.signals = signals
             try:
                 try:
                     yield conn
@@ -318,7 +326,7 @@ class Database:
                     await _rollback(conn)
                     raise StorageError(f"commit failed, nothing was written: {exc}") from exc
             finally:
-                _open.pop(conn, None)
+                conn.signals = None
         self.committed_now(signals)
 
     def committed_now(self, signals: dict[tuple[str, Hashable], None]) -> None:

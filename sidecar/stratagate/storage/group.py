@@ -20,11 +20,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import sqlite3
-import weakref
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
 
-from stratagate.storage.db import Database, StorageError, _open, _rollback
+from stratagate.storage.db import Database, StorageError, _rollback
 from stratagate.storage.sqlconn import Connection
 
 T = TypeVar("T")
@@ -90,7 +89,7 @@ class GroupCommit:
             try:
                 for index, (work, future) in enumerate(pending):
                     signals: dict[tuple[str, Hashable], None] = {}
-                    _open[conn] = signals
+                    conn.signals = signals
                     await conn.execute("SAVEPOINT grouped")
                     try:
                         result = await work(conn)
@@ -120,7 +119,7 @@ class GroupCommit:
                 await _rollback(conn)
                 raise
             finally:
-                _open.pop(conn, None)
+                conn.signals = None
         if done:
             self.groups += 1
             merged: dict[tuple[str, Hashable], None] = {}
@@ -140,14 +139,3 @@ def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
         future.cancel()
     else:
         future.set_exception(exc)
-
-
-_groups: weakref.WeakKeyDictionary[Database, GroupCommit] = weakref.WeakKeyDictionary()
-
-
-def group_commit(db: Database) -> GroupCommit:
-    """The database's group committer (one per Database: one writer)."""
-    group = _groups.get(db)
-    if group is None:
-        group = _groups[db] = GroupCommit(db)
-    return group

@@ -11,7 +11,7 @@ from typing import Any
 
 import aiosqlite
 
-from stratagate.errors import not_found
+from stratagate.errors import NotFound
 from stratagate.storage.db import Database
 from stratagate.timeutil import now_iso
 
@@ -49,7 +49,7 @@ async def namespace_id(db: Database, name: str) -> int:
     """The namespace's id; -32004 when nothing was ever stored in it."""
     key = await namespace_key(db.reader, name)
     if key is None:
-        raise not_found(f"unknown namespace {name!r}: no turn has been captured in it yet")
+        raise NotFound(f"unknown namespace {name!r}: no turn has been captured in it yet")
     return key
 
 

@@ -29,7 +29,7 @@ import asyncio
 import re
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -140,6 +140,11 @@ class Connection:
         self._yielded = time.perf_counter()
         self.offload = False
         """Run every statement in the thread (``Database.exclusive()``: VACUUM, checkpoints, merges)."""
+        self.signals: dict[tuple[str, Hashable], None] | None = None
+        """What ``storage.db.on_commit`` announced in the transaction open on this connection (None outside one)."""
+        self.caches: dict[str, Any] = {}
+        """What the layers above remember per connection (keyed by their module: event term counts, dense matrices);
+        it goes with the connection."""
         self.read_budget_s = read_budget_s
         self._deadline = 0.0  # of the inline read running now (0: none; the progress handler lets it run)
         if read_budget_s is not None:

@@ -18,7 +18,7 @@ from stratagate.blocks.views import (
     session_blocks,
 )
 from stratagate.capture import queries as capture_queries
-from stratagate.errors import invalid_params
+from stratagate.errors import Invalid
 from stratagate.events.forgotten import load, mask_expanded, public_messages, render_masked, shown_view
 from stratagate.protocol import ToolContext, tool
 from stratagate.protocol.tool_results import ExpandBlockResult, GetBlocksResult
@@ -90,7 +90,7 @@ async def get_blocks(ctx: ToolContext, _args: GetBlocksArgs) -> dict[str, Any]:
 async def expand(ctx: ToolContext, args: ExpandBlockArgs) -> dict[str, Any]:
     block_id = ids.parse(args.id, "blk")
     if block_id is None:
-        raise invalid_params(f"id must look like 'blk_12' (got {args.id!r})")
+        raise Invalid(f"id must look like 'blk_12' (got {args.id!r})")
     ns = await lookup.namespace_id(ctx.db, ctx.namespace)
     sess = await lookup.session_id(ctx.db, ns, ctx.session)
     lam = ctx.settings.block_decay_lambda

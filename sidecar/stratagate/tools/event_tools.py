@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 
 from stratagate import ids
 from stratagate.erase import erase_subject, is_erased
-from stratagate.errors import invalid_params, not_found
+from stratagate.errors import Invalid, NotFound
 from stratagate.events import store, visibility
 from stratagate.events.admit import Candidate, Options, admit
 from stratagate.events.claims import Claim
@@ -45,7 +45,7 @@ ID_HELP = "Event id from memory_remember or memory_search_events, e.g. 'evt_12'.
 def _parse(value: str) -> int:
     key = ids.parse(value, "evt")
     if key is None:
-        raise invalid_params(f"event ids look like 'evt_12' (got {value!r})")
+        raise Invalid(f"event ids look like 'evt_12' (got {value!r})")
     return key
 
 
@@ -61,7 +61,7 @@ async def _visible(conn: aiosqlite.Connection, ctx: ToolContext, event_id: str) 
     viewer = await _viewer(conn, ctx)
     ev = await store.get_event(conn, key)
     if ev is None or not ev.visible_to(viewer):
-        raise not_found(f"unknown event {ids.make('evt', key)}")
+        raise NotFound(f"unknown event {ids.make('evt', key)}")
     return ev, viewer
 
 
@@ -266,9 +266,9 @@ async def restore(ctx: ToolContext, args: IdArgs) -> dict[str, Any]:
             undone = await consolidate.unmerge(conn, ev, ACTOR)
             return undone["event"] | {"note": f"unmerged from {undone['survivor']}: its copied sources were removed"}
         if ev.status != "forgotten":
-            raise invalid_params(f"{ev.public_id} is {ev.status}, not forgotten; only forgotten events can be restored")
+            raise Invalid(f"{ev.public_id} is {ev.status}, not forgotten; only forgotten events can be restored")
         if await _erased(conn, ev):
-            raise invalid_params(f"{ev.public_id} was erased; an erased memory cannot be restored")
+            raise Invalid(f"{ev.public_id} was erased; an erased memory cannot be restored")
         after = await store.restore(conn, ev, ACTOR)
     return _card(after, viewer)
 
@@ -283,7 +283,7 @@ async def pin(ctx: ToolContext, args: PinArgs) -> dict[str, Any]:
     async with ctx.db.transaction() as conn:
         ev, viewer = await _visible(conn, ctx, args.id)
         if ev.status == "forgotten":
-            raise invalid_params(f"{ev.public_id} is forgotten; restore it before pinning")
+            raise Invalid(f"{ev.public_id} is forgotten; restore it before pinning")
         if ev.pinned == args.pinned:
             return _card(ev, viewer) | {"unchanged": True}
         after = await store.set_pinned(conn, ev, ACTOR, args.pinned)
@@ -406,8 +406,8 @@ async def _dense_rerank(
         from stratagate.search import vectors
     except ImportError:
         return found
-    index = vectors.for_db(ctx.db)
-    if not index.usable():
+    index = ctx.dense
+    if index is None or not index.usable():
         return found
     vector = await index.query_vector(query)
     if vector is None:

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from stratagate import ids
-from stratagate.errors import not_found
+from stratagate.errors import NotFound
 from stratagate.events.claims import NodeKind
 from stratagate.graph import read, store
 from stratagate.protocol import ToolContext, tool
@@ -99,7 +99,7 @@ async def expand_node(ctx: ToolContext, args: ExpandNodeArgs) -> dict[str, Any]:
     if ns is not None:
         node = await store.get_node(conn, key) if key is not None else await store.find_node(conn, ns, args.node)
     if node is None or node.namespace_id != ns or not await read.node_visible(conn, node, sess):
-        raise not_found(f"unknown graph node {args.node!r}; memory_search_graph finds nodes")
+        raise NotFound(f"unknown graph node {args.node!r}; memory_search_graph finds nodes")
     r = read.Renderer(conn)
     facts = [
         f

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from stratagate import ids
-from stratagate.errors import invalid_params
+from stratagate.errors import Invalid
 from stratagate.events import forgotten as forgotten_mod
 from stratagate.protocol import ToolContext, tool
 from stratagate.protocol.tool_results import SearchRawResult
@@ -73,13 +73,13 @@ async def _rows(ctx: ToolContext, message_ids: list[int]) -> dict[int, Any]:
 async def _filters(ctx: ToolContext, ns: int, args: SearchRawArgs) -> RawFilters:
     sessions: tuple[int, ...] | None = None
     if args.scope == "session" and args.session is not None and args.session != ctx.session:
-        raise invalid_params("give either scope='session' (this session) or session=<key>, not both")
+        raise Invalid("give either scope='session' (this session) or session=<key>, not both")
     key = ctx.session if args.scope == "session" else args.session
     if key is not None:
         sid = await lookup.session_id(ctx.db, ns, key)
         sessions = (sid if sid is not None else -1,)
     if args.after and args.before and args.before <= args.after:
-        raise invalid_params("'before' must be later than 'after'")
+        raise Invalid("'before' must be later than 'after'")
     return RawFilters(
         session_ids=sessions,
         roles=tuple(args.roles) if args.roles else None,
@@ -121,7 +121,7 @@ async def search_raw(ctx: ToolContext, args: SearchRawArgs) -> dict[str, Any]:
     out: dict[str, Any] = {"query": args.query}
     if not query:
         if not filters.any():
-            raise invalid_params(
+            raise Invalid(
                 "query is empty: give words to search for, or a filter (scope, session, roles, after, before) "
                 "to list the messages that pass it"
             )
@@ -132,7 +132,7 @@ async def search_raw(ctx: ToolContext, args: SearchRawArgs) -> dict[str, Any]:
     else:
         if not plan(query).terms:
             return out | {"hits": [], "note": "the query has no searchable words (only stopwords)"}
-        ranked = await rank(ctx.db, ns, query, filters)
+        ranked = await rank(ctx.db, ns, query, filters, dense=ctx.dense)
         if not ranked:
             out["hits"] = []
             out["note"] = "no message matches these words" + (" within the filters" if filters.any() else "")
