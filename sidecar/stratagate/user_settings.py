@@ -19,7 +19,6 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import aiosqlite
 from annotated_types import Ge, Le
 from pydantic import BaseModel, ValidationError
 
@@ -27,6 +26,7 @@ from stratagate.config import Settings
 from stratagate.context import settings as context_settings
 from stratagate.errors import explain_validation, invalid_params
 from stratagate.storage.db import Database
+from stratagate.storage.sqlconn import Connection
 
 META_KEY = "page_settings"
 APP_FIELDS = (
@@ -90,7 +90,7 @@ def _spec(name: str, source: Source) -> FieldSpec:
     return FieldSpec(name=name, type="int", min=low, max=high, default=info.default, source=source)
 
 
-async def load(conn: aiosqlite.Connection) -> dict[str, Any]:
+async def load(conn: Connection) -> dict[str, Any]:
     row = await (await conn.execute("SELECT value FROM meta WHERE key = ?", (META_KEY,))).fetchone()
     if row is None:
         return {}
@@ -101,7 +101,7 @@ async def load(conn: aiosqlite.Connection) -> dict[str, Any]:
     return {k: v for k, v in value.items() if k in APP_FIELDS} if isinstance(value, dict) else {}
 
 
-async def _save(conn: aiosqlite.Connection, stored: dict[str, Any]) -> None:
+async def _save(conn: Connection, stored: dict[str, Any]) -> None:
     await conn.execute(
         "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         (META_KEY, json.dumps(stored, sort_keys=True)),
@@ -177,7 +177,7 @@ def validate_changes(settings: Settings, changes: dict[str, Any]) -> dict[str, A
 
 
 async def write(
-    conn: aiosqlite.Connection, settings: Settings, applied: Applied, changes: dict[str, Any]
+    conn: Connection, settings: Settings, applied: Applied, changes: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Store validated ``changes`` inside the caller's transaction; ``(before, after)`` of what changed, each
     ``{"settings": {name: value}, "stored": {name: stored value or None}}`` (the undo puts ``before.stored`` back).
@@ -212,7 +212,7 @@ async def write(
     return before, after
 
 
-async def stored_now(conn: aiosqlite.Connection, applied: Applied) -> dict[str, Any]:
+async def stored_now(conn: Connection, applied: Applied) -> dict[str, Any]:
     """What the page stored for each setting (a key that is not stored is absent)."""
     mode = (await context_settings.queries.stored_settings(conn)).get("mode")
     return {**applied.stored, **({CONTEXT_MODE: mode} if mode is not None else {})}

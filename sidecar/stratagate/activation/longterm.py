@@ -22,8 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiosqlite
-
 from stratagate.capture import queries as capture_queries
 from stratagate.events import queries as event_queries
 from stratagate.events import store as events
@@ -35,6 +33,7 @@ from stratagate.graph import read as graph_read
 from stratagate.graph import store as graph
 from stratagate.safety.inert import Named, heading
 from stratagate.search.fusion import rrf
+from stratagate.storage.sqlconn import Connection
 from stratagate.text.terms import fts_query
 
 MAX_EVENTS = 4
@@ -57,14 +56,14 @@ class LongTerm:
     node_ids: list[str] = field(default_factory=list)
 
 
-async def context_text(conn: aiosqlite.Connection, session_id: int | None, turns: int = CONTEXT_TURNS) -> str:
+async def context_text(conn: Connection, session_id: int | None, turns: int = CONTEXT_TURNS) -> str:
     """The words of the session's last ``turns`` captured turns: user and assistant text only."""
     if session_id is None:
         return ""
     return "\n".join(await capture_queries.recent_words(conn, session_id, turns))
 
 
-async def _sealed_until(conn: aiosqlite.Connection, session_id: int | None) -> str:
+async def _sealed_until(conn: Connection, session_id: int | None) -> str:
     """When the session's last sealed turn was captured ('' when none): everything after it is still in the host's
     native history, including events remembered during the current, not yet captured, turn."""
     if session_id is None:
@@ -81,7 +80,7 @@ def _merge(*rankings: list[EventRow]) -> list[EventRow]:
 
 
 async def _ranked_events(
-    conn: aiosqlite.Connection, ns: int | None, sess: int | None, queries: list[str], viewer: Viewer
+    conn: Connection, ns: int | None, sess: int | None, queries: list[str], viewer: Viewer
 ) -> list[EventRow]:
     """Matches of the human message (weight 2) and of the recent turns (weight 1), fused by reciprocal rank, then
     scaled by each event's long-term weight as seen from this session (read only: nothing is reinforced here)."""
@@ -115,19 +114,19 @@ async def _ranked_events(
     return [rows[event_id] for _, event_id in scored]
 
 
-async def _current_version(conn: aiosqlite.Connection, ev: EventRow, viewer: Viewer) -> EventRow | None:
+async def _current_version(conn: Connection, ev: EventRow, viewer: Viewer) -> EventRow | None:
     """The current event at the end of ``ev``'s successor chain, when this session may see it."""
     chain = await events.successor_chain(conn, ev)
     last = chain[-1] if chain else None
     return last if last is not None and last.status in CURRENT and last.visible_to(viewer) else None
 
 
-async def _pinned(conn: aiosqlite.Connection, ns: int | None, sess: int | None) -> list[EventRow]:
+async def _pinned(conn: Connection, ns: int | None, sess: int | None) -> list[EventRow]:
     pinned = await event_queries.pinned_events(conn, ns, sess)
     return sorted(pinned, key=lambda ev: (_CRITICAL_FIRST[ev.criticality], ev.id))
 
 
-async def _safety(conn: aiosqlite.Connection, ns: int | None, sess: int | None) -> list[EventRow]:
+async def _safety(conn: Connection, ns: int | None, sess: int | None) -> list[EventRow]:
     """Active safety-critical events, pinned first, then newest: admitted on every step, relevant or not."""
     return await event_queries.safety_events(conn, ns, sess, 4 * MAX_EVENTS)
 
@@ -207,7 +206,7 @@ def _event_body(ev: EventRow, short: bool) -> str:
 
 
 async def _node_entry(
-    conn: aiosqlite.Connection, node: graph.NodeRow, sess: int | None, quote: Callable[[str], str], shown: set[str],
+    conn: Connection, node: graph.NodeRow, sess: int | None, quote: Callable[[str], str], shown: set[str],
     r: graph_read.Renderer,
 ) -> tuple[str, list[str]] | None:
     """A node with its current facts (and their ids); facts already shown under another node are not repeated."""
@@ -228,7 +227,7 @@ async def _node_entry(
 
 
 async def render_longterm(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     ns: int | None,
     sess: int | None,
     human: str | None,

@@ -15,8 +15,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-import aiosqlite
-
 from stratagate import ids
 from stratagate.blocks.extractive import extractive_summary
 from stratagate.blocks.render import render_l0, render_l2
@@ -28,6 +26,7 @@ from stratagate.jobs.queue import JobRow, enqueue, mark_done, requeue
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.redact import preview, redact
 from stratagate.storage.db import JOBS_QUEUED, Database, audit, on_commit
+from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
 
 if TYPE_CHECKING:
@@ -66,7 +65,7 @@ async def requeue_fallbacks(
 
 
 async def _requeue_fallbacks(
-    conn: aiosqlite.Connection, max_attempts: int, namespace_id: int | None, limit: int | None
+    conn: Connection, max_attempts: int, namespace_id: int | None, limit: int | None
 ) -> int:
     rows = await conn.execute_fetchall(
         "SELECT j.id, j.namespace_id, j.status, j.attempts FROM jobs j JOIN blocks b ON b.id = j.subject_id"

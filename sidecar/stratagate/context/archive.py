@@ -16,13 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-import aiosqlite
-
 from stratagate.context import queries
 from stratagate.context.models import SurfaceEvent
 from stratagate.context.records import RUNTIME_PLACEHOLDER, RUNTIME_PLUGIN, Call, Node
 from stratagate.errors import DomainError
 from stratagate.redact import redact
+from stratagate.storage.sqlconn import Connection
 
 MESSAGE_TYPES = ("user/message", "assistant/message", "tool/result")
 CHECKPOINT_PLUGIN = "compact"
@@ -156,7 +155,7 @@ def to_nodes(
 
 
 async def archive_surface(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     ns_id: int,
     session_id: int,
     surface: Sequence[SurfaceEvent],

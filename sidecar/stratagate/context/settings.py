@@ -13,12 +13,12 @@ import json
 import re
 from typing import Any, Literal
 
-import aiosqlite
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from stratagate.context import queries
 from stratagate.errors import DomainError, explain_validation
 from stratagate.storage.db import Database
+from stratagate.storage.sqlconn import Connection
 
 Mode = Literal["cost", "quality", "custom"]
 
@@ -164,7 +164,7 @@ async def update_stored(db: Database, changes: dict[str, Any]) -> dict[str, Any]
         return await update_stored_in(conn, changes)
 
 
-async def update_stored_in(conn: aiosqlite.Connection, changes: dict[str, Any]) -> dict[str, Any]:
+async def update_stored_in(conn: Connection, changes: dict[str, Any]) -> dict[str, Any]:
     """``update_stored`` inside the caller's transaction (the Memory page's settings write it with their audit)."""
     values = normalise(changes)
     stored = await queries.stored_settings(conn)

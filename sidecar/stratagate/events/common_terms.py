@@ -16,8 +16,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
-import aiosqlite
-
+from stratagate.storage.sqlconn import Connection
 from stratagate.text.terms import quote
 
 COMMON_MIN_ROWS = 2000
@@ -31,16 +30,16 @@ class _Count:
     upto: int  # the highest event id this count covers
 
 
-_counts: weakref.WeakKeyDictionary[aiosqlite.Connection, dict[str, _Count]] = weakref.WeakKeyDictionary()
+_counts: weakref.WeakKeyDictionary[Connection, dict[str, _Count]] = weakref.WeakKeyDictionary()
 
 
-async def _scalar(conn: aiosqlite.Connection, sql: str, params: tuple[object, ...] = ()) -> int:
+async def _scalar(conn: Connection, sql: str, params: tuple[object, ...] = ()) -> int:
     row = await (await conn.execute(sql, params)).fetchone()
     return int(row[0] or 0) if row else 0
 
 
 async def split(
-    conn: aiosqlite.Connection, terms: list[str], min_rows: int | None = None
+    conn: Connection, terms: list[str], min_rows: int | None = None
 ) -> tuple[list[str], list[str]]:
     """(terms worth scoring, terms held by half the events or more and by at least ``min_rows``, by default
     ``COMMON_MIN_ROWS``), in query order."""
@@ -60,7 +59,7 @@ async def split(
     return keep, common
 
 
-async def _common(conn: aiosqlite.Connection, cache: dict[str, _Count], term: str, upto: int, min_rows: int) -> bool:
+async def _common(conn: Connection, cache: dict[str, _Count], term: str, upto: int, min_rows: int) -> bool:
     def common(rows: int) -> bool:
         return rows >= min_rows and rows * 2 >= upto
 

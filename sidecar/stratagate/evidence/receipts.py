@@ -21,7 +21,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
 from pydantic import BaseModel, ConfigDict, Field
 
 from stratagate import ids
@@ -31,6 +30,7 @@ from stratagate.protocol.context import ToolContext
 from stratagate.redact import redact_value
 from stratagate.storage.db import audit
 from stratagate.storage.lookup import ensure_namespace, ensure_session
+from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
 
 MAX_USE_REFS = 50
@@ -69,7 +69,7 @@ def _assessment(row: Any) -> Assessment:
     return Assessment(int(row["id"]), int(row["batch_id"]), row["verdict"], tuple(json.loads(row["evidence_refs"])))
 
 
-async def latest_assessment(conn: aiosqlite.Connection, batch_id: int) -> Assessment | None:
+async def latest_assessment(conn: Connection, batch_id: int) -> Assessment | None:
     row = await (
         await conn.execute(
             "SELECT id, batch_id, verdict, evidence_refs FROM evidence_assessments WHERE batch_id = ?"
@@ -80,7 +80,7 @@ async def latest_assessment(conn: aiosqlite.Connection, batch_id: int) -> Assess
     return None if row is None else _assessment(row)
 
 
-async def sufficient_for(conn: aiosqlite.Connection, session_id: int, ref: str) -> Assessment | None:
+async def sufficient_for(conn: Connection, session_id: int, ref: str) -> Assessment | None:
     """The newest batch of the session whose latest assessment is sufficient and names ``ref``."""
     row = await (
         await conn.execute(
@@ -111,7 +111,7 @@ def _why_not(batch: str, ref: str, shown: bool, assessment: Assessment | None) -
     return None
 
 
-async def _target(conn: aiosqlite.Connection, ref: str) -> tuple[str, int | None, str | None]:
+async def _target(conn: Connection, ref: str) -> tuple[str, int | None, str | None]:
     """(kind, item id, note): what a counted ref strengthens. Sources and gone memories strengthen nothing."""
     if (key := ids.parse(ref, "evt")) is not None:
         row = await (await conn.execute("SELECT status FROM events WHERE id = ?", (key,))).fetchone()
@@ -129,7 +129,7 @@ async def _target(conn: aiosqlite.Connection, ref: str) -> tuple[str, int | None
     return "source", None, "a source (message or block): evidence, without a long-term weight"
 
 
-async def _strengthened(conn: aiosqlite.Connection, batch_id: int, kind: str, item_id: int) -> bool:
+async def _strengthened(conn: Connection, batch_id: int, kind: str, item_id: int) -> bool:
     row = await (
         await conn.execute(
             "SELECT 1 FROM evidence_uses WHERE batch_id = ? AND kind = ? AND item_id = ? AND reinforced = 1",
@@ -143,7 +143,7 @@ def _key(material: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
-async def _existing(conn: aiosqlite.Connection, key: str) -> dict[str, Any] | None:
+async def _existing(conn: Connection, key: str) -> dict[str, Any] | None:
     row = await (
         await conn.execute("SELECT id, result, created_at FROM use_receipts WHERE idempotency_key = ?", (key,))
     ).fetchone()

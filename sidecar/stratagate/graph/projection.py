@@ -24,7 +24,6 @@ import json
 import logging
 from typing import Any
 
-import aiosqlite
 from pydantic import ValidationError
 
 from stratagate import ids
@@ -37,6 +36,7 @@ from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.storage import lookup
 from stratagate.storage.db import Actor, Database, audit
+from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
 
 log = logging.getLogger("stratagate.graph")
@@ -55,12 +55,12 @@ def claims_of(event: EventRow) -> list[Claim]:
     return read_claims(f"{event.title}\n{event.narrative}" if event.title not in event.narrative else event.narrative)
 
 
-async def _namespace_key(conn: aiosqlite.Connection, namespace_id: int) -> str:
+async def _namespace_key(conn: Connection, namespace_id: int) -> str:
     return await lookup.namespace_name(conn, namespace_id) or ""
 
 
 async def project_event(
-    conn: aiosqlite.Connection, event: EventRow, actor: Actor, *, explicit_targets: frozenset[int] = frozenset()
+    conn: Connection, event: EventRow, actor: Actor, *, explicit_targets: frozenset[int] = frozenset()
 ) -> dict[str, Any]:
     """Apply one event's claims to the graph inside the caller's transaction; a summary of what changed."""
     result: dict[str, Any] = {"event": event.public_id, "facts": [], "superseded_facts": [], "superseded_events": []}
@@ -160,7 +160,7 @@ async def project_event(
 
 
 async def _supersede_emptied(
-    conn: aiosqlite.Connection, closed: store.FactRow, successor: EventRow, actor: Actor, explicit: frozenset[int]
+    conn: Connection, closed: store.FactRow, successor: EventRow, actor: Actor, explicit: frozenset[int]
 ) -> list[str]:
     """Events whose every fact is now superseded are superseded by the event that replaced them."""
     out = []
@@ -178,7 +178,7 @@ async def _supersede_emptied(
     return out
 
 
-async def mark_projected(conn: aiosqlite.Connection, event_id: int, result: dict[str, Any]) -> None:
+async def mark_projected(conn: Connection, event_id: int, result: dict[str, Any]) -> None:
     await conn.execute(
         "INSERT INTO graph_projection(event_id, batch_id, state, result, updated_at) VALUES (?, NULL, 'done', ?, ?)"
         " ON CONFLICT(event_id) DO UPDATE SET state = 'done', result = excluded.result,"

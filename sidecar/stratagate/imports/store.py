@@ -12,8 +12,6 @@ import json
 from datetime import UTC, datetime
 from typing import Any, Final
 
-import aiosqlite
-
 import stratagate.graph  # noqa: F401  (registers the graph's status hook: facts follow events)
 from stratagate import ids
 from stratagate.errors import invalid_params, not_found
@@ -26,6 +24,7 @@ from stratagate.redact import redact
 from stratagate.safety.secrets import scrub_known, secrets_in
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.storage.lookup import ensure_namespace
+from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
 
 _TYPES: Final[dict[str, EventType]] = {
@@ -90,7 +89,7 @@ def _candidate(item: ImportItem, fmt: str, scope: Scope, now: datetime, import_i
     )
 
 
-async def _active_import_with(conn: aiosqlite.Connection, namespace_id: int, sha: str) -> int | None:
+async def _active_import_with(conn: Connection, namespace_id: int, sha: str) -> int | None:
     row = await (
         await conn.execute(
             "SELECT id FROM imports WHERE namespace_id = ? AND source_sha256 = ? AND status = 'active' ORDER BY id",
@@ -253,7 +252,7 @@ _COLUMNS = (
 _FROM = " FROM imports i JOIN namespaces n ON n.id = i.namespace_id"
 
 
-async def _counts(conn: aiosqlite.Connection, import_id: int) -> dict[str, Any]:
+async def _counts(conn: Connection, import_id: int) -> dict[str, Any]:
     """Current state of an import's events by status, and how many other events it added sources to."""
     by_status = {
         r["status"]: int(r["n"])
@@ -271,7 +270,7 @@ async def _counts(conn: aiosqlite.Connection, import_id: int) -> dict[str, Any]:
     return {"events": by_status, "merged_sources": int(merged[0])}
 
 
-async def _public(conn: aiosqlite.Connection, row: Any) -> dict[str, Any]:
+async def _public(conn: Connection, row: Any) -> dict[str, Any]:
     report = json.loads(row["report"])
     return {
         "id": ids.make("imp", row["id"]),
@@ -288,14 +287,14 @@ async def _public(conn: aiosqlite.Connection, row: Any) -> dict[str, Any]:
     }
 
 
-async def list_imports(conn: aiosqlite.Connection, namespace: str | None) -> list[dict[str, Any]]:
+async def list_imports(conn: Connection, namespace: str | None) -> list[dict[str, Any]]:
     """Imports newest first, of one namespace or of all."""
     where, params = ("", ()) if namespace is None else (" WHERE n.name = ?", (namespace,))
     rows = await conn.execute_fetchall(f"SELECT {_COLUMNS}{_FROM}{where} ORDER BY i.id DESC", params)
     return [await _public(conn, r) for r in rows]
 
 
-async def get_import(conn: aiosqlite.Connection, import_id: int, namespace: str | None) -> dict[str, Any]:
+async def get_import(conn: Connection, import_id: int, namespace: str | None) -> dict[str, Any]:
     """One import with its stored report and its source text verbatim (traceability of every imported event);
     ``namespace`` confines the id as in remove_import."""
     row = await (
