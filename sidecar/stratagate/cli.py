@@ -14,11 +14,14 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stratagate import __version__
 from stratagate.config import SettingsError, load_settings
 from stratagate.safety.logfmt import configure_logging
+
+if TYPE_CHECKING:
+    import aiosqlite
 
 WARM_UP_WAIT_S = 60.0
 """How long `serve` waits for a warm-up before serving anyway (a first start on a slow machine builds the token
@@ -177,6 +180,7 @@ def _used(path: Path) -> None:
 
 
 DB_ERRORS: tuple[type[BaseException], ...] = (DbProblem, sqlite3.Error, OSError)
+"""Joined with `(...) + DB_ERRORS` in `except` clauses: mypy does not read `(A, *DB_ERRORS)` there."""
 
 
 def _on_db(name: str, db_path: Path, lock_timeout: float, work: Callable[[Any], Awaitable[Any]]) -> tuple[int, Any]:
@@ -199,7 +203,7 @@ def _on_db(name: str, db_path: Path, lock_timeout: float, work: Callable[[Any], 
     except RpcError as exc:
         print(f"{name}: {_one_line(exc.message)}", file=sys.stderr)
         return 1, None
-    except (SchemaError, StorageError, *DB_ERRORS) as exc:
+    except (SchemaError, StorageError) + DB_ERRORS as exc:
         print(f"{name}: {db_problem(db_path, exc)}", file=sys.stderr)
         return 2, None
     _used(db_path)
@@ -234,7 +238,7 @@ def ui_command(args: argparse.Namespace, settings: Any) -> int:
     except ListenError as exc:
         print(f"stratagate ui: {exc}", file=sys.stderr)
         return 2
-    except (SchemaError, StorageError, *DB_ERRORS) as exc:
+    except (SchemaError, StorageError) + DB_ERRORS as exc:
         print(f"stratagate ui: {db_problem(settings.db, exc)}", file=sys.stderr)
         return 2
 
@@ -378,7 +382,7 @@ def import_command(args: argparse.Namespace, db_path: Path, lock_timeout: float)
     except ImportFormatError as exc:
         print(f"stratagate import: {_one_line(exc)}", file=sys.stderr)
         return 1
-    except (SchemaError, StorageError, *DB_ERRORS) as exc:
+    except (SchemaError, StorageError) + DB_ERRORS as exc:
         print(f"stratagate import: {db_problem(db_path, exc)}", file=sys.stderr)
         return 2
     _used(db_path)
@@ -397,7 +401,7 @@ def redact_command(args: argparse.Namespace) -> int:
     except (ScrubError, StorageError) as exc:
         print(f"stratagate redact: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except (SchemaError, *DB_ERRORS) as exc:
+    except (SchemaError,) + DB_ERRORS as exc:
         print(f"stratagate redact: {db_problem(args.db, exc)}", file=sys.stderr)
         return 2
     _used(args.db)
@@ -482,7 +486,7 @@ def erase_command(args: argparse.Namespace, db_path: Path, max_attempts: int, lo
     return 0
 
 
-async def _read_only(db: Path, uri: str, lock_timeout: float) -> Any:
+async def _read_only(db: Path, uri: str, lock_timeout: float) -> aiosqlite.Connection:
     """A read-only connection (safe while a sidecar runs; it cannot write a byte) to a database of this schema."""
     import aiosqlite
 
@@ -492,7 +496,9 @@ async def _read_only(db: Path, uri: str, lock_timeout: float) -> Any:
     conn = await aiosqlite.connect(uri, uri=True, timeout=lock_timeout)
     conn.row_factory = sqlite3.Row
     try:
-        version = int((await (await conn.execute("PRAGMA user_version")).fetchone())[0])
+        row = await (await conn.execute("PRAGMA user_version")).fetchone()
+        assert row is not None  # the pragma always answers one row
+        version = int(row[0])
     except BaseException:
         await conn.close()
         raise
@@ -556,7 +562,7 @@ def maintenance_command(args: argparse.Namespace, settings: Any) -> int:
 
     try:
         result = asyncio.run(run())
-    except (SchemaError, StorageError, *DB_ERRORS) as exc:
+    except (SchemaError, StorageError) + DB_ERRORS as exc:
         print(f"{name}: {db_problem(settings.db, exc)}", file=sys.stderr)
         return 2
     _used(settings.db)
@@ -640,7 +646,7 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             info = asyncio.run(show())
-        except (SchemaError, StorageError, *DB_ERRORS) as exc:
+        except (SchemaError, StorageError) + DB_ERRORS as exc:
             print(f"stratagate info: {db_problem(settings.db, exc)}", file=sys.stderr)
             return 2
         _used(settings.db)
@@ -652,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             check_db(settings.db)
             entries = audit_entries(settings.db, args.namespace, args.limit, settings.db_lock_timeout_s)
-        except (SchemaError, *DB_ERRORS) as exc:
+        except (SchemaError,) + DB_ERRORS as exc:
             print(f"stratagate audit: {db_problem(settings.db, exc)}", file=sys.stderr)
             return 2
         _used(settings.db)
