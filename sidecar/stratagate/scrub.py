@@ -243,7 +243,7 @@ async def scrub_open(db: Database, backup_path: str) -> Report:
 
         report.embeddings_deleted += await _reset_embeddings(conn, "message", changed["messages"])
         report.embeddings_deleted += await _reset_embeddings(conn, "event", changed["events"])
-        node_rows = [(n, None) for n in nodes]
+        node_rows: list[tuple[int, int | None]] = [(n, None) for n in nodes]
         report.embeddings_deleted += await _reset_embeddings(conn, "node", node_rows)
 
         for ns, tables in sorted(per_ns.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):

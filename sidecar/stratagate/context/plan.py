@@ -461,7 +461,7 @@ async def plan(
                                   tokens=c.tokens, shadowed_tokens=c.shadowed))
                     continue
                 layer = await _persist(conn, ns_id, session_id, surface, c, count)
-                ops.append(Op(ref=layer.ref, kind=layer.kind, tier=layer.tier, auto=layer.auto,  # type: ignore[arg-type]
+                ops.append(Op(ref=layer.ref, kind=layer.kind, tier=layer.tier, auto=layer.auto,
                               start=surface.nodes[c.start].seq, end=surface.nodes[c.end].seq, text=layer.text,
                               tokens=layer.tokens, shadowed_tokens=c.shadowed))
             if any(c.kind == "fold" and c.auto for c in candidates):

@@ -80,7 +80,7 @@ def fold_turn(
             by_call[call_id] = record
             tools.append(record)
         elif event.type == "tool/result":
-            message = data.get("message") if isinstance(data.get("message"), dict) else {}
+            message = got if isinstance(got := data.get("message"), dict) else {}
             call_id = result_call_id(message)
             if call_id in skipped:
                 continue

@@ -326,8 +326,8 @@ async def _admit_one(conn: Connection, opts: Options, raw: Candidate) -> Outcome
             outcome = Outcome(result="merged", near=True, sources_added=await _merge(conn, opts, event, c, "near"))
     if event is None:
         event = await store.insert_event(conn, _new_event(opts, c, fp), opts.actor)
-        added = await store.insert_sources(conn, event.id, c.sources)
-        outcome = Outcome(result="inserted", sources_added=len(added))
+        sources = await store.insert_sources(conn, event.id, c.sources)
+        outcome = Outcome(result="inserted", sources_added=len(sources))
         if opts.projector is not None:
             outcome.graph = await opts.projector(conn, event, frozenset(t.id for t in supersedes))
 

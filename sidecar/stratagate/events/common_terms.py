@@ -53,7 +53,8 @@ async def split(
         cache = {}
     if len(cache) > MAX_CACHED:
         cache.clear()
-    keep, common = [], []
+    keep: list[str] = []
+    common: list[str] = []
     for term in terms:
         (common if await _common(conn, cache, term, total, min_rows) else keep).append(term)
     return keep, common

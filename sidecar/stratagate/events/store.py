@@ -585,15 +585,15 @@ async def search(
         hits = [(int(r[0]), float(r[1]), str(r[2]), r[3]) for r in rows]
     # Ties (BM25 is ~0 when every event holds the words) go to current events, then the newest. Ordered on the
     # ranks, status and cap; whole rows are read for the ``limit`` kept only.
-    order = sorted(
+    best = sorted(
         ((-rank * (cap if cap is not None else 1.0), status, event_id) for event_id, rank, status, cap in hits),
         key=lambda t: (-t[0], t[1] == "superseded", -t[2]),
     )[:limit]
     rows = await conn.execute_fetchall(
-        f"{_SELECT} WHERE e.id IN ({', '.join('?' for _ in order)})", [t[2] for t in order]
-    ) if order else []
+        f"{_SELECT} WHERE e.id IN ({', '.join('?' for _ in best)})", [t[2] for t in best]
+    ) if best else []
     by_id = {ev.id: ev for ev in (EventRow.from_row(r) for r in rows)}
-    scored: list[tuple[EventRow, float | None]] = [(by_id[t[2]], t[0]) for t in order if t[2] in by_id]
+    scored: list[tuple[EventRow, float | None]] = [(by_id[t[2]], t[0]) for t in best if t[2] in by_id]
     if f.temporal_intent in ("first", "latest"):
         # The relevant set, told in time order: "when did we first…" / "what is the latest…".
         scored.sort(key=lambda pair: (pair[0].happened_start or pair[0].mentioned_at, pair[0].id),

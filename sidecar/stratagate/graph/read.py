@@ -154,7 +154,7 @@ async def search(
             " id DESC",
             (namespace_id, kind, kind),
         )
-        scored = [(NodeRow.model_validate(dict(r)), None) for r in rows]
+        scored: list[tuple[NodeRow, float | None]] = [(NodeRow.model_validate(dict(r)), None) for r in rows]
     else:
         rows = await conn.execute_fetchall(
             "SELECT n.*, bm25(graph_fts) AS rank FROM graph_fts JOIN graph_nodes n ON n.id = graph_fts.rowid"

@@ -319,7 +319,8 @@ async def retry(
 ) -> list[int]:
     """Put failed (or waiting) jobs back at the front of the queue with a fresh attempt budget (without ``job_id``:
     every failed job, of ``kind`` when given)."""
-    clauses, params = ["j.status IN ('failed', 'queued')"], []
+    clauses: list[str] = ["j.status IN ('failed', 'queued')"]
+    params: list[Any] = []
     if job_id is not None:
         clauses.append("j.id = ?")
         params.append(job_id)

@@ -638,7 +638,7 @@ class DenseIndex:
             self._queries.move_to_end(text)
             return future
         future = asyncio.ensure_future(self._encode_query(text))
-        future.add_done_callback(lambda f, t=text: self._settled(t, f))
+        future.add_done_callback(lambda f: self._settled(text, f))
         self._queries[text] = future
         while len(self._queries) > QUERY_CACHE:
             self._queries.popitem(last=False)

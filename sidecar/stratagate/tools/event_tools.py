@@ -419,7 +419,7 @@ async def _dense_rerank(
     if not sims:
         return found
     best = max((score or 0.0) for _, score in found) or 1.0
-    rescored = [
+    rescored: list[tuple[EventRow, float | None]] = [
         (ev, (score or 0.0) / best + DENSE_WEIGHT * max(0.0, sims.get(ev.id, 0.0)) * (ev.weight_cap or 1.0))
         for ev, score in found
     ]
