@@ -180,7 +180,11 @@ def _used(path: Path) -> None:
 
 
 DB_ERRORS: tuple[type[BaseException], ...] = (DbProblem, sqlite3.Error, OSError)
-"""Joined with `(...) + DB_ERRORS` in `except` clauses: mypy does not read `(A, *DB_ERRORS)` there."""
+
+
+def _db_errors(*also: type[BaseException]) -> tuple[type[BaseException], ...]:
+    """``DB_ERRORS`` and ``also``, for an ``except`` clause (mypy does not read ``except (A, *DB_ERRORS)``)."""
+    return (*also, *DB_ERRORS)
 
 
 def _on_db(name: str, db_path: Path, lock_timeout: float, work: Callable[[Any], Awaitable[Any]]) -> tuple[int, Any]:
@@ -203,7 +207,7 @@ def _on_db(name: str, db_path: Path, lock_timeout: float, work: Callable[[Any], 
     except RpcError as exc:
         print(f"{name}: {_one_line(exc.message)}", file=sys.stderr)
         return 1, None
-    except (SchemaError, StorageError) + DB_ERRORS as exc:
+    except _db_errors(SchemaError, StorageError) as exc:
         print(f"{name}: {db_problem(db_path, exc)}", file=sys.stderr)
         return 2, None
     _used(db_path)
@@ -238,7 +242,7 @@ def ui_command(args: argparse.Namespace, settings: Any) -> int:
     except ListenError as exc:
         print(f"stratagate ui: {exc}", file=sys.stderr)
         return 2
-    except (SchemaError, StorageError) + DB_ERRORS as exc:
+    except _db_errors(SchemaError, StorageError) as exc:
         print(f"stratagate ui: {db_problem(settings.db, exc)}", file=sys.stderr)
         return 2
 
@@ -382,7 +386,7 @@ def import_command(args: argparse.Namespace, db_path: Path, lock_timeout: float)
     except ImportFormatError as exc:
         print(f"stratagate import: {_one_line(exc)}", file=sys.stderr)
         return 1
-    except (SchemaError, StorageError) + DB_ERRORS as exc:
+    except _db_errors(SchemaError, StorageError) as exc:
         print(f"stratagate import: {db_problem(db_path, exc)}", file=sys.stderr)
         return 2
     _used(db_path)
@@ -401,7 +405,7 @@ def redact_command(args: argparse.Namespace) -> int:
     except (ScrubError, StorageError) as exc:
         print(f"stratagate redact: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except (SchemaError,) + DB_ERRORS as exc:
+    except _db_errors(SchemaError) as exc:
         print(f"stratagate redact: {db_problem(args.db, exc)}", file=sys.stderr)
         return 2
     _used(args.db)
@@ -562,7 +566,7 @@ def maintenance_command(args: argparse.Namespace, settings: Any) -> int:
 
     try:
         result = asyncio.run(run())
-    except (SchemaError, StorageError) + DB_ERRORS as exc:
+    except _db_errors(SchemaError, StorageError) as exc:
         print(f"{name}: {db_problem(settings.db, exc)}", file=sys.stderr)
         return 2
     _used(settings.db)
@@ -646,7 +650,7 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             info = asyncio.run(show())
-        except (SchemaError, StorageError) + DB_ERRORS as exc:
+        except _db_errors(SchemaError, StorageError) as exc:
             print(f"stratagate info: {db_problem(settings.db, exc)}", file=sys.stderr)
             return 2
         _used(settings.db)
@@ -658,7 +662,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             check_db(settings.db)
             entries = audit_entries(settings.db, args.namespace, args.limit, settings.db_lock_timeout_s)
-        except (SchemaError,) + DB_ERRORS as exc:
+        except _db_errors(SchemaError) as exc:
             print(f"stratagate audit: {db_problem(settings.db, exc)}", file=sys.stderr)
             return 2
         _used(settings.db)
