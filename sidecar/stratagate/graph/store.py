@@ -416,8 +416,8 @@ async def reindex_node(conn: Connection, node_id: int) -> None:
         parts.append(fact.slot or "")
         if fact.value is not None:
             parts.append(fact.value)
-        for other_id in {fact.node_id, fact.object_id} - {node_id, None}:
-            other = await get_node(conn, int(other_id))  # type: ignore[arg-type]
+        for other_id in {i for i in (fact.node_id, fact.object_id) if i is not None} - {node_id}:
+            other = await get_node(conn, int(other_id))
             if other is not None:
                 parts.extend([other.name, other.category or ""])
     await conn.execute("DELETE FROM graph_fts WHERE rowid = ?", (node_id,))

@@ -243,10 +243,11 @@ async def receipts(
     conn: Connection, namespace_id: int, session: str | None, limit: int, offset: int
 ) -> tuple[list[dict[str, Any]], int]:
     """Use receipts of the namespace (one session's, when given), newest first, and how many there are."""
-    cond, params = "r.namespace_id = ?", [namespace_id]
+    cond = "r.namespace_id = ?"
+    params: list[Any] = [namespace_id]
     if session is not None:
         cond += " AND s.key = ?"
-        params.append(session)  # type: ignore[arg-type]
+        params.append(session)
     base = "FROM use_receipts r JOIN sessions s ON s.id = r.session_id"
     total = await conn.execute_fetchall(f"SELECT count(*) {base} WHERE {cond}", params)
     rows = await conn.execute_fetchall(
@@ -261,10 +262,11 @@ async def assessments(
     conn: Connection, namespace_id: int, session: str | None, limit: int, offset: int
 ) -> tuple[list[dict[str, Any]], int]:
     """memory_assess verdicts on the namespace's retrieval batches (one session's, when given), newest first."""
-    cond, params = "b.namespace_id = ?", [namespace_id]
+    cond = "b.namespace_id = ?"
+    params: list[Any] = [namespace_id]
     if session is not None:
         cond += " AND s.key = ?"
-        params.append(session)  # type: ignore[arg-type]
+        params.append(session)
     base = (
         "FROM evidence_assessments a JOIN retrieval_batches b ON b.id = a.batch_id"
         " JOIN sessions s ON s.id = a.session_id"
