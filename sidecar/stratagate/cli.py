@@ -23,6 +23,8 @@ from stratagate.safety.logfmt import configure_logging
 if TYPE_CHECKING:
     import aiosqlite
 
+    from stratagate.config import Settings
+
 WARM_UP_WAIT_S = 60.0
 """How long `serve` waits for a warm-up before serving anyway (a first start on a slow machine builds the token
 cache in a child process; captures then wait for it, pings do not)."""
@@ -577,6 +579,113 @@ def maintenance_command(args: argparse.Namespace, settings: Any) -> int:
     return 0
 
 
+def _serve_command(args: argparse.Namespace, settings: Settings) -> int:
+    # First: the token encoding and the secret detector build in threads while the imports below run.
+    warm_ups = _warm_ups()
+    from stratagate.context.settings import parse_config
+
+    try:
+        parse_config(settings.context_config)
+    except ValueError as exc:
+        print(f"stratagate: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    from stratagate.rpc.server import serve
+
+    # Finished before the loop serves: the first capture needs both, and the tokenizer's one ~150 ms GIL-holding
+    # step (or a request waiting on a half-built detector) would stall every request behind it.
+    for thread in warm_ups:
+        thread.join(WARM_UP_WAIT_S)
+    try:
+        return asyncio.run(serve(settings))
+    except KeyboardInterrupt:
+        return 130
+
+
+def _tools_command(args: argparse.Namespace, settings: Settings) -> int:
+    from stratagate.tools.catalog import tool_specs
+
+    print(json.dumps(tool_specs(), indent=2, ensure_ascii=False))
+    return 0
+
+
+def _prompt_section_command(args: argparse.Namespace, settings: Settings) -> int:
+    from stratagate.dsh.prompt import prompt_section
+
+    print(json.dumps(prompt_section().model_dump(), indent=2, ensure_ascii=False))
+    return 0
+
+
+def _turn_events_command(args: argparse.Namespace, settings: Settings) -> int:
+    from stratagate.dsh.events import TURN_EVENT_TYPES
+
+    print(json.dumps({"event_types": list(TURN_EVENT_TYPES)}, indent=2))
+    return 0
+
+
+def _info_command(args: argparse.Namespace, settings: Settings) -> int:
+    from stratagate.app import App
+    from stratagate.storage.db import SchemaError, StorageError
+
+    if not settings.db.exists() and not settings.db.is_symlink():
+        # An inspector: "nothing there yet" is an answer (a fresh DSH home has no folder either), not an error.
+        _used(settings.db)
+        print(json.dumps({"db_path": str(settings.db), "exists": False}, indent=2))
+        return 0
+    try:
+        check_db(settings.db)
+    except DbProblem as exc:
+        print(f"stratagate info: {exc}", file=sys.stderr)
+        return 2
+
+    async def show() -> dict[str, Any]:
+        app = App(settings)  # not started: no job runner, no warm-up threads
+        await app.db.open()
+        try:
+            return await app.info()
+        finally:
+            await app.db.close()
+
+    try:
+        info = asyncio.run(show())
+    except _db_errors(SchemaError, StorageError) as exc:
+        print(f"stratagate info: {db_problem(settings.db, exc)}", file=sys.stderr)
+        return 2
+    _used(settings.db)
+    print(json.dumps(info, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _audit_command(args: argparse.Namespace, settings: Settings) -> int:
+    from stratagate.storage.db import SchemaError
+
+    try:
+        check_db(settings.db)
+        entries = audit_entries(settings.db, args.namespace, args.limit, settings.db_lock_timeout_s)
+    except _db_errors(SchemaError) as exc:
+        print(f"stratagate audit: {db_problem(settings.db, exc)}", file=sys.stderr)
+        return 2
+    _used(settings.db)
+    _print_audit(entries, args.json)
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
+    "serve": _serve_command,
+    "ui": ui_command,
+    "tools": _tools_command,
+    "prompt-section": _prompt_section_command,
+    "turn-events": _turn_events_command,
+    "info": _info_command,
+    "audit": _audit_command,
+    "import": lambda args, s: import_command(args, s.db, s.db_lock_timeout_s),
+    "stats": maintenance_command,
+    "maintain": maintenance_command,
+    "erase": lambda args, s: erase_command(args, s.db, s.job_max_attempts, s.db_lock_timeout_s),
+    "tier": lambda args, s: tier_command(args, s.db, s.db_lock_timeout_s),
+}
+"""The commands that run on the loaded settings (``redact`` runs without them: it must work when they are broken)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     configure_logging(getattr(args, "log_level", None) or os.environ.get("STRATAGATE_LOG_LEVEL") or "INFO")
@@ -587,93 +696,5 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"stratagate: {exc}", file=sys.stderr)
         return 2
-    if args.command == "serve":
-        # First: the token encoding and the secret detector build in threads while the imports below run.
-        warm_ups = _warm_ups()
-        from stratagate.context.settings import parse_config
-
-        try:
-            parse_config(settings.context_config)
-        except ValueError as exc:
-            print(f"stratagate: invalid configuration: {exc}", file=sys.stderr)
-            return 2
-    if args.command == "ui":
-        return ui_command(args, settings)
-    if args.command == "serve":
-        from stratagate.rpc.server import serve
-
-        # Finished before the loop serves: the first capture needs both, and the tokenizer's one ~150 ms GIL-holding
-        # step (or a request waiting on a half-built detector) would stall every request behind it.
-        for thread in warm_ups:
-            thread.join(WARM_UP_WAIT_S)
-        try:
-            return asyncio.run(serve(settings))
-        except KeyboardInterrupt:
-            return 130
-    if args.command == "tools":
-        from stratagate.tools.catalog import tool_specs
-
-        print(json.dumps(tool_specs(), indent=2, ensure_ascii=False))
-        return 0
-    if args.command == "prompt-section":
-        from stratagate.dsh.prompt import prompt_section
-
-        print(json.dumps(prompt_section().model_dump(), indent=2, ensure_ascii=False))
-        return 0
-    if args.command == "turn-events":
-        from stratagate.dsh.events import TURN_EVENT_TYPES
-
-        print(json.dumps({"event_types": list(TURN_EVENT_TYPES)}, indent=2))
-        return 0
-    if args.command == "info":
-        from stratagate.app import App
-        from stratagate.storage.db import SchemaError, StorageError
-
-        if not settings.db.exists() and not settings.db.is_symlink():
-            # An inspector: "nothing there yet" is an answer (a fresh DSH home has no folder either), not an error.
-            _used(settings.db)
-            print(json.dumps({"db_path": str(settings.db), "exists": False}, indent=2))
-            return 0
-        try:
-            check_db(settings.db)
-        except DbProblem as exc:
-            print(f"stratagate info: {exc}", file=sys.stderr)
-            return 2
-
-        async def show() -> dict[str, Any]:
-            app = App(settings)  # not started: no job runner, no warm-up threads
-            await app.db.open()
-            try:
-                return await app.info()
-            finally:
-                await app.db.close()
-
-        try:
-            info = asyncio.run(show())
-        except _db_errors(SchemaError, StorageError) as exc:
-            print(f"stratagate info: {db_problem(settings.db, exc)}", file=sys.stderr)
-            return 2
-        _used(settings.db)
-        print(json.dumps(info, indent=2, ensure_ascii=False))
-        return 0
-    if args.command == "audit":
-        from stratagate.storage.db import SchemaError
-
-        try:
-            check_db(settings.db)
-            entries = audit_entries(settings.db, args.namespace, args.limit, settings.db_lock_timeout_s)
-        except _db_errors(SchemaError) as exc:
-            print(f"stratagate audit: {db_problem(settings.db, exc)}", file=sys.stderr)
-            return 2
-        _used(settings.db)
-        _print_audit(entries, args.json)
-        return 0
-    if args.command == "import":
-        return import_command(args, settings.db, settings.db_lock_timeout_s)
-    if args.command in ("stats", "maintain"):
-        return maintenance_command(args, settings)
-    if args.command == "erase":
-        return erase_command(args, settings.db, settings.job_max_attempts, settings.db_lock_timeout_s)
-    if args.command == "tier":
-        return tier_command(args, settings.db, settings.db_lock_timeout_s)
-    return 2
+    command = COMMANDS.get(args.command)
+    return 2 if command is None else command(args, settings)
