@@ -14,11 +14,16 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stratagate import __version__
 from stratagate.config import SettingsError, load_settings
 from stratagate.safety.logfmt import configure_logging
+
+if TYPE_CHECKING:
+    import aiosqlite
+
+    from stratagate.config import Settings
 
 WARM_UP_WAIT_S = 60.0
 """How long `serve` waits for a warm-up before serving anyway (a first start on a slow machine builds the token
@@ -181,6 +186,11 @@ def _used(path: Path) -> None:
 DB_ERRORS: tuple[type[BaseException], ...] = (DbProblem, sqlite3.Error, OSError)
 
 
+def _db_errors(*also: type[BaseException]) -> tuple[type[BaseException], ...]:
+    """``DB_ERRORS`` and ``also``, for an ``except`` clause (mypy does not read ``except (A, *DB_ERRORS)``)."""
+    return (*also, *DB_ERRORS)
+
+
 def _on_db(name: str, db_path: Path, lock_timeout: float, work: Callable[[Any], Awaitable[Any]]) -> tuple[int, Any]:
     """Open the database, run ``work(db)``, close it: ``(0, result)``, or the exit code with the error printed
     (1 for a refused request, 2 for a database problem). The CLI commands that write open the file themselves
@@ -205,7 +215,7 @@ def _on_db(name: str, db_path: Path, lock_timeout: float, work: Callable[[Any], 
     except DomainError as exc:
         print(f"{name}: {_one_line(redact_text(str(exc)))}", file=sys.stderr)
         return 1, None
-    except (SchemaError, StorageError, *DB_ERRORS) as exc:
+    except _db_errors(SchemaError, StorageError) as exc:
         print(f"{name}: {db_problem(db_path, exc)}", file=sys.stderr)
         return 2, None
     _used(db_path)
@@ -240,7 +250,7 @@ def ui_command(args: argparse.Namespace, settings: Any) -> int:
     except ListenError as exc:
         print(f"stratagate ui: {exc}", file=sys.stderr)
         return 2
-    except (SchemaError, StorageError, *DB_ERRORS) as exc:
+    except _db_errors(SchemaError, StorageError) as exc:
         print(f"stratagate ui: {db_problem(settings.db, exc)}", file=sys.stderr)
         return 2
 
@@ -387,7 +397,7 @@ def import_command(args: argparse.Namespace, db_path: Path, lock_timeout: float)
     except DomainError as exc:
         print(f"stratagate import: {_one_line(redact_text(str(exc)))}", file=sys.stderr)
         return 1
-    except (SchemaError, StorageError, *DB_ERRORS) as exc:
+    except _db_errors(SchemaError, StorageError) as exc:
         print(f"stratagate import: {db_problem(db_path, exc)}", file=sys.stderr)
         return 2
     _used(db_path)
@@ -406,7 +416,7 @@ def redact_command(args: argparse.Namespace) -> int:
     except (ScrubError, StorageError) as exc:
         print(f"stratagate redact: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except (SchemaError, *DB_ERRORS) as exc:
+    except _db_errors(SchemaError) as exc:
         print(f"stratagate redact: {db_problem(args.db, exc)}", file=sys.stderr)
         return 2
     _used(args.db)
@@ -491,7 +501,7 @@ def erase_command(args: argparse.Namespace, db_path: Path, max_attempts: int, lo
     return 0
 
 
-async def _read_only(db: Path, uri: str, lock_timeout: float) -> Any:
+async def _read_only(db: Path, uri: str, lock_timeout: float) -> aiosqlite.Connection:
     """A read-only connection (safe while a sidecar runs; it cannot write a byte) to a database of this schema."""
     import aiosqlite
 
@@ -501,7 +511,9 @@ async def _read_only(db: Path, uri: str, lock_timeout: float) -> Any:
     conn = await aiosqlite.connect(uri, uri=True, timeout=lock_timeout)
     conn.row_factory = sqlite3.Row
     try:
-        version = int((await (await conn.execute("PRAGMA user_version")).fetchone())[0])
+        row = await (await conn.execute("PRAGMA user_version")).fetchone()
+        assert row is not None  # the pragma always answers one row
+        version = int(row[0])
     except BaseException:
         await conn.close()
         raise
@@ -567,7 +579,7 @@ def maintenance_command(args: argparse.Namespace, settings: Any) -> int:
 
     try:
         result = asyncio.run(run())
-    except (SchemaError, StorageError, *DB_ERRORS) as exc:
+    except _db_errors(SchemaError, StorageError) as exc:
         print(f"{name}: {db_problem(settings.db, exc)}", file=sys.stderr)
         return 2
     _used(settings.db)
@@ -576,6 +588,121 @@ def maintenance_command(args: argparse.Namespace, settings: Any) -> int:
     else:
         _print_maintenance(result, args.json)
     return 0
+
+
+def _serve_command(args: argparse.Namespace, settings: Settings) -> int:
+    # First: the token encoding and the secret detector build in threads while the imports below run.
+    warm_ups = _warm_ups()
+    from stratagate.context.settings import parse_config
+
+    try:
+        parse_config(settings.context_config)
+    except ValueError as exc:
+        print(f"stratagate: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    from stratagate.rpc.server import serve
+
+    # Finished before the loop serves: the first capture needs both, and the tokenizer's one ~150 ms GIL-holding
+    # step (or a request waiting on a half-built detector) would stall every request behind it.
+    for thread in warm_ups:
+        thread.join(WARM_UP_WAIT_S)
+    try:
+        return asyncio.run(serve(settings))
+    except KeyboardInterrupt:
+        return 130
+
+
+def _tools_command(args: argparse.Namespace, settings: Settings) -> int:
+    from stratagate.tools.catalog import tool_specs
+
+    print(json.dumps(tool_specs(), indent=2, ensure_ascii=False))
+    return 0
+
+
+def _settings_command(args: argparse.Namespace, settings: Settings) -> int:
+    from stratagate.settings_table import plugin_manifest
+
+    print(json.dumps(plugin_manifest(), indent=2, ensure_ascii=False))
+    return 0
+
+
+def _prompt_section_command(args: argparse.Namespace, settings: Settings) -> int:
+    from stratagate.dsh.prompt import prompt_section
+
+    print(json.dumps(prompt_section().model_dump(), indent=2, ensure_ascii=False))
+    return 0
+
+
+def _turn_events_command(args: argparse.Namespace, settings: Settings) -> int:
+    from stratagate.dsh.events import TURN_EVENT_TYPES
+
+    print(json.dumps({"event_types": list(TURN_EVENT_TYPES)}, indent=2))
+    return 0
+
+
+def _info_command(args: argparse.Namespace, settings: Settings) -> int:
+    from stratagate.app import App
+    from stratagate.storage.db import SchemaError, StorageError
+
+    if not settings.db.exists() and not settings.db.is_symlink():
+        # An inspector: "nothing there yet" is an answer (a fresh DSH home has no folder either), not an error.
+        _used(settings.db)
+        print(json.dumps({"db_path": str(settings.db), "exists": False}, indent=2))
+        return 0
+    try:
+        check_db(settings.db)
+    except DbProblem as exc:
+        print(f"stratagate info: {exc}", file=sys.stderr)
+        return 2
+
+    async def show() -> dict[str, Any]:
+        app = App(settings)  # not started: no job runner, no warm-up threads
+        await app.db.open()
+        try:
+            return await app.info()
+        finally:
+            await app.db.close()
+
+    try:
+        info = asyncio.run(show())
+    except _db_errors(SchemaError, StorageError) as exc:
+        print(f"stratagate info: {db_problem(settings.db, exc)}", file=sys.stderr)
+        return 2
+    _used(settings.db)
+    print(json.dumps(info, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _audit_command(args: argparse.Namespace, settings: Settings) -> int:
+    from stratagate.storage.db import SchemaError
+
+    try:
+        check_db(settings.db)
+        entries = audit_entries(settings.db, args.namespace, args.limit, settings.db_lock_timeout_s)
+    except _db_errors(SchemaError) as exc:
+        print(f"stratagate audit: {db_problem(settings.db, exc)}", file=sys.stderr)
+        return 2
+    _used(settings.db)
+    _print_audit(entries, args.json)
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
+    "serve": _serve_command,
+    "ui": ui_command,
+    "tools": _tools_command,
+    "settings": _settings_command,
+    "prompt-section": _prompt_section_command,
+    "turn-events": _turn_events_command,
+    "info": _info_command,
+    "audit": _audit_command,
+    "import": lambda args, s: import_command(args, s.db, s.db_lock_timeout_s),
+    "stats": maintenance_command,
+    "maintain": maintenance_command,
+    "erase": lambda args, s: erase_command(args, s.db, s.job_max_attempts, s.db_lock_timeout_s),
+    "tier": lambda args, s: tier_command(args, s.db, s.db_lock_timeout_s),
+}
+"""The commands that run on the loaded settings (``redact`` runs without them: it must work when they are broken)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -588,98 +715,5 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"stratagate: {exc}", file=sys.stderr)
         return 2
-    if args.command == "serve":
-        # First: the token encoding and the secret detector build in threads while the imports below run.
-        warm_ups = _warm_ups()
-        from stratagate.context.settings import parse_config
-
-        try:
-            parse_config(settings.context_config)
-        except ValueError as exc:
-            print(f"stratagate: invalid configuration: {exc}", file=sys.stderr)
-            return 2
-    if args.command == "ui":
-        return ui_command(args, settings)
-    if args.command == "serve":
-        from stratagate.rpc.server import serve
-
-        # Finished before the loop serves: the first capture needs both, and the tokenizer's one ~150 ms GIL-holding
-        # step (or a request waiting on a half-built detector) would stall every request behind it.
-        for thread in warm_ups:
-            thread.join(WARM_UP_WAIT_S)
-        try:
-            return asyncio.run(serve(settings))
-        except KeyboardInterrupt:
-            return 130
-    if args.command == "tools":
-        from stratagate.tools.catalog import tool_specs
-
-        print(json.dumps(tool_specs(), indent=2, ensure_ascii=False))
-        return 0
-    if args.command == "settings":
-        from stratagate.settings_table import plugin_manifest
-
-        print(json.dumps(plugin_manifest(), indent=2, ensure_ascii=False))
-        return 0
-    if args.command == "prompt-section":
-        from stratagate.dsh.prompt import prompt_section
-
-        print(json.dumps(prompt_section().model_dump(), indent=2, ensure_ascii=False))
-        return 0
-    if args.command == "turn-events":
-        from stratagate.dsh.events import TURN_EVENT_TYPES
-
-        print(json.dumps({"event_types": list(TURN_EVENT_TYPES)}, indent=2))
-        return 0
-    if args.command == "info":
-        from stratagate.app import App
-        from stratagate.storage.db import SchemaError, StorageError
-
-        if not settings.db.exists() and not settings.db.is_symlink():
-            # An inspector: "nothing there yet" is an answer (a fresh DSH home has no folder either), not an error.
-            _used(settings.db)
-            print(json.dumps({"db_path": str(settings.db), "exists": False}, indent=2))
-            return 0
-        try:
-            check_db(settings.db)
-        except DbProblem as exc:
-            print(f"stratagate info: {exc}", file=sys.stderr)
-            return 2
-
-        async def show() -> dict[str, Any]:
-            app = App(settings)  # not started: no job runner, no warm-up threads
-            await app.db.open()
-            try:
-                return await app.info()
-            finally:
-                await app.db.close()
-
-        try:
-            info = asyncio.run(show())
-        except (SchemaError, StorageError, *DB_ERRORS) as exc:
-            print(f"stratagate info: {db_problem(settings.db, exc)}", file=sys.stderr)
-            return 2
-        _used(settings.db)
-        print(json.dumps(info, indent=2, ensure_ascii=False))
-        return 0
-    if args.command == "audit":
-        from stratagate.storage.db import SchemaError
-
-        try:
-            check_db(settings.db)
-            entries = audit_entries(settings.db, args.namespace, args.limit, settings.db_lock_timeout_s)
-        except (SchemaError, *DB_ERRORS) as exc:
-            print(f"stratagate audit: {db_problem(settings.db, exc)}", file=sys.stderr)
-            return 2
-        _used(settings.db)
-        _print_audit(entries, args.json)
-        return 0
-    if args.command == "import":
-        return import_command(args, settings.db, settings.db_lock_timeout_s)
-    if args.command in ("stats", "maintain"):
-        return maintenance_command(args, settings)
-    if args.command == "erase":
-        return erase_command(args, settings.db, settings.job_max_attempts, settings.db_lock_timeout_s)
-    if args.command == "tier":
-        return tier_command(args, settings.db, settings.db_lock_timeout_s)
-    return 2
+    command = COMMANDS.get(args.command)
+    return 2 if command is None else command(args, settings)

@@ -42,8 +42,6 @@ import json
 import re
 from typing import Any
 
-import aiosqlite
-
 from stratagate import ids
 from stratagate.blocks.render import seal_views
 from stratagate.blocks.source import ROW_COLUMNS, from_row
@@ -55,6 +53,7 @@ from stratagate.jobs.queue import BLOCK_SUMMARY, enqueue
 from stratagate.maintenance.store import open_duplicates_of
 from stratagate.storage import lookup
 from stratagate.storage.db import Actor, Database, audit
+from stratagate.storage.sqlconn import Connection
 from stratagate.text.terms import quote as fts_quote
 from stratagate.timeutil import now_iso
 
@@ -181,7 +180,7 @@ async def erase_subject(
 
 
 async def _erase_event(
-    conn: aiosqlite.Connection, ns: int, key: int, actor: Actor, viewer: str | None, max_attempts: int, count: Any
+    conn: Connection, ns: int, key: int, actor: Actor, viewer: str | None, max_attempts: int, count: Any
 ) -> dict[str, Any]:
     ev = await store.get_event(conn, key)
     session_id = None
@@ -231,7 +230,7 @@ async def _erase_event(
 
 
 async def _erase_message(
-    conn: aiosqlite.Connection, ns: int, key: int, actor: Actor, max_attempts: int, count: Any
+    conn: Connection, ns: int, key: int, actor: Actor, max_attempts: int, count: Any
 ) -> dict[str, Any]:
     row = await (
         await conn.execute(
@@ -253,7 +252,7 @@ async def _erase_message(
 
 
 async def _record(
-    conn: aiosqlite.Connection, ns: int, kind: str, ref: str, fp: str, actor: Actor, counts: dict[str, Any]
+    conn: Connection, ns: int, kind: str, ref: str, fp: str, actor: Actor, counts: dict[str, Any]
 ) -> dict[str, Any]:
     stamp = now_iso()
     await conn.execute(
@@ -266,7 +265,7 @@ async def _record(
             "note": "erased for good: the text is gone from every stored copy; this cannot be undone"}
 
 
-async def _restating_messages(conn: aiosqlite.Connection, ns: int, forgotten: forgotten_mod.Forgotten) -> set[int]:
+async def _restating_messages(conn: Connection, ns: int, forgotten: forgotten_mod.Forgotten) -> set[int]:
     """Messages of the namespace that restate the event (all of a statement's terms via FTS, then checked)."""
     found: set[int] = set()
     for st in forgotten.statements:
@@ -283,7 +282,7 @@ async def _restating_messages(conn: aiosqlite.Connection, ns: int, forgotten: fo
 
 
 async def _erase_messages(
-    conn: aiosqlite.Connection, ns: int, message_ids: list[int], scrub: Scrubber, max_attempts: int, count: Any
+    conn: Connection, ns: int, message_ids: list[int], scrub: Scrubber, max_attempts: int, count: Any
 ) -> dict[str, Any]:
     """Blank the messages (content and tool payloads), drop their search rows and vectors, and rebuild the blocks
     that hold them. Erase is the one exception to 'captured messages are immutable'."""
@@ -318,7 +317,7 @@ async def _erase_messages(
     return {"messages": len(message_ids), "blocks": len(blocks)}
 
 
-async def _rebuild_block(conn: aiosqlite.Connection, ns: int, block_id: int, max_attempts: int, count: Any) -> None:
+async def _rebuild_block(conn: Connection, ns: int, block_id: int, max_attempts: int, count: Any) -> None:
     rows = await conn.execute_fetchall(
         f"SELECT {ROW_COLUMNS} FROM messages m JOIN turns t ON t.id = m.turn_id"
         " WHERE t.block_id = ? ORDER BY t.seq, m.position",
@@ -340,7 +339,7 @@ async def _rebuild_block(conn: aiosqlite.Connection, ns: int, block_id: int, max
     await enqueue(conn, ns, BLOCK_SUMMARY, block_id, max_attempts)
 
 
-async def _erase_graph(conn: aiosqlite.Connection, ev: EventRow, scrub: Scrubber) -> dict[str, int]:
+async def _erase_graph(conn: Connection, ev: EventRow, scrub: Scrubber) -> dict[str, int]:
     from stratagate.graph import store as graph
 
     facts = 0
@@ -380,7 +379,7 @@ async def _erase_graph(conn: aiosqlite.Connection, ev: EventRow, scrub: Scrubber
 
 
 async def _erase_imports(
-    conn: aiosqlite.Connection, ev: EventRow, source_rows: list[Any], scrub: Scrubber
+    conn: Connection, ev: EventRow, source_rows: list[Any], scrub: Scrubber
 ) -> int:
     import_ids = {ev.import_id} | {s["import_id"] for s in source_rows}
     done = 0
@@ -405,7 +404,7 @@ def _cut(text: str, scrub: Scrubber) -> str:
     return text
 
 
-async def _scrub_everywhere(conn: aiosqlite.Connection, scrub: Scrubber) -> int:
+async def _scrub_everywhere(conn: Connection, scrub: Scrubber) -> int:
     needles = scrub.needles()
     if not needles:
         return 0

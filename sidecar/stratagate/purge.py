@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import aiosqlite
-
 from stratagate.errors import Invalid, NotFound
 from stratagate.storage import lookup
 from stratagate.storage.db import Actor, Database, audit
+from stratagate.storage.sqlconn import Connection
 
 _NS = "namespace_id = :ns"
 _SESSIONS = "SELECT id FROM sessions WHERE namespace_id = :ns"
@@ -73,7 +72,7 @@ DELETES: tuple[tuple[str, str], ...] = (
 )
 
 
-async def _drop_delete_guards(conn: aiosqlite.Connection, tables: set[str]) -> list[str]:
+async def _drop_delete_guards(conn: Connection, tables: set[str]) -> list[str]:
     """Drop the ``BEFORE DELETE`` triggers of ``tables``; their SQL, to create them again."""
     rows = await conn.execute_fetchall("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger'")
     kept = []

@@ -24,12 +24,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
-
 from stratagate.events import store as event_store
 from stratagate.graph.store import reindex_node
 from stratagate.safety.secrets import PLACEHOLDER_RE, redact_text, redact_value
 from stratagate.storage.db import Database, audit
+from stratagate.storage.sqlconn import Connection
 from stratagate.text.messages import search_text
 from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso
@@ -147,7 +146,7 @@ def _json_text(table: str, raw: str) -> str | None:
     return json.dumps(cleaned, ensure_ascii=False)
 
 
-async def _scrub_table(conn: aiosqlite.Connection, table: Table, report: Report,
+async def _scrub_table(conn: Connection, table: Table, report: Report,
                        per_ns: dict[int | None, dict[str, Counter[str]]]) -> list[tuple[int, int | None]]:
     columns = [*table.text, *table.json]
     sql = (
@@ -183,7 +182,7 @@ async def _scrub_table(conn: aiosqlite.Connection, table: Table, report: Report,
     return changed
 
 
-async def _reset_embeddings(conn: aiosqlite.Connection, kind: str, changed: list[tuple[int, int | None]]) -> int:
+async def _reset_embeddings(conn: Connection, kind: str, changed: list[tuple[int, int | None]]) -> int:
     deleted = 0
     lowest: dict[int, int] = {}
     for item_id, ns in changed:
@@ -244,7 +243,7 @@ async def scrub_open(db: Database, backup_path: str) -> Report:
 
         report.embeddings_deleted += await _reset_embeddings(conn, "message", changed["messages"])
         report.embeddings_deleted += await _reset_embeddings(conn, "event", changed["events"])
-        node_rows = [(n, None) for n in nodes]
+        node_rows: list[tuple[int, int | None]] = [(n, None) for n in nodes]
         report.embeddings_deleted += await _reset_embeddings(conn, "node", node_rows)
 
         for ns, tables in sorted(per_ns.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):

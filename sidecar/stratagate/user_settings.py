@@ -22,7 +22,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import aiosqlite
 from pydantic import BaseModel, ValidationError
 
 from stratagate.config import Settings
@@ -30,6 +29,7 @@ from stratagate.context import settings as context_settings
 from stratagate.errors import Invalid, explain_validation
 from stratagate.settings_table import ContextPage, Row, Text, rows_of
 from stratagate.storage.db import Database
+from stratagate.storage.sqlconn import Connection
 
 META_KEY = "page_settings"
 CONTEXT_PREFIX = "context_"
@@ -97,7 +97,7 @@ def _spec(r: Row, source: Source) -> FieldSpec:
     return FieldSpec(type="int", min=low, max=high, **common)
 
 
-async def load(conn: aiosqlite.Connection, names: tuple[str, ...] = APP_FIELDS) -> dict[str, Any]:
+async def load(conn: Connection, names: tuple[str, ...] = APP_FIELDS) -> dict[str, Any]:
     row = await (await conn.execute("SELECT value FROM meta WHERE key = ?", (META_KEY,))).fetchone()
     if row is None:
         return {}
@@ -108,7 +108,7 @@ async def load(conn: aiosqlite.Connection, names: tuple[str, ...] = APP_FIELDS) 
     return {k: v for k, v in value.items() if k in names} if isinstance(value, dict) else {}
 
 
-async def _save(conn: aiosqlite.Connection, stored: dict[str, Any]) -> None:
+async def _save(conn: Connection, stored: dict[str, Any]) -> None:
     await conn.execute(
         "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         (META_KEY, json.dumps(stored, sort_keys=True)),
@@ -197,7 +197,7 @@ def validate_changes(settings: Settings, changes: dict[str, Any]) -> dict[str, A
 
 
 async def _write_context(
-    conn: aiosqlite.Connection, settings: Settings, changes: dict[str, Any], before: dict[str, Any],
+    conn: Connection, settings: Settings, changes: dict[str, Any], before: dict[str, Any],
     after: dict[str, Any]
 ) -> None:
     """The context engine's page settings: stored by the engine (context_settings), in the caller's transaction."""
@@ -214,7 +214,7 @@ async def _write_context(
 
 
 async def write(
-    conn: aiosqlite.Connection, settings: Settings, applied: Applied, changes: dict[str, Any]
+    conn: Connection, settings: Settings, applied: Applied, changes: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Store validated ``changes`` inside the caller's transaction; ``(before, after)`` of what changed, each
     ``{"settings": {name: value}, "stored": {name: stored value or None}}`` (the undo puts ``before.stored`` back).
@@ -241,7 +241,7 @@ async def write(
     return before, after
 
 
-async def stored_now(conn: aiosqlite.Connection, applied: Applied) -> dict[str, Any]:
+async def stored_now(conn: Connection, applied: Applied) -> dict[str, Any]:
     """What the page stored for each setting (a key that is not stored is absent)."""
     context_stored = await context_settings.queries.stored_settings(conn)
     context = {name: context_stored[key] for name, key in context_fields().items() if key in context_stored}

@@ -22,8 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiosqlite
-
 from stratagate.capture import queries as capture_queries
 from stratagate.events import queries as event_queries
 from stratagate.events import store as events
@@ -35,6 +33,7 @@ from stratagate.graph import read as graph_read
 from stratagate.graph import store as graph
 from stratagate.safety.inert import Named, heading
 from stratagate.search.fusion import rrf
+from stratagate.storage.sqlconn import Connection
 from stratagate.text.terms import fts_query
 
 MAX_EVENTS = 4
@@ -57,14 +56,14 @@ class LongTerm:
     node_ids: list[str] = field(default_factory=list)
 
 
-async def context_text(conn: aiosqlite.Connection, session_id: int | None, turns: int = CONTEXT_TURNS) -> str:
+async def context_text(conn: Connection, session_id: int | None, turns: int = CONTEXT_TURNS) -> str:
     """The words of the session's last ``turns`` captured turns: user and assistant text only."""
     if session_id is None:
         return ""
     return "\n".join(await capture_queries.recent_words(conn, session_id, turns))
 
 
-async def _sealed_until(conn: aiosqlite.Connection, session_id: int | None) -> str:
+async def _sealed_until(conn: Connection, session_id: int | None) -> str:
     """When the session's last sealed turn was captured ('' when none): everything after it is still in the host's
     native history, including events remembered during the current, not yet captured, turn."""
     if session_id is None:
@@ -81,7 +80,7 @@ def _merge(*rankings: list[EventRow]) -> list[EventRow]:
 
 
 async def _ranked_events(
-    conn: aiosqlite.Connection, ns: int | None, sess: int | None, queries: list[str], viewer: Viewer
+    conn: Connection, ns: int | None, sess: int | None, queries: list[str], viewer: Viewer
 ) -> list[EventRow]:
     """Matches of the human message (weight 2) and of the recent turns (weight 1), fused by reciprocal rank, then
     scaled by each event's long-term weight as seen from this session (read only: nothing is reinforced here)."""
@@ -115,19 +114,19 @@ async def _ranked_events(
     return [rows[event_id] for _, event_id in scored]
 
 
-async def _current_version(conn: aiosqlite.Connection, ev: EventRow, viewer: Viewer) -> EventRow | None:
+async def _current_version(conn: Connection, ev: EventRow, viewer: Viewer) -> EventRow | None:
     """The current event at the end of ``ev``'s successor chain, when this session may see it."""
     chain = await events.successor_chain(conn, ev)
     last = chain[-1] if chain else None
     return last if last is not None and last.status in CURRENT and last.visible_to(viewer) else None
 
 
-async def _pinned(conn: aiosqlite.Connection, ns: int | None, sess: int | None) -> list[EventRow]:
+async def _pinned(conn: Connection, ns: int | None, sess: int | None) -> list[EventRow]:
     pinned = await event_queries.pinned_events(conn, ns, sess)
     return sorted(pinned, key=lambda ev: (_CRITICAL_FIRST[ev.criticality], ev.id))
 
 
-async def _safety(conn: aiosqlite.Connection, ns: int | None, sess: int | None) -> list[EventRow]:
+async def _safety(conn: Connection, ns: int | None, sess: int | None) -> list[EventRow]:
     """Active safety-critical events, pinned first, then newest: admitted on every step, relevant or not."""
     return await event_queries.safety_events(conn, ns, sess, 4 * MAX_EVENTS)
 
@@ -207,7 +206,7 @@ def _event_body(ev: EventRow, short: bool) -> str:
 
 
 async def _node_entry(
-    conn: aiosqlite.Connection, node: graph.NodeRow, sess: int | None, quote: Callable[[str], str], shown: set[str],
+    conn: Connection, node: graph.NodeRow, sess: int | None, quote: Callable[[str], str], shown: set[str],
     r: graph_read.Renderer,
 ) -> tuple[str, list[str]] | None:
     """A node with its current facts (and their ids); facts already shown under another node are not repeated."""
@@ -227,8 +226,142 @@ async def _node_entry(
     return entry, [f["id"] for f in state[:FACTS_PER_NODE]]
 
 
+EVENTS_TITLE = "Long-term memory relevant to this step (events):"
+NODES_TITLE = "Knowledge graph, current state (facts held today; disputed ones marked):"
+
+Chosen = tuple[EventRow, EventRow | None]
+"""An event to show and, for a superseded one, the current version it is labelled with."""
+
+
+async def _choose(
+    conn: Connection, candidates: list[EventRow], viewer: Viewer, in_open_turns: Callable[[EventRow], bool]
+) -> list[Chosen]:
+    """Up to ``MAX_EVENTS`` events in admission order; a superseded one brings its current successor along."""
+    chosen: list[Chosen] = []
+    seen: set[int] = set()
+    for ev in candidates:
+        if ev.id in seen or in_open_turns(ev):
+            continue
+        successor = None
+        if ev.status == "superseded":
+            chain = [e for e in await events.successor_chain(conn, ev) if e.visible_to(viewer)]
+            successor = chain[-1] if chain else None
+            if successor is not None and successor.status in ("forgotten", "archived"):
+                successor = None
+        group: list[Chosen] = [(ev, successor)]
+        if successor is not None and successor.id not in seen and not in_open_turns(successor):
+            group.append((successor, None))  # the current version travels with the labelled old one
+        for item in group:
+            if item[0].id not in seen and len(chosen) < MAX_EVENTS:
+                chosen.append(item)
+                seen.add(item[0].id)
+        if len(chosen) >= MAX_EVENTS:
+            break
+    return chosen
+
+
+async def _event_entries(
+    conn: Connection,
+    chosen: list[Chosen],
+    viewer: Viewer,
+    count: Callable[[str], int],
+    quote: Callable[[str], str],
+    budget: int,
+    shown_out: list[str],
+) -> tuple[list[str], int]:
+    """The chosen events' entries that fit ``budget`` (each at its longest form that fits), their ids appended to
+    ``shown_out``: (entries, tokens used with the title; 0 without an entry)."""
+    used = count(EVENTS_TITLE)
+    entries: list[str] = []
+    shown_ids = {ev.id for ev, _ in chosen}
+    for ev, successor in chosen:
+        # What it replaced, unless that is shown here anyway (a pinned superseded event, labelled with its successor).
+        replaced = [
+            old for old in await events.predecessors(conn, ev)
+            if old.status == "superseded" and old.visible_to(viewer) and old.id not in shown_ids
+        ]
+        for short, label in ((False, True), (True, True), (True, False)):
+            entry = (_event_heading(ev, successor, viewer, replaced if label else None) + "\n"
+                     + quote(_event_body(ev, short)))
+            cost = count(entry) + 1
+            if used + cost <= budget:
+                entries.append(entry)
+                used += cost
+                shown_out.append(ev.public_id)
+                break
+    return entries, used if entries else 0
+
+
+async def _graph_nodes(conn: Connection, ns: int, sess: int | None, queries: list[str]) -> dict[int, graph.NodeRow]:
+    """The namespace's nodes matching the queries (the graph is per namespace: no user tier there)."""
+    nodes: dict[int, graph.NodeRow] = {}
+    for query in [q for q in queries if q.strip()]:
+        match = fts_query(query)
+        if match is None:
+            continue
+        for node, _ in await graph_read.search(conn, ns, sess, match, None, CANDIDATES):
+            nodes.setdefault(node.id, node)
+    return nodes
+
+
+async def _node_entries(
+    conn: Connection,
+    nodes: dict[int, graph.NodeRow],
+    sess: int | None,
+    count: Callable[[str], int],
+    quote: Callable[[str], str],
+    room: int,
+    shown_out: list[str],
+) -> list[str]:
+    """Up to ``MAX_NODES`` node entries that fit ``room`` tokens with the title, their ids appended to
+    ``shown_out``; a fact shown under one node is not repeated under another."""
+    node_used = count(NODES_TITLE) + 1
+    node_entries: list[str] = []
+    shown: set[str] = set()
+    renderer = graph_read.Renderer(conn)  # node names read once per render, not once per node shown
+    for node in nodes.values():
+        if len(node_entries) >= MAX_NODES:
+            break
+        rendered = await _node_entry(conn, node, sess, quote, shown, renderer)
+        if rendered is None:
+            continue
+        entry, fact_ids = rendered
+        cost = count(entry) + 1
+        if node_used + cost <= room:
+            node_entries.append(entry)
+            node_used += cost
+            shown_out.append(node.public_id)
+            shown.update(fact_ids)
+    return node_entries
+
+
+def _sections(entries: list[str], node_entries: list[str]) -> list[str]:
+    sections = []
+    if entries:
+        sections.append(EVENTS_TITLE + "\n" + "\n".join(entries))
+    if node_entries:
+        sections.append(NODES_TITLE + "\n" + "\n".join(node_entries))
+    return sections
+
+
+def _fit(out: LongTerm, entries: list[str], node_entries: list[str], count: Callable[[str], int], budget: int) -> None:
+    """Piecewise counts can differ from the joined text's by a token at a seam: enforce the budget on the whole,
+    dropping the last node entries first, then the last events."""
+    out.sections = _sections(entries, node_entries)
+    out.tokens = count("\n\n".join(out.sections)) if out.sections else 0
+    while out.tokens > budget and (node_entries or entries):
+        if node_entries:
+            node_entries.pop()
+            out.node_ids.pop()
+        else:
+            entries.pop()
+            out.event_ids.pop()
+        out.sections = _sections(entries, node_entries)
+        out.tokens = count("\n\n".join(out.sections)) if out.sections else 0
+
+
 async def render_longterm(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     ns: int | None,
     sess: int | None,
     human: str | None,
@@ -248,95 +381,11 @@ async def render_longterm(
     ranked = [ev for ev in await _ranked_events(conn, ns, sess, queries, viewer) if not in_open_turns(ev)]
     pinned = [ev for ev in await _pinned(conn, ns, sess) if not in_open_turns(ev)]
     safety = [ev for ev in await _safety(conn, ns, sess) if not in_open_turns(ev)]
-    candidates = admission_order(safety, ranked, pinned)
-    chosen: list[tuple[EventRow, EventRow | None]] = []
-    seen: set[int] = set()
-    for ev in candidates:
-        if ev.id in seen or in_open_turns(ev):
-            continue
-        successor = None
-        if ev.status == "superseded":
-            chain = [e for e in await events.successor_chain(conn, ev) if e.visible_to(viewer)]
-            successor = chain[-1] if chain else None
-            if successor is not None and successor.status in ("forgotten", "archived"):
-                successor = None
-        group = [(ev, successor)]
-        if successor is not None and successor.id not in seen and not in_open_turns(successor):
-            group.append((successor, None))  # the current version travels with the labelled old one
-        for item in group:
-            if item[0].id not in seen and len(chosen) < MAX_EVENTS:
-                chosen.append(item)
-                seen.add(item[0].id)
-        if len(chosen) >= MAX_EVENTS:
-            break
-
-    title = "Long-term memory relevant to this step (events):"
-    used = count(title)
-    entries: list[str] = []
-    shown_ids = {ev.id for ev, _ in chosen}
-    for ev, successor in chosen:
-        # What it replaced, unless that is shown here anyway (a pinned superseded event, labelled with its successor).
-        replaced = [
-            old for old in await events.predecessors(conn, ev)
-            if old.status == "superseded" and old.visible_to(viewer) and old.id not in shown_ids
-        ]
-        for short, label in ((False, True), (True, True), (True, False)):
-            entry = (_event_heading(ev, successor, viewer, replaced if label else None) + "\n"
-                     + quote(_event_body(ev, short)))
-            cost = count(entry) + 1
-            if used + cost <= budget:
-                entries.append(entry)
-                used += cost
-                out.event_ids.append(ev.public_id)
-                break
-    if entries:
-        out.sections.append(title + "\n" + "\n".join(entries))
-    else:
-        used = 0
-
-    node_title = "Knowledge graph, current state (facts held today; disputed ones marked):"
-    node_used = count(node_title) + 1
-    node_entries: list[str] = []
-    match_queries = [q for q in queries if q.strip()]
-    nodes: dict[int, graph.NodeRow] = {}
-    for query in match_queries if ns is not None else []:  # the graph is per namespace (no user tier there)
-        match = fts_query(query)
-        if match is None:
-            continue
-        for node, _ in await graph_read.search(conn, ns, sess, match, None, CANDIDATES):
-            nodes.setdefault(node.id, node)
-    shown: set[str] = set()
-    renderer = graph_read.Renderer(conn)  # node names read once per render, not once per node shown
-    for node in nodes.values():
-        if len(node_entries) >= MAX_NODES:
-            break
-        rendered = await _node_entry(conn, node, sess, quote, shown, renderer)
-        if rendered is None:
-            continue
-        entry, fact_ids = rendered
-        cost = count(entry) + 1
-        if used + node_used + cost <= budget:
-            node_entries.append(entry)
-            node_used += cost
-            out.node_ids.append(node.public_id)
-            shown.update(fact_ids)
-    if node_entries:
-        out.sections.append(node_title + "\n" + "\n".join(node_entries))
-    out.tokens = count("\n\n".join(out.sections)) if out.sections else 0
-    # Piecewise counts can differ from the joined text's by a token at a seam: enforce the budget on the whole.
-    while out.tokens > budget and (node_entries or entries):
-        if node_entries:
-            node_entries.pop()
-            out.node_ids.pop()
-        else:
-            entries.pop()
-            out.event_ids.pop()
-        out.sections = []
-        if entries:
-            out.sections.append(title + "\n" + "\n".join(entries))
-        if node_entries:
-            out.sections.append(node_title + "\n" + "\n".join(node_entries))
-        out.tokens = count("\n\n".join(out.sections)) if out.sections else 0
+    chosen = await _choose(conn, admission_order(safety, ranked, pinned), viewer, in_open_turns)
+    entries, used = await _event_entries(conn, chosen, viewer, count, quote, budget, out.event_ids)
+    nodes = await _graph_nodes(conn, ns, sess, queries) if ns is not None else {}
+    node_entries = await _node_entries(conn, nodes, sess, count, quote, budget - used, out.node_ids)
+    _fit(out, entries, node_entries, count, budget)
     return out
 
 

@@ -102,11 +102,12 @@ async def render_activation(
         await tokenizer_ready()
     lam = settings.block_decay_lambda
 
-    newest = await block_queries.newest_blocks_elsewhere(db.reader, ns, sess, RECENT_BLOCKS) if ns is not None else []
     others: list[BlockRow] = []
-    for session_id in dict.fromkeys(s for _, s in newest):
-        wanted = {b for b, s in newest if s == session_id}
-        others.extend(b for b in await session_blocks(db, ns, session_id, lam) if b.id in wanted)
+    if ns is not None:
+        newest = await block_queries.newest_blocks_elsewhere(db.reader, ns, sess, RECENT_BLOCKS)
+        for session_id in dict.fromkeys(s for _, s in newest):
+            wanted = {b for b, s in newest if s == session_id}
+            others.extend(b for b in await session_blocks(db, ns, session_id, lam) if b.id in wanted)
     others.sort(key=lambda b: b.id, reverse=True)
 
     # What forgotten events state, loaded once per render: other sessions' blocks are seen without a viewer session

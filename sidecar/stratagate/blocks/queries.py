@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import aiosqlite
+from stratagate.storage.sqlconn import Connection
 
 
-async def has_blocks(conn: aiosqlite.Connection, namespace_id: int) -> bool:
+async def has_blocks(conn: Connection, namespace_id: int) -> bool:
     row = await (await conn.execute("SELECT 1 FROM blocks WHERE namespace_id = ? LIMIT 1", (namespace_id,))).fetchone()
     return row is not None
 
 
 async def newest_blocks_elsewhere(
-    conn: aiosqlite.Connection, namespace_id: int, session_id: int | None, limit: int
+    conn: Connection, namespace_id: int, session_id: int | None, limit: int
 ) -> list[tuple[int, int]]:
     """(block id, session id) of the namespace's newest blocks outside ``session_id``, newest first."""
     rows = await conn.execute_fetchall(

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import aiosqlite
-
 from stratagate import ids
 from stratagate.blocks.render import seal_views
 from stratagate.blocks.source import ROW_COLUMNS, from_row
 from stratagate.jobs.queue import BLOCK_SUMMARY, enqueue
 from stratagate.storage.db import audit
+from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
 
 
 async def seal_full_runs(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     namespace_id: int,
     session_id: int,
     block_turns: int,

@@ -13,9 +13,8 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
-
-import aiosqlite
 
 from stratagate import ids
 from stratagate.blocks.extractive import extractive_summary
@@ -28,6 +27,7 @@ from stratagate.jobs.queue import JobRow, enqueue, mark_done, requeue
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.redact import preview, redact
 from stratagate.storage.db import JOBS_QUEUED, Database, audit, on_commit
+from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ async def requeue_fallbacks(
 
 
 async def _requeue_fallbacks(
-    conn: aiosqlite.Connection, max_attempts: int, namespace_id: int | None, limit: int | None
+    conn: Connection, max_attempts: int, namespace_id: int | None, limit: int | None
 ) -> int:
     rows = await conn.execute_fetchall(
         "SELECT j.id, j.namespace_id, j.status, j.attempts FROM jobs j JOIN blocks b ON b.id = j.subject_id"
@@ -87,6 +87,30 @@ async def _requeue_fallbacks(
     if rows:
         on_commit(conn, JOBS_QUEUED)
     return len(rows)
+
+
+@dataclass
+class _Views:
+    """What ``_store`` writes: the key facts (L2), the summary (L1) and the tags of L0, with their token counts."""
+
+    key_facts: list[str]
+    l2_tokens: int
+    l1: str
+    l1_tokens: int
+    tags: list[str]
+    l0_tokens: int
+
+
+def _redacted(summary: BlockSummary) -> BlockSummary:
+    """The model may echo a secret from the transcript: redact what it wrote before it is stored."""
+    return summary.model_copy(
+        update={
+            "title": redact(summary.title),
+            "tags": [redact(t) for t in summary.tags],
+            "summary": redact(summary.summary),
+            "key_facts": [redact(f) for f in summary.key_facts],
+        }
+    )
 
 
 class BlockSummarizer:
@@ -156,6 +180,24 @@ class BlockSummarizer:
         except Exception:
             log.exception("writing the fallback views of block %s failed", ids.make("blk", job.subject_id))
 
+    def _views(self, summary: BlockSummary, block: Any) -> _Views:
+        """The stored views of ``summary``, kept a monotone ladder: a model view may never be longer than the view
+        below it (L3, the block's own text, is the longest)."""
+        l2 = render_l2(summary.key_facts)
+        l1 = summary.summary
+        l0 = render_l0(summary.title, summary.tags)
+        t3 = block["l3_tokens"]
+        t2, t1, t0 = self._count(l2), self._count(l1), self._count(l0)
+        key_facts, tags = summary.key_facts, summary.tags
+        if t2 > t3:
+            key_facts, t2 = [], t3
+        if t1 > t2:
+            l1, t1 = (l2 if key_facts else block["l3"]), t2
+        if t0 > t1:  # drop the tags before letting L0 outgrow L1
+            tags = []
+            t0 = self._count(render_l0(summary.title, tags))
+        return _Views(key_facts, t2, l1, t1, tags, t0)
+
     async def _store(
         self,
         job: JobRow,
@@ -174,29 +216,8 @@ class BlockSummarizer:
         upgrade re-queues the block's finished extraction, so the events are extracted again from the model's
         reading."""
         follow_ups: list[FollowUp] = []
-        # The model may echo a secret from the transcript: redact what it wrote before it is stored.
-        summary = summary.model_copy(
-            update={
-                "title": redact(summary.title),
-                "tags": [redact(t) for t in summary.tags],
-                "summary": redact(summary.summary),
-                "key_facts": [redact(f) for f in summary.key_facts],
-            }
-        )
-        l2 = render_l2(summary.key_facts)
-        l1 = summary.summary
-        l0 = render_l0(summary.title, summary.tags)
-        t3 = block["l3_tokens"]
-        t2, t1, t0 = self._count(l2), self._count(l1), self._count(l0)
-        # Keep the ladder monotone: a model view may never be longer than the view below it.
-        key_facts, tags = summary.key_facts, summary.tags
-        if t2 > t3:
-            key_facts, t2 = [], t3
-        if t1 > t2:
-            l1, t1 = (l2 if key_facts else block["l3"]), t2
-        if t0 > t1:  # drop the tags before letting L0 outgrow L1
-            tags = []
-            t0 = self._count(render_l0(summary.title, tags))
+        summary = _redacted(summary)
+        v = self._views(summary, block)
         # A model answer may replace fallback views (the upgrade); rule views only ever fill a pending block.
         replaceable = "status = 'pending' OR summary_source = 'fallback'" if source == "model" else "status = 'pending'"
         durable = summary.has_durable_facts
@@ -207,13 +228,13 @@ class BlockSummarizer:
                 f" summary_source = ? WHERE id = ? AND namespace_id = ? AND ({replaceable})",
                 (
                     now_iso(),
-                    json.dumps(key_facts, ensure_ascii=False),
-                    t2,
-                    l1,
-                    t1,
+                    json.dumps(v.key_facts, ensure_ascii=False),
+                    v.l2_tokens,
+                    v.l1,
+                    v.l1_tokens,
                     summary.title,
-                    json.dumps(tags, ensure_ascii=False),
-                    t0,
+                    json.dumps(v.tags, ensure_ascii=False),
+                    v.l0_tokens,
                     route,
                     int(durable),
                     source,
@@ -222,35 +243,54 @@ class BlockSummarizer:
                 ),
             )
             if cur.rowcount:
-                after: dict[str, Any] = {
-                    "status": "ready",
-                    "title": summary.title,
-                    "tags": summary.tags,
-                    "key_facts": len(summary.key_facts),
-                    "has_durable_facts": durable,
-                    "route": route,
-                    "summary_source": source,
-                }
-                if upgrade:
-                    after["upgraded_from"] = "fallback"
-                if error is not None:
-                    after["error"] = error
-                before = {"status": "ready", "summary_source": "fallback"} if upgrade else {"status": "pending"}
-                action = "block.summary_fallback" if source == "fallback" else "block.summarized"
-                actor: Any = "model" if source == "model" else "system"
-                await audit(conn, job.namespace_id, actor, action, "block", ids.make("blk", job.subject_id),
-                            before, after)
-                max_attempts = self._settings.job_max_attempts
-                if upgrade:
-                    await requeue(conn, job.namespace_id, EVENT_EXTRACTION, job.subject_id, max_attempts)
-                elif source == "fallback":
-                    await enqueue(conn, job.namespace_id, EVENT_EXTRACTION, job.subject_id, max_attempts)
-                elif durable or source == "extractive":
-                    follow_ups.append(FollowUp(kind=EVENT_EXTRACTION, namespace_id=job.namespace_id,
-                                               subject_id=job.subject_id))
+                await self._audit(conn, job, summary, route, source, upgrade, error)
+                follow_ups = await self._extraction(conn, job, source, upgrade, durable)
             if source == "model":
                 # The model answers: blocks it failed on earlier get their turn again (a few per success).
                 await _requeue_fallbacks(conn, self._settings.job_max_attempts, job.namespace_id, UPGRADES_PER_SUCCESS)
             if source != "fallback":
                 await mark_done(conn, job)
         return follow_ups
+
+    async def _audit(
+        self,
+        conn: Connection,
+        job: JobRow,
+        summary: BlockSummary,
+        route: str,
+        source: Source,
+        upgrade: bool,
+        error: str | None,
+    ) -> None:
+        durable = summary.has_durable_facts
+        after: dict[str, Any] = {
+            "status": "ready",
+            "title": summary.title,
+            "tags": summary.tags,
+            "key_facts": len(summary.key_facts),
+            "has_durable_facts": durable,
+            "route": route,
+            "summary_source": source,
+        }
+        if upgrade:
+            after["upgraded_from"] = "fallback"
+        if error is not None:
+            after["error"] = error
+        before = {"status": "ready", "summary_source": "fallback"} if upgrade else {"status": "pending"}
+        action = "block.summary_fallback" if source == "fallback" else "block.summarized"
+        actor: Any = "model" if source == "model" else "system"
+        await audit(conn, job.namespace_id, actor, action, "block", ids.make("blk", job.subject_id), before, after)
+
+    async def _extraction(
+        self, conn: Connection, job: JobRow, source: Source, upgrade: bool, durable: bool
+    ) -> list[FollowUp]:
+        """The block's event extraction: re-queued after an upgrade, queued now by a fallback, else a follow-up
+        (of a model-written block with durable facts, of every rule-written block)."""
+        max_attempts = self._settings.job_max_attempts
+        if upgrade:
+            await requeue(conn, job.namespace_id, EVENT_EXTRACTION, job.subject_id, max_attempts)
+        elif source == "fallback":
+            await enqueue(conn, job.namespace_id, EVENT_EXTRACTION, job.subject_id, max_attempts)
+        elif durable or source == "extractive":
+            return [FollowUp(kind=EVENT_EXTRACTION, namespace_id=job.namespace_id, subject_id=job.subject_id)]
+        return []

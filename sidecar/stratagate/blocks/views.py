@@ -171,7 +171,8 @@ async def l5_page(db: Database, block: BlockRow, offset: int, limit: int) -> L5P
     if offset and offset >= total:
         raise Invalid(f"offset {offset} is past the end of {block.ref}, which has {total} messages")
     messages = await block_messages(db, block.namespace_id, block.id, offset, limit)
-    kept, chars = [], 0
+    kept: list[Any] = []
+    chars = 0
     for msg in messages:
         if kept and chars + _size(msg) > L5_PAGE_CHARS:
             break

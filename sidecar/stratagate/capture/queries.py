@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import aiosqlite
+from stratagate.storage.sqlconn import Connection
 
 
-async def recent_words(conn: aiosqlite.Connection, session_id: int, turns: int) -> list[str]:
+async def recent_words(conn: Connection, session_id: int, turns: int) -> list[str]:
     """User and assistant text of the session's last ``turns`` captured turns, in order."""
     rows = await conn.execute_fetchall(
         "SELECT m.content FROM messages m WHERE m.turn_id IN"
@@ -16,7 +16,7 @@ async def recent_words(conn: aiosqlite.Connection, session_id: int, turns: int) 
     return [str(r[0]) for r in rows if r[0]]
 
 
-async def last_sealed_capture(conn: aiosqlite.Connection, session_id: int) -> str | None:
+async def last_sealed_capture(conn: Connection, session_id: int) -> str | None:
     """When the session's last turn that is sealed into a block was captured (None when none is)."""
     row = await (
         await conn.execute(
@@ -26,7 +26,7 @@ async def last_sealed_capture(conn: aiosqlite.Connection, session_id: int) -> st
     return row[0] if row else None
 
 
-async def open_turn_count(conn: aiosqlite.Connection, session_id: int) -> int:
+async def open_turn_count(conn: Connection, session_id: int) -> int:
     """Captured turns of the session not sealed into a block yet (the open tail)."""
     row = await (
         await conn.execute("SELECT COUNT(*) FROM turns WHERE session_id = ? AND block_id IS NULL", (session_id,))

@@ -8,8 +8,6 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-import aiosqlite
-
 from stratagate import ids
 from stratagate.blocks.seal import seal_full_runs
 from stratagate.capture.models import CaptureParams, CaptureResult
@@ -19,6 +17,7 @@ from stratagate.errors import STORAGE_ERROR, DomainError
 from stratagate.safety.secrets import redact_text, redact_value
 from stratagate.storage.db import ITEMS_ADDED, Database, StorageError, audit, on_commit
 from stratagate.storage.lookup import ensure_namespace, ensure_session
+from stratagate.storage.sqlconn import Connection
 from stratagate.text.messages import search_text
 from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso, to_iso
@@ -94,7 +93,7 @@ async def capture_turn(
 
 
 async def _capture(
-    conn: aiosqlite.Connection, settings: Settings, p: CaptureParams, count: Callable[[str], int]
+    conn: Connection, settings: Settings, p: CaptureParams, count: Callable[[str], int]
 ) -> CaptureResult:
     namespace_id = await ensure_namespace(conn, p.namespace)
     existing = await (

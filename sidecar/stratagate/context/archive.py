@@ -16,13 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-import aiosqlite
-
 from stratagate.context import queries
 from stratagate.context.models import SurfaceEvent
 from stratagate.context.records import RUNTIME_PLACEHOLDER, RUNTIME_PLUGIN, Call, Node
 from stratagate.errors import DomainError
 from stratagate.redact import redact
+from stratagate.storage.sqlconn import Connection
 
 MESSAGE_TYPES = ("user/message", "assistant/message", "tool/result")
 CHECKPOINT_PLUGIN = "compact"
@@ -63,7 +62,7 @@ def result_text(message: dict[str, Any]) -> tuple[str, bool, str | None]:
             call_id = call_id or block.get("toolCallId")
         elif block.get("type") == "text" and isinstance(block.get("text"), str):
             parts.append(block["text"])
-    source = message.get("source") if isinstance(message.get("source"), dict) else {}
+    source = got if isinstance(got := message.get("source"), dict) else {}
     call_id = source.get("callId") or call_id
     return "".join(parts), is_error, call_id if isinstance(call_id, str) else None
 
@@ -74,7 +73,7 @@ def classify(event: SurfaceEvent, count: Callable[[str], int], tool_names: dict[
     data = event.data or {}
     replaces = tuple(s for s in (event.sourceEventSeqs or []) if isinstance(s, int))
     if event.type == "user/message":
-        source = data.get("source") if isinstance(data.get("source"), dict) else {}
+        source = got if isinstance(got := data.get("source"), dict) else {}
         text = "\n".join(_texts(data.get("content")))
         if source.get("kind") == "plugin" and source.get("plugin") == RUNTIME_PLUGIN:
             return Node(event.seq, event.type, "runtime", None, None, None, None, (), False, RUNTIME_PLACEHOLDER,
@@ -88,7 +87,7 @@ def classify(event: SurfaceEvent, count: Callable[[str], int], tool_names: dict[
         return Node(event.seq, event.type, kind, None, None, None, None, (), False, redact(text), count(text),
                     replaces)
     if event.type == "assistant/message":
-        message = data.get("message") if isinstance(data.get("message"), dict) else {}
+        message = got if isinstance(got := data.get("message"), dict) else {}
         content = message.get("content") or []
         text = "\n".join(_texts(content))
         reasoning = "\n".join(_texts(content, ("reasoning",)))
@@ -104,11 +103,11 @@ def classify(event: SurfaceEvent, count: Callable[[str], int], tool_names: dict[
         return Node(event.seq, event.type, "assistant", _int(data.get("turn")), _int(data.get("step")), None, None,
                     tuple(calls), False, redact(text), tokens, replaces)
     if event.type == "tool/result":
-        message = data.get("message") if isinstance(data.get("message"), dict) else {}
+        message = got if isinstance(got := data.get("message"), dict) else {}
         text, is_error, call_id = result_text(message)
-        name = tool_names.get(call_id or "")
+        tool_name = tool_names.get(call_id or "")
         return Node(event.seq, event.type, "tool", _int(data.get("turn")), _int(data.get("step")), call_id,
-                    redact(name) if name else None, (), is_error, redact(text), count(text), replaces)
+                    redact(tool_name) if tool_name else None, (), is_error, redact(text), count(text), replaces)
     return None
 
 
@@ -156,7 +155,7 @@ def to_nodes(
 
 
 async def archive_surface(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     ns_id: int,
     session_id: int,
     surface: Sequence[SurfaceEvent],

@@ -12,6 +12,7 @@ U ≥ 0.75·W (forced), or when a model fold has waited its turn ends; else defe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from stratagate.context.settings import ContextSettings
 
@@ -60,7 +61,7 @@ def decide(b: Batch, s: ContextSettings) -> Decision:
     cost = max(0, b.suffix - b.saved) * (s.price_miss - s.price_hit) * min(1.0, max(0.0, b.cache_share))
     benefit = b.saved * s.price_hit * n
     floor = min_batch(b.window, b.only_upgrades, s)
-    numbers = {"one_time_cost": cost, "benefit": benefit, "min_batch": floor}
+    numbers: dict[str, Any] = {"one_time_cost": cost, "benefit": benefit, "min_batch": floor}
     if b.saved <= 0:
         return Decision(False, "nothing to land: the batch saves no tokens", **numbers)
     if b.used >= s.force_line * b.window:

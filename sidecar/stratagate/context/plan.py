@@ -15,8 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiosqlite
-
 from stratagate.blocks.views import BlockRow, session_blocks
 from stratagate.context import queries
 from stratagate.context.archive import archive_surface
@@ -33,6 +31,7 @@ from stratagate.events.forgotten import shown_view
 from stratagate.safety.inert import quote
 from stratagate.storage import lookup
 from stratagate.storage.db import Database
+from stratagate.storage.sqlconn import Connection
 
 NEVER_CARDED = frozenset({"decompress"})
 """Tools whose output the model asked for on purpose (restored history): carding it again would undo the ask."""
@@ -387,7 +386,7 @@ def wants_digest(state: dict[str, Any], phase: str, used: int, window: int, fold
 # --- the plan -------------------------------------------------------------------------------------------------------
 
 
-async def _map_tagged(conn: aiosqlite.Connection, surface: Surface, state: dict[str, Any]) -> bool:
+async def _map_tagged(conn: Connection, surface: Surface, state: dict[str, Any]) -> bool:
     """A replacement node whose tag names a pending layer (or a block being re-landed) lands it: the shim's
     context.landed was lost."""
     changed = False
@@ -406,7 +405,7 @@ async def _map_tagged(conn: aiosqlite.Connection, surface: Surface, state: dict[
     return changed
 
 
-async def apply_reland(conn: aiosqlite.Connection, layer: Layer, shown: dict[str, Any], replacement_seq: int) -> None:
+async def apply_reland(conn: Connection, layer: Layer, shown: dict[str, Any], replacement_seq: int) -> None:
     await queries.reland(conn, layer.id, str(shown["text"]), int(shown["tokens"]), int(shown["level"]),
                          replacement_seq)
 
@@ -462,7 +461,7 @@ async def plan(
                                   tokens=c.tokens, shadowed_tokens=c.shadowed))
                     continue
                 layer = await _persist(conn, ns_id, session_id, surface, c, count)
-                ops.append(Op(ref=layer.ref, kind=layer.kind, tier=layer.tier, auto=layer.auto,  # type: ignore[arg-type]
+                ops.append(Op(ref=layer.ref, kind=layer.kind, tier=layer.tier, auto=layer.auto,
                               start=surface.nodes[c.start].seq, end=surface.nodes[c.end].seq, text=layer.text,
                               tokens=layer.tokens, shadowed_tokens=c.shadowed))
             if any(c.kind == "fold" and c.auto for c in candidates):
@@ -477,7 +476,7 @@ async def plan(
                       used_tokens=used, window=window)
 
 
-async def _persist(conn: aiosqlite.Connection, ns_id: int, session_id: int, surface: Surface, c: Candidate,
+async def _persist(conn: Connection, ns_id: int, session_id: int, surface: Surface, c: Candidate,
                    count: Callable[[str], int]) -> Layer:
     """The layer row of a landing candidate: a model fold's own row, a re-planned pending row, or a new one."""
     covers = [n.seq for n in surface.nodes[c.start : c.end + 1]]
@@ -505,14 +504,14 @@ async def _persist(conn: aiosqlite.Connection, ns_id: int, session_id: int, surf
     )
 
 
-async def _surface(conn: aiosqlite.Connection, session_id: int, order: list[int]) -> Surface:
+async def _surface(conn: Connection, session_id: int, order: list[int]) -> Surface:
     nodes = await queries.nodes_by_seqs(conn, session_id, order)
     layers = await queries.session_layers(conn, session_id)
     return classify_surface(order, nodes, layers)
 
 
 async def _choose(
-    db: Database, conn: aiosqlite.Connection, ns_id: int, session_id: int, p: PlanParams, surface: Surface,
+    db: Database, conn: Connection, ns_id: int, session_id: int, p: PlanParams, surface: Surface,
     protected: Protected, s: ContextSettings, count: Callable[[str], int], state: dict[str, Any], used: int,
     window: int, overhead: int, foldable: int, requests: int, lam: float,
 ) -> tuple[list[Candidate], Decision]:

@@ -10,9 +10,8 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import aiosqlite
-
 from stratagate.context.records import Layer, Node
+from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
 
 _NODE_COLUMNS = "seq, type, kind, turn, step, call_id, tool_name, calls, is_error, text, tokens, replaces"
@@ -25,7 +24,7 @@ _LAYER_COLUMNS = (
 # --- nodes -------------------------------------------------------------------------------------------------------
 
 
-async def insert_node(conn: aiosqlite.Connection, ns_id: int, session_id: int, node: Node) -> bool:
+async def insert_node(conn: Connection, ns_id: int, session_id: int, node: Node) -> bool:
     """Archive one node; False when (session, seq) was archived before (the first copy wins: immutable)."""
     cur = await conn.execute(
         "INSERT OR IGNORE INTO context_nodes(namespace_id, session_id, seq, type, kind, turn, step, call_id,"
@@ -40,7 +39,7 @@ async def insert_node(conn: aiosqlite.Connection, ns_id: int, session_id: int, n
     return cur.rowcount > 0
 
 
-async def archived_through(conn: aiosqlite.Connection, session_id: int) -> int:
+async def archived_through(conn: Connection, session_id: int) -> int:
     """The highest archived seq of the session (-1 when none)."""
     row = await (
         await conn.execute("SELECT max(seq) FROM context_nodes WHERE session_id = ?", (session_id,))
@@ -48,7 +47,7 @@ async def archived_through(conn: aiosqlite.Connection, session_id: int) -> int:
     return -1 if row is None or row[0] is None else int(row[0])
 
 
-async def archived_seqs(conn: aiosqlite.Connection, session_id: int, seqs: Sequence[int]) -> set[int]:
+async def archived_seqs(conn: Connection, session_id: int, seqs: Sequence[int]) -> set[int]:
     found: set[int] = set()
     for chunk in _chunks(seqs):
         marks = ",".join("?" * len(chunk))
@@ -59,7 +58,7 @@ async def archived_seqs(conn: aiosqlite.Connection, session_id: int, seqs: Seque
     return found
 
 
-async def nodes_by_seqs(conn: aiosqlite.Connection, session_id: int, seqs: Sequence[int]) -> dict[int, Node]:
+async def nodes_by_seqs(conn: Connection, session_id: int, seqs: Sequence[int]) -> dict[int, Node]:
     out: dict[int, Node] = {}
     for chunk in _chunks(seqs):
         marks = ",".join("?" * len(chunk))
@@ -71,7 +70,7 @@ async def nodes_by_seqs(conn: aiosqlite.Connection, session_id: int, seqs: Seque
     return out
 
 
-async def session_nodes(conn: aiosqlite.Connection, session_id: int) -> list[Node]:
+async def session_nodes(conn: Connection, session_id: int) -> list[Node]:
     """Every archived node of the session, by seq (originals and replacements alike)."""
     rows = await conn.execute_fetchall(
         f"SELECT {_NODE_COLUMNS} FROM context_nodes WHERE session_id = ? ORDER BY seq", (session_id,)
@@ -79,7 +78,7 @@ async def session_nodes(conn: aiosqlite.Connection, session_id: int) -> list[Nod
     return [Node.from_row(r) for r in rows]
 
 
-async def count_requests(conn: aiosqlite.Connection, session_id: int) -> int:
+async def count_requests(conn: Connection, session_id: int) -> int:
     """Requests sent so far, estimated by the assistant messages archived (one per model request)."""
     row = await (
         await conn.execute(
@@ -91,7 +90,7 @@ async def count_requests(conn: aiosqlite.Connection, session_id: int) -> int:
     return int(row[0])
 
 
-async def archive_size(conn: aiosqlite.Connection, session_id: int) -> tuple[int, int, int]:
+async def archive_size(conn: Connection, session_id: int) -> tuple[int, int, int]:
     """(nodes, text bytes, tokens) of the session's archive."""
     row = await (
         await conn.execute(
@@ -107,7 +106,7 @@ async def archive_size(conn: aiosqlite.Connection, session_id: int) -> tuple[int
 
 
 async def insert_layer(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     ns_id: int,
     session_id: int,
     *,
@@ -152,14 +151,14 @@ async def insert_layer(
     return layer
 
 
-async def layer_by_id(conn: aiosqlite.Connection, layer_id: int) -> Layer | None:
+async def layer_by_id(conn: Connection, layer_id: int) -> Layer | None:
     row = await (
         await conn.execute(f"SELECT {_LAYER_COLUMNS} FROM context_layers WHERE id = ?", (layer_id,))
     ).fetchone()
     return None if row is None else Layer.from_row(row)
 
 
-async def layer_by_ref(conn: aiosqlite.Connection, session_id: int, ref: str) -> Layer | None:
+async def layer_by_ref(conn: Connection, session_id: int, ref: str) -> Layer | None:
     row = await (
         await conn.execute(
             f"SELECT {_LAYER_COLUMNS} FROM context_layers WHERE session_id = ? AND ref = ?", (session_id, ref)
@@ -169,7 +168,7 @@ async def layer_by_ref(conn: aiosqlite.Connection, session_id: int, ref: str) ->
 
 
 async def session_layers(
-    conn: aiosqlite.Connection, session_id: int, states: Iterable[str] | None = None
+    conn: Connection, session_id: int, states: Iterable[str] | None = None
 ) -> list[Layer]:
     """The session's layers (of the given states), oldest first."""
     wanted = list(states) if states is not None else None
@@ -187,7 +186,7 @@ async def session_layers(
 
 
 async def find_pending(
-    conn: aiosqlite.Connection, session_id: int, kind: str, start_seq: int, end_seq: int, auto: bool
+    conn: Connection, session_id: int, kind: str, start_seq: int, end_seq: int, auto: bool
 ) -> Layer | None:
     """A pending layer of this kind over exactly this span (re-planned after a deferral or a failed landing)."""
     row = await (
@@ -200,7 +199,7 @@ async def find_pending(
     return None if row is None else Layer.from_row(row)
 
 
-async def refresh_pending(conn: aiosqlite.Connection, layer_id: int, text: str, tokens: int, shadowed: int,
+async def refresh_pending(conn: Connection, layer_id: int, text: str, tokens: int, shadowed: int,
                           covers: Sequence[int], children: Sequence[str], level: int | None) -> None:
     """A pending layer re-planned over the same span: its content follows what the surface holds now."""
     await conn.execute(
@@ -210,7 +209,7 @@ async def refresh_pending(conn: aiosqlite.Connection, layer_id: int, text: str, 
     )
 
 
-async def add_deferrals(conn: aiosqlite.Connection, layer_ids: Sequence[int]) -> None:
+async def add_deferrals(conn: Connection, layer_ids: Sequence[int]) -> None:
     for chunk in _chunks(layer_ids):
         marks = ",".join("?" * len(chunk))
         await conn.execute(
@@ -219,14 +218,14 @@ async def add_deferrals(conn: aiosqlite.Connection, layer_ids: Sequence[int]) ->
         )
 
 
-async def mark_landed(conn: aiosqlite.Connection, layer_id: int, replacement_seq: int) -> None:
+async def mark_landed(conn: Connection, layer_id: int, replacement_seq: int) -> None:
     await conn.execute(
         "UPDATE context_layers SET state = 'landed', replacement_seq = ?, error = NULL, landed_at = ? WHERE id = ?",
         (replacement_seq, now_iso(), layer_id),
     )
 
 
-async def reland(conn: aiosqlite.Connection, layer_id: int, text: str, tokens: int, level: int,
+async def reland(conn: Connection, layer_id: int, text: str, tokens: int, level: int,
                  replacement_seq: int) -> None:
     """A landed block shown again at its decayed level: the same layer, its new text in a new replacement node."""
     await conn.execute(
@@ -236,7 +235,7 @@ async def reland(conn: aiosqlite.Connection, layer_id: int, text: str, tokens: i
     )
 
 
-async def mark_failed(conn: aiosqlite.Connection, layer_id: int, error: str) -> None:
+async def mark_failed(conn: Connection, layer_id: int, error: str) -> None:
     """The host refused it: nothing landed, so it waits again (pending) with the reason recorded."""
     await conn.execute(
         "UPDATE context_layers SET state = 'pending', error = ? WHERE id = ? AND state = 'pending'",
@@ -244,7 +243,7 @@ async def mark_failed(conn: aiosqlite.Connection, layer_id: int, error: str) -> 
     )
 
 
-async def set_state(conn: aiosqlite.Connection, layer_ids: Sequence[int], state: str, error: str | None = None) -> None:
+async def set_state(conn: Connection, layer_ids: Sequence[int], state: str, error: str | None = None) -> None:
     for chunk in _chunks(layer_ids):
         marks = ",".join("?" * len(chunk))
         await conn.execute(
@@ -253,7 +252,7 @@ async def set_state(conn: aiosqlite.Connection, layer_ids: Sequence[int], state:
         )
 
 
-async def delete_session_context(conn: aiosqlite.Connection, session_id: int) -> tuple[int, int]:
+async def delete_session_context(conn: Connection, session_id: int) -> tuple[int, int]:
     """``/memory purge confirm``: this session's archive and layers (the only deletion, user-initiated). The
     immutability trigger guards updates only."""
     layers = await conn.execute("DELETE FROM context_layers WHERE session_id = ?", (session_id,))
@@ -265,14 +264,14 @@ async def delete_session_context(conn: aiosqlite.Connection, session_id: int) ->
 # --- per-session state and settings --------------------------------------------------------------------------------
 
 
-async def session_state(conn: aiosqlite.Connection, session_id: int) -> dict[str, Any] | None:
+async def session_state(conn: Connection, session_id: int) -> dict[str, Any] | None:
     row = await (
         await conn.execute("SELECT state FROM context_sessions WHERE session_id = ?", (session_id,))
     ).fetchone()
     return None if row is None else dict(json.loads(row[0]))
 
 
-async def put_session_state(conn: aiosqlite.Connection, ns_id: int, session_id: int, state: dict[str, Any]) -> None:
+async def put_session_state(conn: Connection, ns_id: int, session_id: int, state: dict[str, Any]) -> None:
     await conn.execute(
         "INSERT INTO context_sessions(session_id, namespace_id, state, updated_at) VALUES (?, ?, ?, ?)"
         " ON CONFLICT(session_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
@@ -280,7 +279,7 @@ async def put_session_state(conn: aiosqlite.Connection, ns_id: int, session_id: 
     )
 
 
-async def state_by_name(conn: aiosqlite.Connection, namespace: str, session: str) -> dict[str, Any] | None:
+async def state_by_name(conn: Connection, namespace: str, session: str) -> dict[str, Any] | None:
     """The engine's state of a session by names (None: the engine never planned for it, so it does not manage it)."""
     row = await (
         await conn.execute(
@@ -292,7 +291,7 @@ async def state_by_name(conn: aiosqlite.Connection, namespace: str, session: str
     return None if row is None else dict(json.loads(row[0]))
 
 
-async def newest_model_fold(conn: aiosqlite.Connection, namespace: str, session: str) -> int:
+async def newest_model_fold(conn: Connection, namespace: str, session: str) -> int:
     """The id of the session's newest model-written fold (0: none): a ``compress`` answers the reminders."""
     row = await (
         await conn.execute(
@@ -305,17 +304,17 @@ async def newest_model_fold(conn: aiosqlite.Connection, namespace: str, session:
     return 0 if row is None or row[0] is None else int(row[0])
 
 
-async def is_managed(conn: aiosqlite.Connection, namespace: str, session: str) -> bool:
+async def is_managed(conn: Connection, namespace: str, session: str) -> bool:
     """Whether the engine manages this session's history (it has planned for it at least once)."""
     return await state_by_name(conn, namespace, session) is not None
 
 
-async def stored_settings(conn: aiosqlite.Connection) -> dict[str, Any]:
+async def stored_settings(conn: Connection) -> dict[str, Any]:
     row = await (await conn.execute("SELECT settings FROM context_settings WHERE scope = 'global'")).fetchone()
     return {} if row is None else dict(json.loads(row[0]))
 
 
-async def put_settings(conn: aiosqlite.Connection, settings: dict[str, Any]) -> None:
+async def put_settings(conn: Connection, settings: dict[str, Any]) -> None:
     await conn.execute(
         "INSERT INTO context_settings(scope, settings, updated_at) VALUES ('global', ?, ?)"
         " ON CONFLICT(scope) DO UPDATE SET settings = excluded.settings, updated_at = excluded.updated_at",
@@ -326,7 +325,7 @@ async def put_settings(conn: aiosqlite.Connection, settings: dict[str, Any]) -> 
 # --- blocks of the session ----------------------------------------------------------------------------------------
 
 
-async def block_turn_receipts(conn: aiosqlite.Connection, session_id: int) -> dict[int, list[str]]:
+async def block_turn_receipts(conn: Connection, session_id: int) -> dict[int, list[str]]:
     """Receipts of each block's turns (``dsh:<session>:turn:<n>`` maps a block to DSH turns)."""
     rows = await conn.execute_fetchall(
         "SELECT block_id, receipt FROM turns WHERE session_id = ? AND block_id IS NOT NULL ORDER BY seq",

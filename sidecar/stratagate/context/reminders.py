@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Container
 from typing import Any
 
-import aiosqlite
-
 from stratagate.context import queries
 from stratagate.context.settings import ContextSettings
 from stratagate.context.surface import Surface
+from stratagate.storage.sqlconn import Connection
 
 
 def current_reminder(state: dict[str, Any] | None) -> str | None:
@@ -22,7 +21,7 @@ def current_reminder(state: dict[str, Any] | None) -> str | None:
     return text if isinstance(text, str) and text else None
 
 
-async def step_reminder(conn: aiosqlite.Connection, namespace: str, session: str) -> tuple[bool, str | None]:
+async def step_reminder(conn: Connection, namespace: str, session: str) -> tuple[bool, str | None]:
     """(whether the engine manages the session, the reminder line for this step). A ``compress`` since the last
     plan answers the reminder at once: the next step does not repeat it."""
     state = await queries.state_by_name(conn, namespace, session)
@@ -74,7 +73,7 @@ def update_reminders(state: dict[str, Any], surface: Surface, protected: Contain
     return rem.get("text")
 
 
-async def mark_answered(conn: aiosqlite.Connection, ns_id: int, session_id: int) -> None:
+async def mark_answered(conn: Connection, ns_id: int, session_id: int) -> None:
     """A ``compress`` call answers the reminders at once (inside the caller's write transaction): the reminder line
     leaves the next step's recall text; the next plan restarts the baseline from the foldable size it sees."""
     state = await queries.session_state(conn, session_id)

@@ -130,9 +130,9 @@ def parents(archive: Archive) -> dict[str, Layer]:
             if child in archive.by_ref:
                 offer(child, la)
         for seq in la.covers:
-            inner = archive.landed.get(seq)
-            if inner is not None:
-                offer(inner.ref, la)
+            layer = archive.landed.get(seq)
+            if layer is not None:
+                offer(layer.ref, la)
             elif seq in archive.by_seq:
                 offer(session_ref(seq), la)
     return up
@@ -207,7 +207,7 @@ async def search_context(
             snippet=snippet(docs[i].text, query),
             score=round(s, 4),
             tokens=docs[i].tokens,
-            call_id=docs[i].node.call_id if docs[i].node is not None else None,
+            call_id=node.call_id if (node := docs[i].node) is not None else None,
         )
         for s, i in ranked[: args.limit]
     ]

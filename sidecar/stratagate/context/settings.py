@@ -13,13 +13,13 @@ import json
 import re
 from typing import Any
 
-import aiosqlite
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from stratagate.context import queries
 from stratagate.errors import DomainError, explain_validation
 from stratagate.settings_table import ContextMode
 from stratagate.storage.db import Database
+from stratagate.storage.sqlconn import Connection
 
 Mode = ContextMode
 """The presets, declared with the page's ``context_mode`` row in settings_table.py (tests check the default too)."""
@@ -158,7 +158,7 @@ async def update_stored(db: Database, changes: dict[str, Any]) -> dict[str, Any]
         return await update_stored_in(conn, changes)
 
 
-async def update_stored_in(conn: aiosqlite.Connection, changes: dict[str, Any]) -> dict[str, Any]:
+async def update_stored_in(conn: Connection, changes: dict[str, Any]) -> dict[str, Any]:
     """``update_stored`` inside the caller's transaction (the Memory page's settings write it with their audit)."""
     values = normalise(changes)
     stored = await queries.stored_settings(conn)

@@ -180,7 +180,7 @@ async def context_status(
         size = Archived(nodes=a.nodes, bytes=a.bytes, layers=a.layers)
     nodes = surface.nodes if surface is not None else []
     window = _int(state.get("window"))
-    usage = state.get("usage") if isinstance(state.get("usage"), dict) else {}
+    usage = got if isinstance(got := state.get("usage"), dict) else {}
     prompt, cached = _int(usage.get("prompt_tokens")), _int(usage.get("cached_tokens"))
     by_layer = dict.fromkeys(("raw", "card", "block", "fold", "summary", "runtime"), 0)
     tiers = {"T1": 0, "T2": 0, "T3": 0}

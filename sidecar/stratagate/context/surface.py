@@ -11,10 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import aiosqlite
-
 from stratagate.context import queries
 from stratagate.context.records import TAG_PREFIX, Layer, Node
+from stratagate.storage.sqlconn import Connection
 
 TAG_ID = re.compile(r"^\[stratagate:[^\]\n]*?\bid=([A-Za-z0-9_]+)")
 
@@ -161,7 +160,7 @@ def classify_surface(order: list[int], nodes: dict[int, Node], layers: list[Laye
     return Surface(out, rounds, atoms, layers)
 
 
-async def load_surface(conn: aiosqlite.Connection, session_id: int) -> Surface | None:
+async def load_surface(conn: Connection, session_id: int) -> Surface | None:
     """The session's surface as the shim last reported it (None before its first context.plan)."""
     state = await queries.session_state(conn, session_id)
     if state is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,6 +34,100 @@ def _iso(ms: Any, now_ms: float) -> str:
     return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+@dataclass
+class _Turn:
+    """What the events of one turn said so far."""
+
+    canonical: dict[str, Any]
+    turn: Any = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    end_reason: Any = None
+    user: list[str] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    by_call: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: set[str] = field(default_factory=set)
+
+    def add(self, event: RawEvent) -> None:
+        data = event.data
+        if event.type == "turn/start":
+            self.turn = data.get("turn", self.turn) if data.get("turn") is not None else self.turn
+            self.started_at = event.time if event.time is not None else self.started_at
+        elif event.type == "user/message":
+            if is_human(data) and (text := text_of_blocks(data.get("content"))):
+                self.user.append(text)
+        elif event.type == "assistant/message":
+            message = data.get("message")
+            if isinstance(message, dict) and (text := text_of_blocks(message.get("content"))):
+                self.steps.append(text)
+        elif event.type == "tool/call":
+            self._call(data)
+        elif event.type == "tool/result":
+            self._result(data)
+        elif event.type == "turn/end":
+            self.turn = data.get("turn", self.turn) if data.get("turn") is not None else self.turn
+            self.ended_at = event.time
+            reason = data.get("reason")
+            self.end_reason = reason.get("kind") if isinstance(reason, dict) else None
+
+    def _call(self, data: dict[str, Any]) -> None:
+        call_id = "" if data.get("callId") is None else str(data["callId"])
+        if own_tool(data.get("name")):
+            self.skipped.add(call_id)
+            return
+        record: dict[str, Any] = {
+            "name": "unknown" if data.get("name") is None else str(data["name"]),
+            "arguments": parse_arguments(data.get("arguments")),
+            "result": None,
+            "is_error": False,
+        }
+        if call_id:
+            record["call_id"] = call_id
+        self.by_call[call_id] = record
+        self.tools.append(record)
+
+    def _record_of(self, call_id: str) -> dict[str, Any]:
+        record = self.by_call.get(call_id)
+        if record is None:  # a result without its call (the plugin loaded mid-turn): keep it
+            record = {"name": "unknown", "arguments": None, "result": None, "is_error": False}
+            if call_id:
+                record["call_id"] = call_id
+            self.by_call[call_id] = record
+            self.tools.append(record)
+        return record
+
+    def _result(self, data: dict[str, Any]) -> None:
+        message = got if isinstance(got := data.get("message"), dict) else {}
+        call_id = result_call_id(message)
+        if call_id in self.skipped:
+            return
+        record = self._record_of(call_id)
+        content = message.get("content")
+        block = next((b for b in content if isinstance(b, dict) and b.get("type") == "tool-result"), None) if (
+            isinstance(content, list)
+        ) else None
+        flag = block.get("isError") if block is not None else None
+        if flag is None:
+            flag = message.get("isError")
+        if flag is None:
+            flag = data.get("error")
+        is_error = bool(flag)
+        if not is_error and call_id in self.canonical:
+            record["result"] = self.canonical[call_id]
+        else:
+            record["result"] = text_of_blocks(content)
+        record["is_error"] = is_error
+
+    def close_unanswered(self) -> None:
+        """Calls that never got a result (an aborted turn): errors without a result."""
+        for record in self.tools:
+            if record["result"] is None and not record["is_error"]:
+                record["is_error"] = True
+                ended = self.end_reason and self.end_reason != "completed"
+                record["result"] = f"no result: the turn ended ({self.end_reason})" if ended else "no result"
+
+
 def fold_turn(
     events: list[RawEvent], session: str, canonical: dict[str, Any] | None = None, now_ms: float | None = None
 ) -> dict[str, Any] | None:
@@ -41,101 +136,33 @@ def fold_turn(
     ``canonical`` maps a tool call id to DSH's canonical result value (``tools/result``), preferred over the
     rendered text for successful calls.
     """
-    canonical = canonical or {}
     now = time.time() * 1000 if now_ms is None else now_ms
-    turn: Any = None
-    started_at: float | None = None
-    ended_at: float | None = None
-    end_reason: Any = None
-    user: list[str] = []
-    steps: list[str] = []
-    tools: list[dict[str, Any]] = []
-    by_call: dict[str, dict[str, Any]] = {}
-    skipped: set[str] = set()
+    t = _Turn(canonical or {})
     for event in events:
-        data = event.data
-        if event.type == "turn/start":
-            turn = data.get("turn", turn) if data.get("turn") is not None else turn
-            started_at = event.time if event.time is not None else started_at
-        elif event.type == "user/message":
-            if is_human(data) and (text := text_of_blocks(data.get("content"))):
-                user.append(text)
-        elif event.type == "assistant/message":
-            message = data.get("message")
-            if isinstance(message, dict) and (text := text_of_blocks(message.get("content"))):
-                steps.append(text)
-        elif event.type == "tool/call":
-            call_id = "" if data.get("callId") is None else str(data["callId"])
-            if own_tool(data.get("name")):
-                skipped.add(call_id)
-                continue
-            record: dict[str, Any] = {
-                "name": "unknown" if data.get("name") is None else str(data["name"]),
-                "arguments": parse_arguments(data.get("arguments")),
-                "result": None,
-                "is_error": False,
-            }
-            if call_id:
-                record["call_id"] = call_id
-            by_call[call_id] = record
-            tools.append(record)
-        elif event.type == "tool/result":
-            message = data.get("message") if isinstance(data.get("message"), dict) else {}
-            call_id = result_call_id(message)
-            if call_id in skipped:
-                continue
-            record = by_call.get(call_id)  # type: ignore[assignment]
-            if record is None:  # a result without its call (the plugin loaded mid-turn): keep it
-                record = {"name": "unknown", "arguments": None, "result": None, "is_error": False}
-                if call_id:
-                    record["call_id"] = call_id
-                by_call[call_id] = record
-                tools.append(record)
-            content = message.get("content")
-            block = next((b for b in content if isinstance(b, dict) and b.get("type") == "tool-result"), None) if (
-                isinstance(content, list)
-            ) else None
-            flag = block.get("isError") if block is not None else None
-            if flag is None:
-                flag = message.get("isError")
-            if flag is None:
-                flag = data.get("error")
-            is_error = bool(flag)
-            if not is_error and call_id in canonical:
-                record["result"] = canonical[call_id]
-            else:
-                record["result"] = text_of_blocks(content)
-            record["is_error"] = is_error
-        elif event.type == "turn/end":
-            turn = data.get("turn", turn) if data.get("turn") is not None else turn
-            ended_at = event.time
-            reason = data.get("reason")
-            end_reason = reason.get("kind") if isinstance(reason, dict) else None
-    if turn is None:
+        t.add(event)
+    if t.turn is None:
         return None
-    for record in tools:  # calls that never got a result (an aborted turn): errors without a result
-        if record["result"] is None and not record["is_error"]:
-            record["is_error"] = True
-            ended = end_reason and end_reason != "completed"
-            record["result"] = f"no result: the turn ended ({end_reason})" if ended else "no result"
-    user_text = "\n\n".join(user)
-    assistant_text = "\n\n".join(steps)  # narration of earlier steps ("Let me check…") before the answer
-    if not user_text.strip() and not assistant_text.strip() and not tools:
+    t.close_unanswered()
+    user_text = "\n\n".join(t.user)
+    assistant_text = "\n\n".join(t.steps)  # narration of earlier steps ("Let me check…") before the answer
+    if not user_text.strip() and not assistant_text.strip() and not t.tools:
         return None
+    started_at, ended_at = t.started_at, t.ended_at
     start = started_at if started_at is not None else ended_at if ended_at is not None else now
     end = ended_at if ended_at is not None else started_at if started_at is not None else now
     params: dict[str, Any] = {
         "session": session,
-        "receipt": receipt_of(session, turn),
+        "receipt": receipt_of(session, t.turn),
         "user": user_text,
         "assistant": assistant_text,
-        "tools": tools,
+        "tools": t.tools,
         "started_at": _iso(start, now),
         "ended_at": _iso(max(start, end), now),
     }
-    if end_reason:
-        params["end_reason"] = str(end_reason)[:64]
+    if t.end_reason:
+        params["end_reason"] = str(t.end_reason)[:64]
     return params
+
 
 
 def _size(value: Any) -> int:

@@ -101,7 +101,7 @@ def tool_round_text(log: list[RawEvent], limit: int = TOOL_ROUND_MAX) -> str:
             calls.append(call)
             by_call["" if data.get("callId") is None else str(data["callId"])] = call
         elif event.type == "tool/result":
-            message = data.get("message") if isinstance(data.get("message"), dict) else {}
+            message = got if isinstance(got := data.get("message"), dict) else {}
             if (found := by_call.get(result_call_id(message))) is not None:
                 found["result"] = text_of_blocks(message.get("content"))
     if not calls:

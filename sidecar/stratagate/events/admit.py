@@ -54,7 +54,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-import aiosqlite
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from stratagate import ids
@@ -68,11 +67,12 @@ from stratagate.jobs.pipeline import GRAPH_PROJECTION, FollowUp
 from stratagate.jobs.queue import enqueue
 from stratagate.redact import redact, redact_value
 from stratagate.storage.db import Actor, audit
+from stratagate.storage.sqlconn import Connection
 
 TITLE_CHARS = 80
 SUMMARY_CHARS = 300
 
-Projector = Callable[[aiosqlite.Connection, EventRow, frozenset[int]], Awaitable[dict[str, Any]]]
+Projector = Callable[[Connection, EventRow, frozenset[int]], Awaitable[dict[str, Any]]]
 """Inline graph projection of one new event (conn, event, explicit supersede targets) → what it did."""
 
 
@@ -199,7 +199,7 @@ def _redacted(c: Candidate) -> Candidate:
 
 
 async def _tombstone(
-    conn: aiosqlite.Connection, opts: Options, c: Candidate, fp: str
+    conn: Connection, opts: Options, c: Candidate, fp: str
 ) -> tuple[int, Literal["exact", "near"]] | None:
     """The forgotten (or erased) event this candidate restates, if any."""
     tomb = await store.tombstone_for(conn, opts.namespace_id, fp, opts.session_id)
@@ -213,7 +213,7 @@ async def _tombstone(
 
 
 async def _refuse_or_suppress(
-    conn: aiosqlite.Connection, opts: Options, c: Candidate, tomb: int, match: str
+    conn: Connection, opts: Options, c: Candidate, tomb: int, match: str
 ) -> Outcome:
     dead = ids.make("evt", tomb)
     was_erased = await store.erased(conn, opts.namespace_id, tomb)
@@ -242,7 +242,7 @@ async def _refuse_or_suppress(
 
 
 async def _targets(
-    conn: aiosqlite.Connection, opts: Options, c: Candidate, wanted: list[int], field: str
+    conn: Connection, opts: Options, c: Candidate, wanted: list[int], field: str
 ) -> list[EventRow]:
     out = []
     viewer = await visibility.viewer(conn, opts.namespace_id, opts.session_id)
@@ -267,7 +267,7 @@ async def _targets(
 
 
 async def _merge(
-    conn: aiosqlite.Connection, opts: Options, ev: EventRow, c: Candidate, match: Literal["exact", "near"]
+    conn: Connection, opts: Options, ev: EventRow, c: Candidate, match: Literal["exact", "near"]
 ) -> int:
     added = await store.insert_sources(conn, ev.id, c.sources)
     if added:
@@ -302,7 +302,7 @@ def _new_event(opts: Options, c: Candidate, fp: str) -> NewEvent:
     )
 
 
-async def _admit_one(conn: aiosqlite.Connection, opts: Options, raw: Candidate) -> Outcome:
+async def _admit_one(conn: Connection, opts: Options, raw: Candidate) -> Outcome:
     c = _redacted(raw)
     fp = store.fingerprint(c.statement)
     tomb = await _tombstone(conn, opts, c, fp)
@@ -326,8 +326,8 @@ async def _admit_one(conn: aiosqlite.Connection, opts: Options, raw: Candidate) 
             outcome = Outcome(result="merged", near=True, sources_added=await _merge(conn, opts, event, c, "near"))
     if event is None:
         event = await store.insert_event(conn, _new_event(opts, c, fp), opts.actor)
-        added = await store.insert_sources(conn, event.id, c.sources)
-        outcome = Outcome(result="inserted", sources_added=len(added))
+        sources = await store.insert_sources(conn, event.id, c.sources)
+        outcome = Outcome(result="inserted", sources_added=len(sources))
         if opts.projector is not None:
             outcome.graph = await opts.projector(conn, event, frozenset(t.id for t in supersedes))
 
@@ -350,7 +350,7 @@ async def _admit_one(conn: aiosqlite.Connection, opts: Options, raw: Candidate) 
     return outcome
 
 
-async def admit(conn: aiosqlite.Connection, candidates: list[Candidate], options: Options) -> Admission:
+async def admit(conn: Connection, candidates: list[Candidate], options: Options) -> Admission:
     """Admit ``candidates`` in order inside the caller's transaction (an error rolls all of it back)."""
     outcomes = [await _admit_one(conn, options, c) for c in candidates]
     result = Admission(outcomes=outcomes, namespace_id=options.namespace_id)

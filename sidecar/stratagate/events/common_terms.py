@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import aiosqlite
-
+from stratagate.storage.sqlconn import Connection
 from stratagate.text.terms import quote
 
 COMMON_MIN_ROWS = 2000
@@ -34,13 +33,13 @@ _CACHE = __name__
 """This module's entry in the connection's ``caches`` (storage/sqlconn.py): term → its count."""
 
 
-async def _scalar(conn: aiosqlite.Connection, sql: str, params: tuple[object, ...] = ()) -> int:
+async def _scalar(conn: Connection, sql: str, params: tuple[object, ...] = ()) -> int:
     row = await (await conn.execute(sql, params)).fetchone()
     return int(row[0] or 0) if row else 0
 
 
 async def split(
-    conn: aiosqlite.Connection, terms: list[str], min_rows: int | None = None
+    conn: Connection, terms: list[str], min_rows: int | None = None
 ) -> tuple[list[str], list[str]]:
     """(terms worth scoring, terms held by half the events or more and by at least ``min_rows``, by default
     ``COMMON_MIN_ROWS``), in query order."""
@@ -53,13 +52,14 @@ async def split(
     cache: dict[str, _Count] = {} if caches is None else caches.setdefault(_CACHE, {})
     if len(cache) > MAX_CACHED:
         cache.clear()
-    keep, common = [], []
+    keep: list[str] = []
+    common: list[str] = []
     for term in terms:
         (common if await _common(conn, cache, term, total, min_rows) else keep).append(term)
     return keep, common
 
 
-async def _common(conn: aiosqlite.Connection, cache: dict[str, _Count], term: str, upto: int, min_rows: int) -> bool:
+async def _common(conn: Connection, cache: dict[str, _Count], term: str, upto: int, min_rows: int) -> bool:
     def common(rows: int) -> bool:
         return rows >= min_rows and rows * 2 >= upto
 

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import json
 
-import aiosqlite
-
 from stratagate.jobs.pipeline import DEFAULT_MAX_ATTEMPTS, GRAPH_PROJECTION
 from stratagate.jobs.queue import enqueue, enqueue_missing
 from stratagate.storage.db import Database
+from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
 
 BATCH_SIZE = 8
 
 
-async def add_batches(conn: aiosqlite.Connection, namespace_id: int, event_ids: list[int], reason: str) -> list[int]:
+async def add_batches(conn: Connection, namespace_id: int, event_ids: list[int], reason: str) -> list[int]:
     """Group events into projection batches inside the caller's transaction; the batch ids (job subjects)."""
     batch_ids = []
     todo = list(dict.fromkeys(event_ids))
@@ -43,7 +42,7 @@ async def add_batches(conn: aiosqlite.Connection, namespace_id: int, event_ids: 
 
 
 async def enqueue_projection(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     namespace_id: int,
     event_ids: list[int],
     reason: str,

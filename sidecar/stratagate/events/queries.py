@@ -3,21 +3,20 @@ applies the one visibility rule (events/visibility.py): the viewer's namespace a
 
 from __future__ import annotations
 
-import aiosqlite
-
 from stratagate.events.models import EventRow
 from stratagate.events.store import _SELECT
 from stratagate.events.visibility import where as visible_where
+from stratagate.storage.sqlconn import Connection
 
 
-async def has_events(conn: aiosqlite.Connection, namespace_id: int | None, session_id: int | None = None) -> bool:
+async def has_events(conn: Connection, namespace_id: int | None, session_id: int | None = None) -> bool:
     """Is any event visible here (the namespace's own, or a user-tier event of another namespace)?"""
     visible, params = visible_where(namespace_id, session_id)
     row = await (await conn.execute(f"SELECT 1 FROM events e WHERE {visible} LIMIT 1", params)).fetchone()
     return row is not None
 
 
-async def pinned_events(conn: aiosqlite.Connection, namespace_id: int | None, session_id: int | None) -> list[EventRow]:
+async def pinned_events(conn: Connection, namespace_id: int | None, session_id: int | None) -> list[EventRow]:
     """Visible pinned events that are current or history (active, disputed, superseded), oldest first."""
     visible, params = visible_where(namespace_id, session_id)
     rows = await conn.execute_fetchall(
@@ -29,7 +28,7 @@ async def pinned_events(conn: aiosqlite.Connection, namespace_id: int | None, se
 
 
 async def safety_events(
-    conn: aiosqlite.Connection, namespace_id: int | None, session_id: int | None, limit: int
+    conn: Connection, namespace_id: int | None, session_id: int | None, limit: int
 ) -> list[EventRow]:
     """Visible active safety-critical events, pinned first, then newest."""
     visible, params = visible_where(namespace_id, session_id)
@@ -42,7 +41,7 @@ async def safety_events(
 
 
 async def is_visible(
-    conn: aiosqlite.Connection, namespace_id: int | None, session_id: int | None, event_id: int
+    conn: Connection, namespace_id: int | None, session_id: int | None, event_id: int
 ) -> bool:
     visible, params = visible_where(namespace_id, session_id)
     sql = f"SELECT 1 FROM events e WHERE e.id = ? AND {visible}"

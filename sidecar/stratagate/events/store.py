@@ -21,7 +21,6 @@ import unicodedata
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import aiosqlite
 from pydantic import BaseModel, ConfigDict
 
 from stratagate import ids
@@ -29,12 +28,13 @@ from stratagate.events import common_terms, lexicon
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow, NewEvent, Status
 from stratagate.events.visibility import where as visible_where
 from stratagate.storage.db import ITEMS_ADDED, Actor, audit, on_commit
+from stratagate.storage.sqlconn import Connection
 from stratagate.text.terms import fts_document, fts_query, quote, terms
 from stratagate.timeutil import now_iso, parse_time, to_iso
 
 MAX_CHAIN = 32
 
-StatusHook = Callable[[aiosqlite.Connection, EventRow, Actor], Awaitable[None]]
+StatusHook = Callable[[Connection, EventRow, Actor], Awaitable[None]]
 _status_hooks: list[StatusHook] = []
 
 
@@ -118,7 +118,7 @@ def _fts_text(ev: NewEvent) -> str:
     return fts_document("\n".join(parts))
 
 
-async def get_event(conn: aiosqlite.Connection, event_id: int) -> EventRow | None:
+async def get_event(conn: Connection, event_id: int) -> EventRow | None:
     row = await (await conn.execute(f"{_SELECT} WHERE e.id = ?", (event_id,))).fetchone()
     return None if row is None else EventRow.from_row(row)
 
@@ -149,7 +149,7 @@ class Source(BaseModel):
         return out
 
 
-async def insert_event(conn: aiosqlite.Connection, ev: NewEvent, actor: Actor) -> EventRow:
+async def insert_event(conn: Connection, ev: NewEvent, actor: Actor) -> EventRow:
     """The event row, its search terms and its ``event.<origin>`` audit row. Only events/admit.py calls this
     (tests/test_admit.py checks it): admission rules live there, not here."""
     now = now_iso()
@@ -170,7 +170,7 @@ async def insert_event(conn: aiosqlite.Connection, ev: NewEvent, actor: Actor) -
     return row
 
 
-async def insert_sources(conn: aiosqlite.Connection, event_id: int, rows: list[Source]) -> list[Source]:
+async def insert_sources(conn: Connection, event_id: int, rows: list[Source]) -> list[Source]:
     """Append evidence rows to an event, skipping ones it already has (same place, same quote); the added rows."""
     have = {
         tuple(r)
@@ -195,7 +195,7 @@ async def insert_sources(conn: aiosqlite.Connection, event_id: int, rows: list[S
     return added
 
 
-async def copy_sources(conn: aiosqlite.Connection, from_event: int, to_event: int) -> list[int]:
+async def copy_sources(conn: Connection, from_event: int, to_event: int) -> list[int]:
     """Copy the evidence rows of ``from_event`` that ``to_event`` lacks (same place, same quote), keeping their
     ``created_at``; the new row ids. Maintenance merges a duplicate this way (stratagate/maintenance/consolidate.py),
     and its unmerge deletes exactly these ids."""
@@ -225,7 +225,7 @@ async def copy_sources(conn: aiosqlite.Connection, from_event: int, to_event: in
     return added
 
 
-async def erased(conn: aiosqlite.Connection, namespace_id: int, event_id: int) -> bool:
+async def erased(conn: Connection, namespace_id: int, event_id: int) -> bool:
     """Was this event erased for good (stratagate/erase.py writes an ``erasures`` row, in the event's own namespace:
     a user-tier event of another namespace is looked up there)?"""
     row = await (
@@ -239,7 +239,7 @@ async def erased(conn: aiosqlite.Connection, namespace_id: int, event_id: int) -
 
 
 async def tombstone_for(
-    conn: aiosqlite.Connection, namespace_id: int, fp: str, session_id: int | None = None
+    conn: Connection, namespace_id: int, fp: str, session_id: int | None = None
 ) -> int | None:
     """The forgotten event this fingerprint restates: a tombstone of the namespace, or of a user-tier event of
     another namespace this viewer sees (the user forgot their preference everywhere)."""
@@ -263,7 +263,7 @@ async def tombstone_for(
 
 
 async def current_duplicate(
-    conn: aiosqlite.Connection, namespace_id: int, session_id: int | None, fp: str
+    conn: Connection, namespace_id: int, session_id: int | None, fp: str
 ) -> EventRow | None:
     """A current (active or disputed) visible event with the same text: a restatement is not a new event. The
     namespace's own events first, then user-tier events of other namespaces (a preference restated in another
@@ -302,7 +302,7 @@ def near_same(a: str, b: str) -> bool:
 
 
 async def near_duplicate(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     namespace_id: int,
     session_id: int | None,
     text: str,
@@ -324,7 +324,7 @@ async def near_duplicate(
 
 
 async def _any_visible(
-    conn: aiosqlite.Connection, namespace_id: int, session_id: int | None, statuses: tuple[str, ...]
+    conn: Connection, namespace_id: int, session_id: int | None, statuses: tuple[str, ...]
 ) -> bool:
     visible, params = visible_where(namespace_id, session_id)
     row = await (
@@ -337,7 +337,7 @@ async def _any_visible(
 
 
 async def _set(
-    conn: aiosqlite.Connection, ev: EventRow, actor: Actor, action: str, extra: Any = None, **changes: Any
+    conn: Connection, ev: EventRow, actor: Actor, action: str, extra: Any = None, **changes: Any
 ) -> EventRow:
     sets = ", ".join(f"{k} = ?" for k in changes)
     await conn.execute(f"UPDATE events SET {sets}, updated_at = ? WHERE id = ?", (*changes.values(), now_iso(), ev.id))
@@ -357,7 +357,7 @@ async def _set(
 
 
 async def supersede(
-    conn: aiosqlite.Connection, target: EventRow, successor: EventRow, actor: Actor, note: Any = None
+    conn: Connection, target: EventRow, successor: EventRow, actor: Actor, note: Any = None
 ) -> dict[str, Any]:
     """Mark ``target`` superseded by ``successor``; a forgotten or already superseded target is left as it is.
     ``note`` (content-free) goes into the audit row's ``after``."""
@@ -396,7 +396,7 @@ async def supersede(
     }
 
 
-async def forget(conn: aiosqlite.Connection, ev: EventRow, actor: Actor, reason: str | None) -> EventRow:
+async def forget(conn: Connection, ev: EventRow, actor: Actor, reason: str | None) -> EventRow:
     after = await _set(
         conn,
         ev,
@@ -415,7 +415,7 @@ async def forget(conn: aiosqlite.Connection, ev: EventRow, actor: Actor, reason:
     return after
 
 
-async def restore(conn: aiosqlite.Connection, ev: EventRow, actor: Actor) -> EventRow:
+async def restore(conn: Connection, ev: EventRow, actor: Actor) -> EventRow:
     back: Status = ev.prior_status if ev.prior_status and ev.prior_status != "forgotten" else "active"
     changes: dict[str, Any] = {}
     if back == "superseded":
@@ -432,12 +432,12 @@ async def restore(conn: aiosqlite.Connection, ev: EventRow, actor: Actor) -> Eve
     return after
 
 
-async def archive(conn: aiosqlite.Connection, ev: EventRow, actor: Actor, note: Any = None) -> EventRow:
+async def archive(conn: Connection, ev: EventRow, actor: Actor, note: Any = None) -> EventRow:
     """Take an event out of memory without a tombstone (e.g. its import was removed); the row and sources stay."""
     return await _set(conn, ev, actor, "event.archived", note, status="archived", prior_status=ev.status)
 
 
-async def unsupersede(conn: aiosqlite.Connection, ev: EventRow, actor: Actor, note: Any = None) -> EventRow:
+async def unsupersede(conn: Connection, ev: EventRow, actor: Actor, note: Any = None) -> EventRow:
     """Undo a supersession whose successor went away: back to the status it had before, weight cap lifted."""
     back: Status = ev.prior_status if ev.prior_status in ("active", "disputed") else "active"
     return await _set(
@@ -445,12 +445,12 @@ async def unsupersede(conn: aiosqlite.Connection, ev: EventRow, actor: Actor, no
     )
 
 
-async def settle(conn: aiosqlite.Connection, ev: EventRow, actor: Actor, note: Any = None) -> EventRow:
+async def settle(conn: Connection, ev: EventRow, actor: Actor, note: Any = None) -> EventRow:
     """A disputed event made current again by the user's decision (the Memory page's resolve): ``active``."""
     return await _set(conn, ev, actor, "event.settled", note, status="active", prior_status=None)
 
 
-async def set_pinned(conn: aiosqlite.Connection, ev: EventRow, actor: Actor, pinned: bool) -> EventRow:
+async def set_pinned(conn: Connection, ev: EventRow, actor: Actor, pinned: bool) -> EventRow:
     return await _set(conn, ev, actor, "event.pinned" if pinned else "event.unpinned", None, pinned=int(pinned))
 
 
@@ -480,7 +480,7 @@ def _or_terms(match: str) -> list[str] | None:
     return found
 
 
-async def split_common(conn: aiosqlite.Connection, match: str) -> tuple[str | None, str | None]:
+async def split_common(conn: Connection, match: str) -> tuple[str | None, str | None]:
     """(MATCH of the terms worth scoring or None, MATCH of the terms most events hold or None): see
     events/common_terms.py. Any other expression than an OR of terms is scored whole."""
     terms = _or_terms(match)
@@ -497,7 +497,7 @@ PREFILTER = 4
 
 
 async def _best_matches(
-    conn: aiosqlite.Connection, match: str, where: list[str], params: list[Any], wanted: int
+    conn: Connection, match: str, where: list[str], params: list[Any], wanted: int
 ) -> list[tuple[int, float, str, float | None]]:
     """The ``wanted`` best (id, BM25, status, weight cap) matches passing ``where``, best first (ties: newest first).
 
@@ -533,7 +533,7 @@ async def _best_matches(
 
 
 async def search(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     namespace_id: int | None,
     session_id: int | None,
     match: str | None,
@@ -588,15 +588,15 @@ async def search(
         hits = [(int(r[0]), float(r[1]), str(r[2]), r[3]) for r in rows]
     # Ties (BM25 is ~0 when every event holds the words) go to current events, then the newest. Ordered on the
     # ranks, status and cap; whole rows are read for the ``limit`` kept only.
-    order = sorted(
+    best = sorted(
         ((-rank * (cap if cap is not None else 1.0), status, event_id) for event_id, rank, status, cap in hits),
         key=lambda t: (-t[0], t[1] == "superseded", -t[2]),
     )[:limit]
     rows = await conn.execute_fetchall(
-        f"{_SELECT} WHERE e.id IN ({', '.join('?' for _ in order)})", [t[2] for t in order]
-    ) if order else []
+        f"{_SELECT} WHERE e.id IN ({', '.join('?' for _ in best)})", [t[2] for t in best]
+    ) if best else []
     by_id = {ev.id: ev for ev in (EventRow.from_row(r) for r in rows)}
-    scored: list[tuple[EventRow, float | None]] = [(by_id[t[2]], t[0]) for t in order if t[2] in by_id]
+    scored: list[tuple[EventRow, float | None]] = [(by_id[t[2]], t[0]) for t in best if t[2] in by_id]
     if f.temporal_intent in ("first", "latest"):
         # The relevant set, told in time order: "when did we first…" / "what is the latest…".
         scored.sort(key=lambda pair: (pair[0].happened_start or pair[0].mentioned_at, pair[0].id),
@@ -604,7 +604,7 @@ async def search(
     return scored
 
 
-async def successor_chain(conn: aiosqlite.Connection, ev: EventRow) -> list[EventRow]:
+async def successor_chain(conn: Connection, ev: EventRow) -> list[EventRow]:
     """The events that replaced ``ev``, in order, up to the current one (cycle-safe)."""
     chain: list[EventRow] = []
     seen = {ev.id}
@@ -619,12 +619,12 @@ async def successor_chain(conn: aiosqlite.Connection, ev: EventRow) -> list[Even
     return chain
 
 
-async def predecessors(conn: aiosqlite.Connection, ev: EventRow) -> list[EventRow]:
+async def predecessors(conn: Connection, ev: EventRow) -> list[EventRow]:
     rows = await conn.execute_fetchall(f"{_SELECT} WHERE e.successor_id = ? ORDER BY e.id", (ev.id,))
     return [EventRow.from_row(r) for r in rows]
 
 
-async def sources(conn: aiosqlite.Connection, event_id: int) -> list[dict[str, Any]]:
+async def sources(conn: Connection, event_id: int) -> list[dict[str, Any]]:
     rows = await conn.execute_fetchall(
         "SELECT message_id, call_id, quote, import_id, source_ref, created_at FROM event_sources"
         " WHERE event_id = ? ORDER BY id",
@@ -643,7 +643,7 @@ async def sources(conn: aiosqlite.Connection, event_id: int) -> list[dict[str, A
     ]
 
 
-async def dispute(conn: aiosqlite.Connection, ev: EventRow, other: EventRow, actor: Actor) -> dict[str, Any]:
+async def dispute(conn: Connection, ev: EventRow, other: EventRow, actor: Actor) -> dict[str, Any]:
     """Mark ``ev`` disputed because ``other`` contradicts it; only an active event changes (audited)."""
     if ev.status != "active":
         return {"id": ev.public_id, "status": ev.status, "disputed": ev.status == "disputed"}

@@ -353,6 +353,11 @@ def _rule(pattern: str, flags: int = 0) -> Callable[[Handler], Handler]:
     return register
 
 
+def _day_shift(n: int) -> Handler:
+    """The handler of a day word ("yesterday", "明天"): ``n`` days from the anchor."""
+    return lambda m, ctx: _shift("day", n, ctx)
+
+
 def _recurring(m: re.Match[str]) -> bool:
     """ "every Friday", "each month": a recurrence, not one occurrence."""
     return re.search(r"\b(?:every|each)\s+$", m.string[: m.start()], _I) is not None
@@ -371,7 +376,7 @@ _EN_DAYS = {
     r"today|tonight|this\s+(?:morning|afternoon|evening)": 0,
 }
 for _pattern, _offset in _EN_DAYS.items():
-    _rule(rf"\b(?:{_pattern})\b", _I)(lambda m, ctx, n=_offset: _shift("day", n, ctx))
+    _rule(rf"\b(?:{_pattern})\b", _I)(_day_shift(_offset))
 
 
 def _en_in_n(m: re.Match[str], ctx: _Ctx) -> _Win:
@@ -570,7 +575,7 @@ def _en_quarter(m: re.Match[str], ctx: _Ctx) -> _Win:
 # Chinese: days. 前/后 also end words such as 以前, 之后, 然后, 最后 ("以前天气", "然后天天", "然后年底").
 _CN_GUARD = r"(?<![\d以之然最先落背午此目提从向面])"
 for _word, _offset in _CN_DAY_WORDS.items():
-    _rule((_CN_GUARD if _word in ("前天", "后天") else "") + _word)(lambda m, ctx, n=_offset: _shift("day", n, ctx))
+    _rule((_CN_GUARD if _word in ("前天", "后天") else "") + _word)(_day_shift(_offset))
 
 
 _CN_AGO = r"(?:以|之)?(?P<dir>[后前])"

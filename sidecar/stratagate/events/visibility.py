@@ -19,9 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import aiosqlite
-
 from stratagate.storage import lookup
+from stratagate.storage.sqlconn import Connection
 
 Tier = Literal["user", "project", "session"]
 
@@ -51,7 +50,7 @@ class Viewer:
         return namespace_id != self.namespace_id
 
 
-async def viewer(conn: aiosqlite.Connection, namespace_id: int | None, session_id: int | None) -> Viewer:
+async def viewer(conn: Connection, namespace_id: int | None, session_id: int | None) -> Viewer:
     """The viewer with its namespace's user-tier setting (the default when the namespace has no row yet)."""
     tier = await lookup.namespace_user_tier(conn, namespace_id) if namespace_id is not None else None
     return Viewer(namespace_id, session_id, True if tier is None else tier)

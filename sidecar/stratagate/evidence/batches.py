@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
 from pydantic import BaseModel
 
 from stratagate import ids
@@ -21,6 +20,7 @@ from stratagate.errors import Invalid, NotFound, is_storage_full
 from stratagate.protocol.context import ToolContext
 from stratagate.redact import redact_value
 from stratagate.storage import lookup
+from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
 
 REF_PREFIXES = ("evt", "nod", "fct", "msg", "blk")
@@ -96,12 +96,12 @@ def parse_batch_id(value: str) -> int:
     return key
 
 
-async def get_batch(conn: aiosqlite.Connection, batch_id: int) -> Batch | None:
+async def get_batch(conn: Connection, batch_id: int) -> Batch | None:
     row = await (await conn.execute("SELECT * FROM retrieval_batches WHERE id = ?", (batch_id,))).fetchone()
     return None if row is None else Batch.from_row(row)
 
 
-async def visible_batch(conn: aiosqlite.Connection, ctx: ToolContext, value: str) -> Batch:
+async def visible_batch(conn: Connection, ctx: ToolContext, value: str) -> Batch:
     """The caller's own batch; -32004 for an unknown one or one of another namespace or session (they look alike)."""
     key = parse_batch_id(value)
     ns, sess = await lookup.scope_keys(conn, ctx.namespace, ctx.session)
@@ -111,7 +111,7 @@ async def visible_batch(conn: aiosqlite.Connection, ctx: ToolContext, value: str
     return batch
 
 
-async def batch_showing(conn: aiosqlite.Connection, session_id: int, ref: str) -> int | None:
+async def batch_showing(conn: Connection, session_id: int, ref: str) -> int | None:
     """The newest batch of the session that showed ``ref``."""
     row = await (
         await conn.execute(
@@ -180,7 +180,7 @@ def batched(tool: str, run: ToolRun) -> ToolRun:
 # --- settled / open ------------------------------------------------------------------------------------------------
 
 
-async def open_batches(conn: aiosqlite.Connection, session_id: int, turn: int) -> list[dict[str, Any]]:
+async def open_batches(conn: Connection, session_id: int, turn: int) -> list[dict[str, Any]]:
     """Batches of one session turn left open: no receipt settles them, and no assessment says they were not enough.
 
     ``state`` is ``unassessed`` (never judged) or ``unrecorded`` (judged sufficient, no receipt yet). A batch whose

@@ -27,12 +27,11 @@ import json
 import math
 from typing import Any, Literal
 
-import aiosqlite
-
 from stratagate import ids
 from stratagate.events import queries as event_queries
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP
 from stratagate.storage import lookup
+from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
 
 Kind = Literal["event", "node"]
@@ -76,14 +75,14 @@ def long_term_weight(
 # --- stored inputs -----------------------------------------------------------------------------------------------
 
 
-async def current_turn(conn: aiosqlite.Connection, session_id: int | None) -> int:
+async def current_turn(conn: Connection, session_id: int | None) -> int:
     """The session's turn in progress: captured turns + 1 (1 for a session that has none yet)."""
     if session_id is None:
         return 1
     return 1 + (await lookup.session_turn_count(conn, session_id) or 0)
 
 
-async def _turns_since(conn: aiosqlite.Connection, session_id: int | None, instant: str) -> int:
+async def _turns_since(conn: Connection, session_id: int | None, instant: str) -> int:
     if session_id is None:
         return 0
     row = await (
@@ -92,7 +91,7 @@ async def _turns_since(conn: aiosqlite.Connection, session_id: int | None, insta
     return int(row[0])
 
 
-async def _item(conn: aiosqlite.Connection, kind: Kind, item_id: int) -> dict[str, Any] | None:
+async def _item(conn: Connection, kind: Kind, item_id: int) -> dict[str, Any] | None:
     if kind == "event":
         row = await (
             await conn.execute(
@@ -131,7 +130,7 @@ async def _item(conn: aiosqlite.Connection, kind: Kind, item_id: int) -> dict[st
 
 
 async def weight_of(
-    conn: aiosqlite.Connection, namespace_id: int | None, session_id: int | None, kind: Kind, item_id: int
+    conn: Connection, namespace_id: int | None, session_id: int | None, kind: Kind, item_id: int
 ) -> dict[str, Any] | None:
     """The weight of one event or node as seen from a session, with every input; None if the session cannot see it
     (a node of another namespace; an event outside the visibility rule of events/visibility.py)."""
@@ -187,7 +186,7 @@ async def weight_of(
 
 
 async def event_weights(
-    conn: aiosqlite.Connection, namespace_id: int | None, session_id: int | None, event_ids: list[int]
+    conn: Connection, namespace_id: int | None, session_id: int | None, event_ids: list[int]
 ) -> dict[int, float]:
     """``weight_of(..., "event", id)["weight"]`` for many events in five statements instead of five per event
     (activation scales a dozen candidates per step); an event ``weight_of`` gives None for is left out."""
@@ -255,7 +254,7 @@ async def event_weights(
 
 
 async def reinforce(
-    conn: aiosqlite.Connection, namespace_id: int, session_id: int, kind: Kind, item_id: int, turn: int
+    conn: Connection, namespace_id: int, session_id: int, kind: Kind, item_id: int, turn: int
 ) -> dict[str, Any]:
     """Count one use of a memory in a session's turn (inside the caller's transaction). Only use receipts call this."""
     now = now_iso()

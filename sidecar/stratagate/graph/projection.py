@@ -24,7 +24,6 @@ import json
 import logging
 from typing import Any
 
-import aiosqlite
 from pydantic import ValidationError
 
 from stratagate import ids
@@ -37,6 +36,7 @@ from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.storage import lookup
 from stratagate.storage.db import Actor, Database, audit
+from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
 
 log = logging.getLogger("stratagate.graph")
@@ -55,20 +55,35 @@ def claims_of(event: EventRow) -> list[Claim]:
     return read_claims(f"{event.title}\n{event.narrative}" if event.title not in event.narrative else event.narrative)
 
 
-async def _namespace_key(conn: aiosqlite.Connection, namespace_id: int) -> str:
+async def _namespace_key(conn: Connection, namespace_id: int) -> str:
     return await lookup.namespace_name(conn, namespace_id) or ""
 
 
+def _not_evidence(event: EventRow) -> str | None:
+    """Why the event says nothing about the current state, or None when it does."""
+    if event.status in ("forgotten", "archived"):
+        return f"event is {event.status}"
+    if event.time_status in ("planned", "cancelled"):
+        return f"a {event.time_status} event is not evidence of the current state"
+    return None
+
+
+def _in_scope(fact: store.FactRow, event: EventRow) -> bool:
+    """A current fact of the event's scope (and session, for a session-scoped event)."""
+    return (
+        fact.status in ("active", "disputed")
+        and fact.scope == event.scope
+        and fact.session_id == (event.session_id if event.scope == "session" else None)
+    )
+
+
 async def project_event(
-    conn: aiosqlite.Connection, event: EventRow, actor: Actor, *, explicit_targets: frozenset[int] = frozenset()
+    conn: Connection, event: EventRow, actor: Actor, *, explicit_targets: frozenset[int] = frozenset()
 ) -> dict[str, Any]:
     """Apply one event's claims to the graph inside the caller's transaction; a summary of what changed."""
     result: dict[str, Any] = {"event": event.public_id, "facts": [], "superseded_facts": [], "superseded_events": []}
-    if event.status in ("forgotten", "archived"):
-        result["skipped"] = f"event is {event.status}"
-        return result
-    if event.time_status in ("planned", "cancelled"):
-        result["skipped"] = f"a {event.time_status} event is not evidence of the current state"
+    if (why := _not_evidence(event)) is not None:
+        result["skipped"] = why
         return result
     claims = claims_of(event)
     if not claims:
@@ -76,91 +91,117 @@ async def project_event(
         return result
     ns = event.namespace_id
     ns_key = await _namespace_key(conn, ns)
-    status = "disputed" if event.status == "disputed" else "active"
+    status: store.FactStatus = "disputed" if event.status == "disputed" else "active"
     # New values first, so a slot's old fact is linked to its successor; then what the event says has ended.
     for claim in sorted(claims, key=lambda c: c.ended):
-        subject = await store.resolve_node(conn, ns, ns_key, claim.subject, claim.subject_kind, actor)
-        obj = (
-            await store.resolve_node(conn, ns, ns_key, claim.object, claim.object_kind, actor)
-            if claim.object is not None
-            else None
-        )
-        same = [
-            f
-            for f in await store.facts_of_node(conn, subject.id)
-            if f.node_id == subject.id
-            and f.attribute == claim.predicate
-            and f.status in ("active", "disputed")
-            and (f.object_id == obj.id if obj is not None else f.value == claim.value)
-            and f.scope == event.scope
-            and f.session_id == (event.session_id if event.scope == "session" else None)
-        ]
-        if claim.ended:
-            for fact in same:
-                await store.link(conn, fact.id, event.id, "ends")
-                after = await store.refresh_fact(conn, fact, actor)
-                result["superseded_facts"].append(after.public_id)
-            continue
-        if same:
-            await store.link(conn, same[0].id, event.id, "supports")
-            await store.refresh_fact(conn, same[0], actor)
-            result["facts"].append(same[0].public_id)
-            continue
-        replaced = []
-        # A disputed event does not settle its slot: its fact stands beside the other one, both disputed.
-        if claim.slot and status != "disputed":
-            replaced = [
-                f
-                for f in await store.facts_of_node(conn, subject.id)
-                if f.node_id == subject.id
-                and f.slot == claim.slot
-                and f.status in ("active", "disputed")
-                and f.scope == event.scope
-                and f.session_id == (event.session_id if event.scope == "session" else None)
-            ]
-        changes = bool(replaced) or event.type in ("change", "decision") or event.time_basis != "unknown"
-        valid_from = store.event_time(event) if changes else None
-        fact = await store.insert_fact(
-            conn,
-            ns,
-            subject.id,
-            edge=(claim.predicate, obj.id) if obj is not None else None,
-            attribute=claim.predicate,
-            value=claim.value,
-            slot=claim.slot,
-            event=event,
-            status=status,
-            valid_from=valid_from,
-            actor=actor,
-        )
-        if event.status == "superseded":
-            # Projected after its successor superseded it (the projection job ran late): the fact is history from the
-            # start, its window closed at the successor's time, not a current fact beside the successor's.
-            fact = await store.refresh_fact(conn, fact, actor)
-        result["facts"].append(fact.public_id)
-        for old in replaced:
-            await store.link(conn, old.id, event.id, "ends")
-            closed = await store.update_fact(
-                conn,
-                old,
-                actor,
-                "fact.superseded",
-                {"by": fact.public_id, "event": event.public_id},
-                status="superseded",
-                prior_status=old.status,
-                valid_to=max(valid_from or event.mentioned_at, old.valid_from or ""),
-                superseded_by=fact.id,
-            )
-            result["superseded_facts"].append(closed.public_id)
-            result["superseded_events"] += await _supersede_emptied(conn, closed, event, actor, explicit_targets)
-        await store.reindex_node(conn, subject.id)
-        if obj is not None:
-            await store.reindex_node(conn, obj.id)
+        await _project_claim(conn, event, claim, (ns, ns_key), status, actor, explicit_targets, result)
     return result
 
 
+async def _project_claim(
+    conn: Connection,
+    event: EventRow,
+    claim: Claim,
+    namespace: tuple[int, str],
+    status: store.FactStatus,
+    actor: Actor,
+    explicit_targets: frozenset[int],
+    result: dict[str, Any],
+) -> None:
+    """One claim: it ends its current facts, supports the same fact, or adds a fact (closing the facts of its slot
+    it replaces). ``result`` gathers what changed."""
+    ns, ns_key = namespace
+    subject = await store.resolve_node(conn, ns, ns_key, claim.subject, claim.subject_kind, actor)
+    obj = (
+        await store.resolve_node(conn, ns, ns_key, claim.object, claim.object_kind, actor)
+        if claim.object is not None
+        else None
+    )
+    same = [
+        f
+        for f in await store.facts_of_node(conn, subject.id)
+        if f.node_id == subject.id
+        and f.attribute == claim.predicate
+        and (f.object_id == obj.id if obj is not None else f.value == claim.value)
+        and _in_scope(f, event)
+    ]
+    if claim.ended:
+        for fact in same:
+            await store.link(conn, fact.id, event.id, "ends")
+            after = await store.refresh_fact(conn, fact, actor)
+            result["superseded_facts"].append(after.public_id)
+        return
+    if same:
+        await store.link(conn, same[0].id, event.id, "supports")
+        await store.refresh_fact(conn, same[0], actor)
+        result["facts"].append(same[0].public_id)
+        return
+    replaced = []
+    # A disputed event does not settle its slot: its fact stands beside the other one, both disputed.
+    if claim.slot and status != "disputed":
+        replaced = [
+            f
+            for f in await store.facts_of_node(conn, subject.id)
+            if f.node_id == subject.id and f.slot == claim.slot and _in_scope(f, event)
+        ]
+    changes = bool(replaced) or event.type in ("change", "decision") or event.time_basis != "unknown"
+    valid_from = store.event_time(event) if changes else None
+    fact = await store.insert_fact(
+        conn,
+        ns,
+        subject.id,
+        edge=(claim.predicate, obj.id) if obj is not None else None,
+        attribute=claim.predicate,
+        value=claim.value,
+        slot=claim.slot,
+        event=event,
+        status=status,
+        valid_from=valid_from,
+        actor=actor,
+    )
+    if event.status == "superseded":
+        # Projected after its successor superseded it (the projection job ran late): the fact is history from the
+        # start, its window closed at the successor's time, not a current fact beside the successor's.
+        fact = await store.refresh_fact(conn, fact, actor)
+    result["facts"].append(fact.public_id)
+    for old in replaced:
+        await _close_replaced(conn, old, fact, event, valid_from, actor, explicit_targets, result)
+    await store.reindex_node(conn, subject.id)
+    if obj is not None:
+        await store.reindex_node(conn, obj.id)
+
+
+async def _close_replaced(
+    conn: Connection,
+    old: store.FactRow,
+    fact: store.FactRow,
+    event: EventRow,
+    valid_from: str | None,
+    actor: Actor,
+    explicit_targets: frozenset[int],
+    result: dict[str, Any],
+) -> None:
+    """``fact`` took ``old``'s slot: ``old`` is superseded, its window closed where the new one starts (when the
+    event was said, without a start), never before its own start; events left with no current fact are superseded
+    by ``event``."""
+    await store.link(conn, old.id, event.id, "ends")
+    closed = await store.update_fact(
+        conn,
+        old,
+        actor,
+        "fact.superseded",
+        {"by": fact.public_id, "event": event.public_id},
+        status="superseded",
+        prior_status=old.status,
+        valid_to=max(valid_from or event.mentioned_at, old.valid_from or ""),
+        superseded_by=fact.id,
+    )
+    result["superseded_facts"].append(closed.public_id)
+    result["superseded_events"] += await _supersede_emptied(conn, closed, event, actor, explicit_targets)
+
+
 async def _supersede_emptied(
-    conn: aiosqlite.Connection, closed: store.FactRow, successor: EventRow, actor: Actor, explicit: frozenset[int]
+    conn: Connection, closed: store.FactRow, successor: EventRow, actor: Actor, explicit: frozenset[int]
 ) -> list[str]:
     """Events whose every fact is now superseded are superseded by the event that replaced them."""
     out = []
@@ -178,7 +219,7 @@ async def _supersede_emptied(
     return out
 
 
-async def mark_projected(conn: aiosqlite.Connection, event_id: int, result: dict[str, Any]) -> None:
+async def mark_projected(conn: Connection, event_id: int, result: dict[str, Any]) -> None:
     await conn.execute(
         "INSERT INTO graph_projection(event_id, batch_id, state, result, updated_at) VALUES (?, NULL, 'done', ?, ?)"
         " ON CONFLICT(event_id) DO UPDATE SET state = 'done', result = excluded.result,"

@@ -12,11 +12,10 @@ import json
 from datetime import UTC, datetime, time
 from typing import Any
 
-import aiosqlite
-
 from stratagate import ids
 from stratagate.graph import store
 from stratagate.graph.store import FactRow, NodeRow
+from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import parse_time, to_iso
 
 SHOWN = ("active", "superseded", "disputed")
@@ -36,7 +35,7 @@ def holds_at(state: dict[str, Any] | FactRow, instant: str) -> bool:
     return (start is None or start <= instant) and (end is None or instant < end)
 
 
-async def fact_node(conn: aiosqlite.Connection, fact_id: int, namespace_id: int) -> int | None:
+async def fact_node(conn: Connection, fact_id: int, namespace_id: int) -> int | None:
     """The node a fact of the namespace belongs to (None for an unknown fact or one of another namespace)."""
     row = await (
         await conn.execute("SELECT node_id FROM graph_facts WHERE id = ? AND namespace_id = ?", (fact_id, namespace_id))
@@ -44,12 +43,12 @@ async def fact_node(conn: aiosqlite.Connection, fact_id: int, namespace_id: int)
     return None if row is None else int(row[0])
 
 
-async def node_visible(conn: aiosqlite.Connection, node: NodeRow, session_id: int | None) -> bool:
+async def node_visible(conn: Connection, node: NodeRow, session_id: int | None) -> bool:
     """A node exists for a caller when at least one fact they may see touches it."""
     return any(f.status != "archived" and f.visible_to(session_id) for f in await store.facts_of_node(conn, node.id))
 
 
-async def visible_nodes(conn: aiosqlite.Connection, node_ids: list[int], session_id: int | None) -> set[int]:
+async def visible_nodes(conn: Connection, node_ids: list[int], session_id: int | None) -> set[int]:
     """Which of ``node_ids`` exist for a caller (``node_visible`` for many nodes, in one statement)."""
     if not node_ids:
         return set()
@@ -67,7 +66,7 @@ async def visible_nodes(conn: aiosqlite.Connection, node_ids: list[int], session
 class Renderer:
     """Fact → plain data, with node names cached for one read."""
 
-    def __init__(self, conn: aiosqlite.Connection):
+    def __init__(self, conn: Connection):
         self._conn = conn
         self._nodes: dict[int, NodeRow | None] = {}
 
@@ -140,7 +139,7 @@ class Renderer:
 
 
 async def search(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     namespace_id: int,
     session_id: int | None,
     match: str | None,
@@ -155,7 +154,7 @@ async def search(
             " id DESC",
             (namespace_id, kind, kind),
         )
-        scored = [(NodeRow.model_validate(dict(r)), None) for r in rows]
+        scored: list[tuple[NodeRow, float | None]] = [(NodeRow.model_validate(dict(r)), None) for r in rows]
     else:
         rows = await conn.execute_fetchall(
             "SELECT n.*, bm25(graph_fts) AS rank FROM graph_fts JOIN graph_nodes n ON n.id = graph_fts.rowid"
@@ -181,7 +180,7 @@ async def search(
 
 
 async def current_state(
-    conn: aiosqlite.Connection, node: NodeRow, session_id: int | None, r: Renderer
+    conn: Connection, node: NodeRow, session_id: int | None, r: Renderer
 ) -> list[dict[str, Any]]:
     """Active facts (disputed ones labelled) whose window holds now: what is true today."""
     now = to_iso(datetime.now(UTC))
@@ -194,7 +193,7 @@ async def current_state(
 
 
 async def believed_at(
-    conn: aiosqlite.Connection, namespace_id: int, node_id: int, instant: str
+    conn: Connection, namespace_id: int, node_id: int, instant: str
 ) -> dict[int, dict[str, Any]]:
     """Every fact touching the node as memory held it at ``instant``: its last audited state by then."""
     rows = await conn.execute_fetchall(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Literal
 
-import aiosqlite
 from pydantic import BaseModel
 
 from stratagate import ids
@@ -19,6 +18,7 @@ from stratagate.events.claims import PROJECT, USER
 from stratagate.events.models import EventRow
 from stratagate.events.store import normalise
 from stratagate.storage.db import Actor, audit
+from stratagate.storage.sqlconn import Connection
 from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso
 
@@ -101,12 +101,12 @@ def project_name(namespace_key: str) -> str:
     return parts[1] if len(parts) >= 3 and parts[0] == "project" and parts[1] else "project"
 
 
-async def get_node(conn: aiosqlite.Connection, node_id: int) -> NodeRow | None:
+async def get_node(conn: Connection, node_id: int) -> NodeRow | None:
     row = await (await conn.execute("SELECT * FROM graph_nodes WHERE id = ?", (node_id,))).fetchone()
     return None if row is None else NodeRow.model_validate(dict(row))
 
 
-async def find_node(conn: aiosqlite.Connection, namespace_id: int, name: str) -> NodeRow | None:
+async def find_node(conn: Connection, namespace_id: int, name: str) -> NodeRow | None:
     """The node a name or alias means (the lexicon's canonical name counts too)."""
     keys = [normalise(name)]
     known = lexicon.lookup(name)
@@ -125,14 +125,14 @@ async def find_node(conn: aiosqlite.Connection, namespace_id: int, name: str) ->
     return None
 
 
-async def aliases(conn: aiosqlite.Connection, node_id: int) -> list[str]:
+async def aliases(conn: Connection, node_id: int) -> list[str]:
     rows = await conn.execute_fetchall(
         "SELECT alias FROM graph_aliases WHERE node_id = ? ORDER BY created_at, alias", (node_id,)
     )
     return [r[0] for r in rows]
 
 
-async def _add_alias(conn: aiosqlite.Connection, node: NodeRow, alias: str) -> None:
+async def _add_alias(conn: Connection, node: NodeRow, alias: str) -> None:
     await conn.execute(
         "INSERT INTO graph_aliases(namespace_id, key, node_id, alias, created_at) VALUES (?, ?, ?, ?, ?)"
         " ON CONFLICT(namespace_id, key) DO NOTHING",
@@ -141,7 +141,7 @@ async def _add_alias(conn: aiosqlite.Connection, node: NodeRow, alias: str) -> N
 
 
 async def _create_node(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     namespace_id: int,
     name: str,
     kind: str,
@@ -174,7 +174,7 @@ async def _create_node(
 
 
 async def resolve_node(
-    conn: aiosqlite.Connection, namespace_id: int, namespace_key: str, name: str, kind: str | None, actor: Actor
+    conn: Connection, namespace_id: int, namespace_key: str, name: str, kind: str | None, actor: Actor
 ) -> NodeRow:
     """The node for a name: an existing one by name or alias, else a new one (kind and category from the lexicon)."""
     existing = await find_node(conn, namespace_id, name)
@@ -194,7 +194,7 @@ async def resolve_node(
     return await _create_node(conn, namespace_id, name, kind or "concept", None, [], actor)
 
 
-async def _edge(conn: aiosqlite.Connection, namespace_id: int, src: int, predicate: str, dst: int) -> int:
+async def _edge(conn: Connection, namespace_id: int, src: int, predicate: str, dst: int) -> int:
     await conn.execute(
         "INSERT INTO graph_edges(namespace_id, src_id, predicate, dst_id, created_at) VALUES (?, ?, ?, ?, ?)"
         " ON CONFLICT(src_id, predicate, dst_id) DO NOTHING",
@@ -211,12 +211,12 @@ async def _edge(conn: aiosqlite.Connection, namespace_id: int, src: int, predica
 # --- facts -------------------------------------------------------------------------------------------------------
 
 
-async def get_fact(conn: aiosqlite.Connection, fact_id: int) -> FactRow | None:
+async def get_fact(conn: Connection, fact_id: int) -> FactRow | None:
     row = await (await conn.execute(f"{_FACT_SELECT} WHERE f.id = ?", (fact_id,))).fetchone()
     return None if row is None else _fact(row)
 
 
-async def facts_of_node(conn: aiosqlite.Connection, node_id: int) -> list[FactRow]:
+async def facts_of_node(conn: Connection, node_id: int) -> list[FactRow]:
     """Facts about the node and edges pointing at it, oldest first."""
     rows = await conn.execute_fetchall(
         f"{_FACT_SELECT} WHERE f.node_id = ? OR e.dst_id = ? ORDER BY f.id", (node_id, node_id)
@@ -224,7 +224,7 @@ async def facts_of_node(conn: aiosqlite.Connection, node_id: int) -> list[FactRo
     return [_fact(r) for r in rows]
 
 
-async def current_facts_of_node(conn: aiosqlite.Connection, node_id: int) -> list[FactRow]:
+async def current_facts_of_node(conn: Connection, node_id: int) -> list[FactRow]:
     """``facts_of_node`` restricted to current (active or disputed) facts in SQL: a node holds its superseded history
     too, which grows with every change of a slot."""
     rows = await conn.execute_fetchall(
@@ -237,7 +237,7 @@ async def current_facts_of_node(conn: aiosqlite.Connection, node_id: int) -> lis
     return [_fact(r) for r in rows]
 
 
-async def facts_of_event(conn: aiosqlite.Connection, event_id: int) -> list[FactRow]:
+async def facts_of_event(conn: Connection, event_id: int) -> list[FactRow]:
     rows = await conn.execute_fetchall(
         f"{_FACT_SELECT} WHERE f.id IN (SELECT fact_id FROM graph_fact_events WHERE event_id = ?) ORDER BY f.id",
         (event_id,),
@@ -245,7 +245,7 @@ async def facts_of_event(conn: aiosqlite.Connection, event_id: int) -> list[Fact
     return [_fact(r) for r in rows]
 
 
-async def fact_events(conn: aiosqlite.Connection, fact_id: int) -> list[tuple[str, EventRow]]:
+async def fact_events(conn: Connection, fact_id: int) -> list[tuple[str, EventRow]]:
     from stratagate.events.store import get_event
 
     rows = await conn.execute_fetchall(
@@ -259,7 +259,7 @@ async def fact_events(conn: aiosqlite.Connection, fact_id: int) -> list[tuple[st
     return out
 
 
-async def link(conn: aiosqlite.Connection, fact_id: int, event_id: int, role: str) -> None:
+async def link(conn: Connection, fact_id: int, event_id: int, role: str) -> None:
     await conn.execute(
         "INSERT INTO graph_fact_events(fact_id, event_id, role, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (fact_id, event_id, role, now_iso()),
@@ -267,7 +267,7 @@ async def link(conn: aiosqlite.Connection, fact_id: int, event_id: int, role: st
 
 
 async def insert_fact(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     namespace_id: int,
     node_id: int,
     *,
@@ -317,7 +317,7 @@ async def insert_fact(
 
 
 async def update_fact(
-    conn: aiosqlite.Connection, fact: FactRow, actor: Actor, action: str, note: Any = None, **changes: Any
+    conn: Connection, fact: FactRow, actor: Actor, action: str, note: Any = None, **changes: Any
 ) -> FactRow:
     if not changes:
         return fact
@@ -347,7 +347,7 @@ def event_time(ev: EventRow) -> str:
     return ev.mentioned_at
 
 
-async def refresh_fact(conn: aiosqlite.Connection, fact: FactRow, actor: Actor) -> FactRow:
+async def refresh_fact(conn: Connection, fact: FactRow, actor: Actor) -> FactRow:
     """Recompute a fact's status from its events: held up by a current event and not ended by one → current;
     ended by a current event, or only held up by superseded events → superseded; nothing left → archived."""
     links = await fact_events(conn, fact.id)
@@ -397,7 +397,7 @@ async def refresh_fact(conn: aiosqlite.Connection, fact: FactRow, actor: Actor) 
     return after
 
 
-async def follow_event_status(conn: aiosqlite.Connection, event: EventRow, actor: Actor) -> None:
+async def follow_event_status(conn: Connection, event: EventRow, actor: Actor) -> None:
     for fact in await facts_of_event(conn, event.id):
         await refresh_fact(conn, fact, actor)
 
@@ -405,7 +405,7 @@ async def follow_event_status(conn: aiosqlite.Connection, event: EventRow, actor
 # --- search index ------------------------------------------------------------------------------------------------
 
 
-async def reindex_node(conn: aiosqlite.Connection, node_id: int) -> None:
+async def reindex_node(conn: Connection, node_id: int) -> None:
     """Name, aliases, kind, category and current (active or disputed) facts, as search terms."""
     node = await get_node(conn, node_id)
     if node is None:
@@ -416,8 +416,8 @@ async def reindex_node(conn: aiosqlite.Connection, node_id: int) -> None:
         parts.append(fact.slot or "")
         if fact.value is not None:
             parts.append(fact.value)
-        for other_id in {fact.node_id, fact.object_id} - {node_id, None}:
-            other = await get_node(conn, int(other_id))  # type: ignore[arg-type]
+        for other_id in {i for i in (fact.node_id, fact.object_id) if i is not None} - {node_id}:
+            other = await get_node(conn, int(other_id))
             if other is not None:
                 parts.extend([other.name, other.category or ""])
     await conn.execute("DELETE FROM graph_fts WHERE rowid = ?", (node_id,))

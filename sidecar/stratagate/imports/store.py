@@ -9,10 +9,9 @@ through an import report.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
-
-import aiosqlite
 
 from stratagate import ids
 from stratagate.errors import Invalid, NotFound
@@ -25,6 +24,7 @@ from stratagate.redact import redact
 from stratagate.safety.secrets import scrub_known, secrets_in
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.storage.lookup import ensure_namespace
+from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
 
 _TYPES: Final[dict[str, EventType]] = {
@@ -89,7 +89,7 @@ def _candidate(item: ImportItem, fmt: str, scope: Scope, now: datetime, import_i
     )
 
 
-async def _active_import_with(conn: aiosqlite.Connection, namespace_id: int, sha: str) -> int | None:
+async def _active_import_with(conn: Connection, namespace_id: int, sha: str) -> int | None:
     row = await (
         await conn.execute(
             "SELECT id FROM imports WHERE namespace_id = ? AND source_sha256 = ? AND status = 'active' ORDER BY id",
@@ -97,6 +97,58 @@ async def _active_import_with(conn: aiosqlite.Connection, namespace_id: int, sha
         )
     ).fetchone()
     return None if row is None else int(row[0])
+
+
+def _stored_source(batch: ImportBatch) -> tuple[str, str, str]:
+    """(source text, source name, SHA-256 of the text) as stored.
+
+    Secrets never reach the database: the source is stored redacted, and its checksum is of what is stored (the same
+    file still redacts to the same text, so duplicate detection keeps working). A secret the parser decoded from an
+    escaped form (JSON \\u escapes) is found in the item and removed from the raw text too."""
+    found = [f for item in batch.items for t in (item.flat_text, item.text, item.source_ref) for f in secrets_in(t)]
+    source_text = redact(scrub_known(batch.source_text, found))
+    return source_text, redact(batch.source_name), sha256_text(source_text)
+
+
+@dataclass
+class _Sorted:
+    """The items of a batch: the candidates to admit, and those skipped (per inactive status; struck out)."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+    struck: list[str] = field(default_factory=list)
+    partly_struck: list[str] = field(default_factory=list)
+
+
+def _sort_items(batch: ImportBatch, scope: Scope, now: datetime, import_id: int) -> _Sorted:
+    out = _Sorted()
+    for item in batch.items:
+        if item.status is not None and item.status.casefold() not in _ACTIVE_STATUSES:
+            out.skipped[item.status] = out.skipped.get(item.status, 0) + 1
+            continue
+        if item.struck_out:  # the writer struck it out: history, not a current memory (imports/strike.py)
+            out.struck.append(redact(item.source_ref))
+            continue
+        if item.struck_spans:
+            out.partly_struck.append(redact(item.source_ref))
+        out.candidates.append(_candidate(item, batch.format, scope, now, import_id))
+    return out
+
+
+def _admission(ns: int, actor: Actor, import_id: int, imp: str) -> Options:
+    """How an import's candidates are admitted."""
+    return Options(
+        namespace_id=ns,
+        session_id=None,  # an import belongs to no session: it merges only with events every session sees
+        origin="import",
+        actor=actor,
+        import_id=import_id,
+        on_tombstone="suppress",  # forgotten on request: an import never brings it back
+        on_exact_duplicate="merge",  # the item is one more source; removing the import keeps the event
+        unknown_target="skip",
+        projection_reason=f"import {imp}",
+        note={"import": imp},
+    )
 
 
 async def run_import(
@@ -113,14 +165,7 @@ async def run_import(
     ``allow_duplicate_name`` is how the caller spells that switch in the duplicate error (the CLI: a flag)."""
     check_scope(scope)
     now = datetime.now(UTC)
-    # Secrets never reach the database: the source is stored redacted, and its checksum is of what is stored
-    # (the same file still redacts to the same text, so duplicate detection keeps working).
-    # A secret the parser decoded from an escaped form (JSON \\u escapes) is found in the item and removed from the
-    # raw text too.
-    found = [f for item in batch.items for t in (item.flat_text, item.text, item.source_ref) for f in secrets_in(t)]
-    source_text = redact(scrub_known(batch.source_text, found))
-    source_name = redact(batch.source_name)
-    source_sha256 = sha256_text(source_text)
+    source_text, source_name, source_sha256 = _stored_source(batch)
     async with db.transaction() as conn:
         ns = await ensure_namespace(conn, namespace)
         existing = await _active_import_with(conn, ns, source_sha256)
@@ -138,33 +183,8 @@ async def run_import(
         )
         import_id = int(cursor.lastrowid or 0)
         imp = ids.make("imp", import_id)
-        skipped: dict[str, int] = {}
-        struck: list[str] = []
-        partly_struck: list[str] = []
-        candidates = []
-        for item in batch.items:
-            if item.status is not None and item.status.casefold() not in _ACTIVE_STATUSES:
-                skipped[item.status] = skipped.get(item.status, 0) + 1
-                continue
-            if item.struck_out:  # the writer struck it out: history, not a current memory (imports/strike.py)
-                struck.append(redact(item.source_ref))
-                continue
-            if item.struck_spans:
-                partly_struck.append(redact(item.source_ref))
-            candidates.append(_candidate(item, batch.format, scope, now, import_id))
-        options = Options(
-            namespace_id=ns,
-            session_id=None,  # an import belongs to no session: it merges only with events every session sees
-            origin="import",
-            actor=actor,
-            import_id=import_id,
-            on_tombstone="suppress",  # forgotten on request: an import never brings it back
-            on_exact_duplicate="merge",  # the item is one more source; removing the import keeps the event
-            unknown_target="skip",
-            projection_reason=f"import {imp}",
-            note={"import": imp},
-        )
-        admitted = await admit(conn, candidates, options)
+        sorted_items = _sort_items(batch, scope, now, import_id)
+        admitted = await admit(conn, sorted_items.candidates, _admission(ns, actor, import_id, imp))
         tombstones = list(dict.fromkeys(ids.make("evt", o.tombstone) for o in admitted.outcomes if o.tombstone))
         report: dict[str, Any] = {
             "import_id": imp,
@@ -177,11 +197,11 @@ async def run_import(
             "merged": admitted.ids_of("merged"),
             "suppressed": sum(o.result == "suppressed" for o in admitted.outcomes),
             "tombstones": tombstones,
-            "skipped_inactive": sum(skipped.values()),
-            "skipped_statuses": skipped,
-            "skipped_struck": len(struck),
-            "struck_refs": struck,
-            "partly_struck_refs": partly_struck,
+            "skipped_inactive": sum(sorted_items.skipped.values()),
+            "skipped_statuses": sorted_items.skipped,
+            "skipped_struck": len(sorted_items.struck),
+            "struck_refs": sorted_items.struck,
+            "partly_struck_refs": sorted_items.partly_struck,
             "warnings": [redact(w) for w in batch.warnings],
         }
         # The graph is a projection of events: new events got projection jobs like any others (events/admit.py).
@@ -252,7 +272,7 @@ _COLUMNS = (
 _FROM = " FROM imports i JOIN namespaces n ON n.id = i.namespace_id"
 
 
-async def _counts(conn: aiosqlite.Connection, import_id: int) -> dict[str, Any]:
+async def _counts(conn: Connection, import_id: int) -> dict[str, Any]:
     """Current state of an import's events by status, and how many other events it added sources to."""
     by_status = {
         r["status"]: int(r["n"])
@@ -270,7 +290,7 @@ async def _counts(conn: aiosqlite.Connection, import_id: int) -> dict[str, Any]:
     return {"events": by_status, "merged_sources": int(merged[0])}
 
 
-async def _public(conn: aiosqlite.Connection, row: Any) -> dict[str, Any]:
+async def _public(conn: Connection, row: Any) -> dict[str, Any]:
     report = json.loads(row["report"])
     return {
         "id": ids.make("imp", row["id"]),
@@ -287,14 +307,14 @@ async def _public(conn: aiosqlite.Connection, row: Any) -> dict[str, Any]:
     }
 
 
-async def list_imports(conn: aiosqlite.Connection, namespace: str | None) -> list[dict[str, Any]]:
+async def list_imports(conn: Connection, namespace: str | None) -> list[dict[str, Any]]:
     """Imports newest first, of one namespace or of all."""
     where, params = ("", ()) if namespace is None else (" WHERE n.name = ?", (namespace,))
     rows = await conn.execute_fetchall(f"SELECT {_COLUMNS}{_FROM}{where} ORDER BY i.id DESC", params)
     return [await _public(conn, r) for r in rows]
 
 
-async def get_import(conn: aiosqlite.Connection, import_id: int, namespace: str | None) -> dict[str, Any]:
+async def get_import(conn: Connection, import_id: int, namespace: str | None) -> dict[str, Any]:
     """One import with its stored report and its source text verbatim (traceability of every imported event);
     ``namespace`` confines the id as in remove_import."""
     row = await (

@@ -7,7 +7,6 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-import aiosqlite
 from pydantic import BaseModel
 
 from stratagate import ids
@@ -23,6 +22,7 @@ from stratagate.jobs.pipeline import (  # re-exported: the kinds are declared in
 )
 from stratagate.redact import preview
 from stratagate.storage.db import JOBS_QUEUED, Database, audit, on_commit
+from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso, to_iso
 
 __all__ = ["BLOCK_SUMMARY", "EMBEDDING", "EVENT_EXTRACTION", "GRAPH_PROJECTION"]
@@ -82,7 +82,7 @@ def backoff_seconds(attempts: int, base: float, cap: float) -> float:
 
 
 async def enqueue(
-    conn: aiosqlite.Connection, namespace_id: int, kind: str, subject_id: int, max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    conn: Connection, namespace_id: int, kind: str, subject_id: int, max_attempts: int = DEFAULT_MAX_ATTEMPTS
 ) -> int:
     """Queue a job inside the caller's transaction (an existing row for the subject is kept as it is). After the
     commit, this process's runner is woken (``JOBS_QUEUED``); another process's sees the commit by polling."""
@@ -112,7 +112,7 @@ async def enqueue(
 
 
 async def requeue(
-    conn: aiosqlite.Connection, namespace_id: int, kind: str, subject_id: int, max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    conn: Connection, namespace_id: int, kind: str, subject_id: int, max_attempts: int = DEFAULT_MAX_ATTEMPTS
 ) -> bool:
     """Run a subject's job again, inside the caller's transaction: a finished (done or failed) or waiting row goes
     back to 'queued' with a fresh attempt budget, due now; a missing one is enqueued. A running job is left alone
@@ -279,7 +279,7 @@ async def next_due_at(db: Database) -> float | None:
     return await db.scalar("SELECT MIN(j.next_run_at) FROM jobs j WHERE j.status = 'queued'" + _CLAIMABLE)
 
 
-async def mark_done(conn: aiosqlite.Connection, job: JobRow) -> None:
+async def mark_done(conn: Connection, job: JobRow) -> None:
     await conn.execute(
         "UPDATE jobs SET status = 'done', last_error = NULL, updated_at = ? WHERE id = ?", (now_iso(), job.id)
     )
@@ -319,7 +319,8 @@ async def retry(
 ) -> list[int]:
     """Put failed (or waiting) jobs back at the front of the queue with a fresh attempt budget (without ``job_id``:
     every failed job, of ``kind`` when given)."""
-    clauses, params = ["j.status IN ('failed', 'queued')"], []
+    clauses: list[str] = ["j.status IN ('failed', 'queued')"]
+    params: list[Any] = []
     if job_id is not None:
         clauses.append("j.id = ?")
         params.append(job_id)

@@ -14,24 +14,23 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
-import aiosqlite
-
 from stratagate import ids
 from stratagate.jobs import lease, queue
 from stratagate.jobs.pipeline import DEFAULT_MAX_ATTEMPTS, FollowUp
 from stratagate.jobs.queue import JobRow
 from stratagate.redact import preview
 from stratagate.storage.db import JOBS_QUEUED, Database
+from stratagate.storage.sqlconn import Connection
 
 log = logging.getLogger("stratagate.jobs")
 
 Handler = Callable[[JobRow], Awaitable[Sequence[FollowUp] | None]]
 Notify = Callable[[str, dict], Awaitable[None]]
-QueueFollowUp = Callable[[aiosqlite.Connection, FollowUp, int], Awaitable[object]]
+QueueFollowUp = Callable[[Connection, FollowUp, int], Awaitable[object]]
 Recover = Callable[[Database, int], Awaitable[int]]
 
 
-async def _enqueue(conn: aiosqlite.Connection, follow_up: FollowUp, max_attempts: int) -> None:
+async def _enqueue(conn: Connection, follow_up: FollowUp, max_attempts: int) -> None:
     await queue.enqueue(conn, follow_up.namespace_id, follow_up.kind, follow_up.subject_id, max_attempts)
 
 

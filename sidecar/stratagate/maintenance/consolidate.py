@@ -25,7 +25,6 @@ import math
 from collections import Counter, defaultdict
 from typing import Any
 
-import aiosqlite
 from pydantic import BaseModel
 
 from stratagate import ids
@@ -36,6 +35,7 @@ from stratagate.graph.store import follow_event_status
 from stratagate.maintenance import store
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.storage.lookup import namespace_name
+from stratagate.storage.sqlconn import Connection, ReadConnection
 from stratagate.text.terms import terms
 from stratagate.timeutil import now_iso
 
@@ -135,7 +135,7 @@ def _plan_namespace(namespace_id: int, name: str, rows: list[dict[str, Any]]) ->
     return out
 
 
-async def plan(conn: aiosqlite.Connection) -> list[Merge]:
+async def plan(conn: ReadConnection) -> list[Merge]:
     """Every merge a pass would make now, in the order it would make them. Reads only."""
     out: list[Merge] = []
     for namespace_id in await store.namespace_ids(conn):
@@ -172,7 +172,7 @@ def mergeable(survivor: EventRow | None, merged: EventRow | None, *, chosen: boo
 
 
 async def merge_one(
-    conn: aiosqlite.Connection, m: Merge, actor: Actor, run_id: int | None, why: str, *, chosen: bool = False
+    conn: Connection, m: Merge, actor: Actor, run_id: int | None, why: str, *, chosen: bool = False
 ) -> bool:
     """Apply one planned merge inside the caller's transaction, if it still holds; True when it was made.
     ``chosen``: the user picked the pair (the Memory page), so it need not be a near duplicate."""
@@ -218,7 +218,7 @@ async def apply(db: Database, merges: list[Merge], actor: Actor, run_id: int | N
     return done
 
 
-async def unmerge(conn: aiosqlite.Connection, merged: EventRow, actor: Actor) -> dict[str, Any]:
+async def unmerge(conn: Connection, merged: EventRow, actor: Actor) -> dict[str, Any]:
     """Undo the open merge of ``merged`` inside the caller's transaction: exactly what the merge did, no more."""
     row = await store.open_merge_of(conn, merged.id)
     if row is None:
@@ -261,7 +261,7 @@ async def unmerge(conn: aiosqlite.Connection, merged: EventRow, actor: Actor) ->
     }
 
 
-async def merged_into(conn: aiosqlite.Connection, event_id: int) -> int | None:
+async def merged_into(conn: Connection, event_id: int) -> int | None:
     """The survivor this event is merged into (an open merge), if it is a merged duplicate."""
     row = await store.open_merge_of(conn, event_id)
     return None if row is None else int(row["survivor_id"])

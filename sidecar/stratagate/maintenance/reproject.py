@@ -16,7 +16,6 @@ Stale is one of three things, all found by reading:
 
 from __future__ import annotations
 
-import aiosqlite
 from pydantic import BaseModel, Field
 
 from stratagate import ids
@@ -27,6 +26,7 @@ from stratagate.jobs import queue
 from stratagate.jobs.pipeline import GRAPH_PROJECTION
 from stratagate.maintenance import store
 from stratagate.storage.db import Actor, Database
+from stratagate.storage.sqlconn import ReadConnection
 
 
 class StalePlan(BaseModel):
@@ -42,7 +42,7 @@ class StalePlan(BaseModel):
         }
 
 
-async def plan(conn: aiosqlite.Connection) -> StalePlan:
+async def plan(conn: ReadConnection) -> StalePlan:
     return StalePlan(
         facts=await store.stale_facts(conn),
         unprojected=await store.unprojected_events(conn),

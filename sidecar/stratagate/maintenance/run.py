@@ -19,8 +19,6 @@ import asyncio
 import time
 from typing import Any
 
-import aiosqlite
-
 from stratagate.blocks import summarize
 from stratagate.config import Settings
 from stratagate.events import extraction
@@ -29,6 +27,7 @@ from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.maintenance import consolidate, optimize, reproject, stats, store
 from stratagate.redact import preview
 from stratagate.storage.db import Actor, Database, audit
+from stratagate.storage.sqlconn import Connection, ReadConnection
 from stratagate.timeutil import parse_time
 
 START_DELAY_S = 60.0
@@ -72,7 +71,7 @@ async def _requeue_fallbacks(db: Database, max_attempts: int) -> dict[str, int]:
     }
 
 
-async def dry_run(conn: aiosqlite.Connection, settings: Settings, trigger: str = "manual") -> dict[str, Any]:
+async def dry_run(conn: ReadConnection, settings: Settings, trigger: str = "manual") -> dict[str, Any]:
     """What a pass would do now, by reading ``conn`` only."""
     merges = await consolidate.plan(conn)
     stale = await reproject.plan(conn)
@@ -127,7 +126,7 @@ def _interval_s(settings: Settings) -> float:
     return settings.maintenance_interval_hours * 3600.0
 
 
-async def _newest_start(conn: aiosqlite.Connection) -> float | None:
+async def _newest_start(conn: Connection) -> float | None:
     row = await store.newest_run(conn)
     return None if row is None else parse_time(row["started_at"]).timestamp()
 

@@ -11,22 +11,21 @@ import sqlite3
 import time
 from typing import Any
 
-import aiosqlite
-
 from stratagate import ids
 from stratagate.jobs.pipeline import MAINTENANCE
 from stratagate.storage.db import JOBS_QUEUED, audit, on_commit
+from stratagate.storage.sqlconn import Connection, ReadConnection
 from stratagate.timeutil import now_iso
 
 SUBJECT_ID = 1
 """The maintenance job's subject: the whole database (``db_1``), one row for every namespace."""
 
 
-async def _all(conn: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+async def _all(conn: ReadConnection, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
     return list(await conn.execute_fetchall(sql, params))
 
 
-async def _one(conn: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Row | None:
+async def _one(conn: ReadConnection, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Row | None:
     rows = await _all(conn, sql, params)
     return rows[0] if rows else None
 
@@ -34,11 +33,11 @@ async def _one(conn: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = (
 # --- consolidation -----------------------------------------------------------------------------------------------
 
 
-async def namespace_ids(conn: aiosqlite.Connection) -> list[int]:
+async def namespace_ids(conn: ReadConnection) -> list[int]:
     return [int(r[0]) for r in await _all(conn, "SELECT id FROM namespaces ORDER BY id")]
 
 
-async def active_events(conn: aiosqlite.Connection, namespace_id: int) -> list[sqlite3.Row]:
+async def active_events(conn: ReadConnection, namespace_id: int) -> list[sqlite3.Row]:
     """Every active event of a namespace, survivors first: pinned ones, then the oldest."""
     return await _all(
         conn,
@@ -48,7 +47,7 @@ async def active_events(conn: aiosqlite.Connection, namespace_id: int) -> list[s
     )
 
 
-async def copy_fact_links(conn: aiosqlite.Connection, from_event: int, to_event: int) -> list[list[Any]]:
+async def copy_fact_links(conn: Connection, from_event: int, to_event: int) -> list[list[Any]]:
     """The survivor also supports (or ends) the facts the merged event did, so no fact changes status; the links
     added, as ``[fact_id, role]``."""
     added: list[list[Any]] = []
@@ -66,7 +65,7 @@ async def copy_fact_links(conn: aiosqlite.Connection, from_event: int, to_event:
     return added
 
 
-async def lifecycle_columns(conn: aiosqlite.Connection, event_id: int) -> dict[str, Any]:
+async def lifecycle_columns(conn: Connection, event_id: int) -> dict[str, Any]:
     """The columns a merge changes, exactly as stored (an unmerge writes them back byte for byte)."""
     row = await _one(
         conn, "SELECT status, prior_status, successor_id, weight_cap, updated_at FROM events WHERE id = ?", (event_id,)
@@ -75,7 +74,7 @@ async def lifecycle_columns(conn: aiosqlite.Connection, event_id: int) -> dict[s
     return dict(row)
 
 
-async def set_lifecycle(conn: aiosqlite.Connection, event_id: int, columns: dict[str, Any]) -> None:
+async def set_lifecycle(conn: Connection, event_id: int, columns: dict[str, Any]) -> None:
     await conn.execute(
         "UPDATE events SET status = ?, prior_status = ?, successor_id = ?, weight_cap = ?, updated_at = ? WHERE id = ?",
         (
@@ -90,7 +89,7 @@ async def set_lifecycle(conn: aiosqlite.Connection, event_id: int, columns: dict
 
 
 async def insert_merge(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     namespace_id: int,
     survivor_id: int,
     merged_id: int,
@@ -118,7 +117,7 @@ async def insert_merge(
     return int(cursor.lastrowid or 0)
 
 
-async def open_merge_of(conn: aiosqlite.Connection, merged_id: int) -> sqlite3.Row | None:
+async def open_merge_of(conn: Connection, merged_id: int) -> sqlite3.Row | None:
     """The merge that made this event a duplicate and is not undone yet."""
     return await _one(
         conn,
@@ -127,7 +126,7 @@ async def open_merge_of(conn: aiosqlite.Connection, merged_id: int) -> sqlite3.R
     )
 
 
-async def open_duplicates_of(conn: aiosqlite.Connection, survivor_id: int) -> list[int]:
+async def open_duplicates_of(conn: Connection, survivor_id: int) -> list[int]:
     """The events merged into ``survivor_id`` and not unmerged: copies of the same memory."""
     rows = await _all(
         conn,
@@ -137,14 +136,14 @@ async def open_duplicates_of(conn: aiosqlite.Connection, survivor_id: int) -> li
     return [int(r[0]) for r in rows]
 
 
-async def is_open_survivor(conn: aiosqlite.Connection, event_id: int) -> bool:
+async def is_open_survivor(conn: Connection, event_id: int) -> bool:
     row = await _one(
         conn, "SELECT 1 FROM event_merges WHERE survivor_id = ? AND undone_at IS NULL LIMIT 1", (event_id,)
     )
     return row is not None
 
 
-async def delete_copied(conn: aiosqlite.Connection, survivor_id: int, source_ids: list[int],
+async def delete_copied(conn: Connection, survivor_id: int, source_ids: list[int],
                         links: list[list[Any]]) -> int:
     """Remove exactly what a merge added to the survivor: its copied evidence rows and fact links."""
     removed = 0
@@ -161,7 +160,7 @@ async def delete_copied(conn: aiosqlite.Connection, survivor_id: int, source_ids
     return removed
 
 
-async def mark_undone(conn: aiosqlite.Connection, merge_id: int) -> None:
+async def mark_undone(conn: Connection, merge_id: int) -> None:
     await conn.execute("UPDATE event_merges SET undone_at = ? WHERE id = ?", (now_iso(), merge_id))
 
 
@@ -170,7 +169,7 @@ async def mark_undone(conn: aiosqlite.Connection, merge_id: int) -> None:
 _CURRENT = "('active', 'disputed')"
 
 
-async def stale_facts(conn: aiosqlite.Connection) -> list[int]:
+async def stale_facts(conn: ReadConnection) -> list[int]:
     """Facts whose status disagrees with their events: shown as current with no current event holding them up
     (its events were forgotten, superseded, merged or archived and the fact did not follow), or not current though a
     current event supports it and no current event ended it."""
@@ -189,7 +188,7 @@ async def stale_facts(conn: aiosqlite.Connection) -> list[int]:
     return [int(r[0]) for r in rows]
 
 
-async def unprojected_events(conn: aiosqlite.Connection) -> list[tuple[int, int]]:
+async def unprojected_events(conn: ReadConnection) -> list[tuple[int, int]]:
     """Current events the graph never saw: no projection record at all (``(namespace_id, event_id)``)."""
     rows = await _all(
         conn,
@@ -199,11 +198,11 @@ async def unprojected_events(conn: aiosqlite.Connection) -> list[tuple[int, int]
     return [(int(r[0]), int(r[1])) for r in rows]
 
 
-async def projected(conn: aiosqlite.Connection, event_id: int) -> bool:
+async def projected(conn: Connection, event_id: int) -> bool:
     return await _one(conn, "SELECT 1 FROM graph_projection WHERE event_id = ?", (event_id,)) is not None
 
 
-async def failed_projection_jobs(conn: aiosqlite.Connection, kind: str) -> list[int]:
+async def failed_projection_jobs(conn: ReadConnection, kind: str) -> list[int]:
     """Failed projection jobs whose batch still holds a current event that is not projected."""
     rows = await _all(
         conn,
@@ -218,12 +217,12 @@ async def failed_projection_jobs(conn: aiosqlite.Connection, kind: str) -> list[
 # --- the job and its runs ----------------------------------------------------------------------------------------
 
 
-async def first_namespace(conn: aiosqlite.Connection) -> int | None:
+async def first_namespace(conn: Connection) -> int | None:
     row = await _one(conn, "SELECT MIN(id) FROM namespaces")
     return None if row is None or row[0] is None else int(row[0])
 
 
-async def job_row(conn: aiosqlite.Connection) -> sqlite3.Row | None:
+async def job_row(conn: ReadConnection) -> sqlite3.Row | None:
     return await _one(
         conn,
         "SELECT id, status, next_run_at, attempts FROM jobs WHERE kind = ? AND subject_id = ?",
@@ -231,7 +230,7 @@ async def job_row(conn: aiosqlite.Connection) -> sqlite3.Row | None:
     )
 
 
-async def schedule_job(conn: aiosqlite.Connection, namespace_id: int, due: float, max_attempts: int,
+async def schedule_job(conn: Connection, namespace_id: int, due: float, max_attempts: int,
                        reason: str) -> int:
     """Queue the maintenance job due at ``due`` (Unix seconds); a queued row moves only earlier, a finished or
     failed one is queued again with a fresh attempt budget, a running one is left alone."""
@@ -256,7 +255,7 @@ async def schedule_job(conn: aiosqlite.Connection, namespace_id: int, due: float
     return int(row["id"])
 
 
-async def scheduled_jobs(conn: aiosqlite.Connection) -> int:
+async def scheduled_jobs(conn: Connection) -> int:
     """The maintenance job when it waits for its next interval (queued, not due yet): 0 or 1."""
     row = await _one(
         conn,
@@ -266,7 +265,7 @@ async def scheduled_jobs(conn: aiosqlite.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-async def reschedule_own_row(conn: aiosqlite.Connection, job_id: int, due: float) -> None:
+async def reschedule_own_row(conn: Connection, job_id: int, due: float) -> None:
     """After a run: the job's own row goes back to the queue, due at the next interval."""
     await conn.execute(
         "UPDATE jobs SET status = 'queued', attempts = 0, next_run_at = ?, last_error = NULL, updated_at = ?"
@@ -275,7 +274,7 @@ async def reschedule_own_row(conn: aiosqlite.Connection, job_id: int, due: float
     )
 
 
-async def park_job(conn: aiosqlite.Connection) -> bool:
+async def park_job(conn: Connection) -> bool:
     """Scheduling is off (interval 0): a queued maintenance job is set aside as done."""
     cursor = await conn.execute(
         "UPDATE jobs SET status = 'done', updated_at = ? WHERE kind = ? AND subject_id = ? AND status = 'queued'",
@@ -284,14 +283,14 @@ async def park_job(conn: aiosqlite.Connection) -> bool:
     return bool(cursor.rowcount)
 
 
-async def start_run(conn: aiosqlite.Connection, trigger: str) -> int:
+async def start_run(conn: Connection, trigger: str) -> int:
     cursor = await conn.execute(
         "INSERT INTO maintenance_runs(trigger, status, started_at) VALUES (?, 'running', ?)", (trigger, now_iso())
     )
     return int(cursor.lastrowid or 0)
 
 
-async def finish_run(conn: aiosqlite.Connection, run_id: int, report: dict[str, Any] | None,
+async def finish_run(conn: Connection, run_id: int, report: dict[str, Any] | None,
                      error: str | None = None) -> None:
     await conn.execute(
         "UPDATE maintenance_runs SET status = ?, finished_at = ?, error = ?, report = ? WHERE id = ?",
@@ -305,7 +304,7 @@ async def finish_run(conn: aiosqlite.Connection, run_id: int, report: dict[str, 
     )
 
 
-async def newest_run(conn: aiosqlite.Connection) -> sqlite3.Row | None:
+async def newest_run(conn: ReadConnection) -> sqlite3.Row | None:
     return await _one(
         conn,
         "SELECT id, trigger, status, started_at, finished_at, error FROM maintenance_runs ORDER BY id DESC LIMIT 1",
@@ -315,17 +314,17 @@ async def newest_run(conn: aiosqlite.Connection) -> sqlite3.Row | None:
 # --- the report --------------------------------------------------------------------------------------------------
 
 
-async def grouped(conn: aiosqlite.Connection, table: str, *columns: str) -> list[sqlite3.Row]:
+async def grouped(conn: ReadConnection, table: str, *columns: str) -> list[sqlite3.Row]:
     cols = ", ".join(columns)
     return await _all(conn, f"SELECT {cols}, COUNT(*) AS n FROM {table} GROUP BY {cols}")
 
 
-async def count(conn: aiosqlite.Connection, table: str) -> int:
+async def count(conn: ReadConnection, table: str) -> int:
     row = await _one(conn, f'SELECT COUNT(*) FROM "{table}"')
     return int(row[0]) if row else 0
 
 
-async def merge_counts(conn: aiosqlite.Connection) -> dict[str, int]:
+async def merge_counts(conn: ReadConnection) -> dict[str, int]:
     row = await _one(
         conn,
         "SELECT COUNT(*) AS total, COALESCE(SUM(undone_at IS NOT NULL), 0) AS undone FROM event_merges",
@@ -334,7 +333,7 @@ async def merge_counts(conn: aiosqlite.Connection) -> dict[str, int]:
     return {"done": total, "undone": undone, "open": total - undone}
 
 
-async def tables(conn: aiosqlite.Connection) -> tuple[list[str], list[str]]:
+async def tables(conn: ReadConnection) -> tuple[list[str], list[str]]:
     """(ordinary tables, FTS5 tables); FTS shadow tables are neither."""
     rows = await _all(conn, "SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name")
     fts = [r["name"] for r in rows if (r["sql"] or "").upper().startswith("CREATE VIRTUAL TABLE")]
@@ -344,7 +343,7 @@ async def tables(conn: aiosqlite.Connection) -> tuple[list[str], list[str]]:
     return plain, fts
 
 
-async def fts_merge_step(conn: aiosqlite.Connection, table: str, pages: int) -> bool:
+async def fts_merge_step(conn: Connection, table: str, pages: int) -> bool:
     """One bounded FTS5 merge step over every level (a negative page count: as ``optimize`` would, in pieces);
     True while it still found work (SQLite's rule: fewer than two changed rows means the index is merged)."""
     before = conn.total_changes
@@ -352,12 +351,12 @@ async def fts_merge_step(conn: aiosqlite.Connection, table: str, pages: int) -> 
     return conn.total_changes - before >= 2
 
 
-async def pragma(conn: aiosqlite.Connection, name: str) -> int:
+async def pragma(conn: ReadConnection, name: str) -> int:
     row = await _one(conn, f"PRAGMA {name}")
     return int(row[0]) if row else 0
 
 
-async def job_health(conn: aiosqlite.Connection) -> dict[str, Any]:
+async def job_health(conn: ReadConnection) -> dict[str, Any]:
     failed = await _one(conn, "SELECT COUNT(*) FROM jobs WHERE status = 'failed'")
     oldest = await _one(
         conn, "SELECT id, kind, created_at FROM jobs WHERE status = 'queued' ORDER BY created_at, id LIMIT 1"

@@ -27,6 +27,7 @@ from stratagate.storage.db import collect_audit_ids
 class RetryParams(Params):
     job: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = Field(
         None, description="one job, 'job_7' (failed or queued)")
+    # A Literal of the kinds the pipeline declares, built at import (mypy reads only literal values there).
     kind: Literal[pipeline.KINDS] | None = Field(None, description="with status 'failed': only jobs of this kind")  # type: ignore[valid-type]
     status: Literal["failed"] | None = Field(None, description="'failed': every failed job (of kind, if given)")
     namespace: Name | None = Field(None, description="only jobs of this namespace")

@@ -10,10 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import aiosqlite
-
 from stratagate import ids
 from stratagate.page import longterm_queries as q
+from stratagate.storage.sqlconn import Connection
 
 FOREIGN = "[another namespace]"
 _REF = re.compile(r"\b(" + "|".join(q.ID_KINDS) + r")_([1-9][0-9]{0,17})\b")
@@ -41,7 +40,7 @@ def _replace(value: Any, foreign: set[str]) -> Any:
     return value
 
 
-async def hide_foreign(conn: aiosqlite.Connection, namespace_id: int, value: Any) -> Any:
+async def hide_foreign(conn: Connection, namespace_id: int, value: Any) -> Any:
     """``value`` with every id of a row of another namespace replaced by ``FOREIGN`` (an id of a row that is gone,
     e.g. erased, stays: it names nothing)."""
     texts: set[str] = set()

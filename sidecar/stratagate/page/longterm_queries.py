@@ -10,9 +10,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-import aiosqlite
-
 from stratagate.events.models import EventRow
+from stratagate.storage.sqlconn import Connection
 
 _EVENT_SELECT = (
     "SELECT e.*, s.key AS session_key, o.name AS namespace_name, o.user_tier AS owner_user_tier"
@@ -28,7 +27,7 @@ def _marks(values: Iterable[Any]) -> str:
 
 
 async def list_events(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     namespace_id: int,
     *,
     match: str | None,
@@ -75,7 +74,7 @@ async def list_events(
     return [EventRow.from_row(r) for r in rows], int(total[0][0])
 
 
-async def events_by_id(conn: aiosqlite.Connection, namespace_id: int, event_ids: Iterable[int]) -> dict[int, EventRow]:
+async def events_by_id(conn: Connection, namespace_id: int, event_ids: Iterable[int]) -> dict[int, EventRow]:
     """The namespace's events among ``event_ids`` (ids of another namespace are left out)."""
     keys = sorted(set(event_ids))
     if not keys:
@@ -87,7 +86,7 @@ async def events_by_id(conn: aiosqlite.Connection, namespace_id: int, event_ids:
 
 
 async def predecessors(
-    conn: aiosqlite.Connection, namespace_id: int, event_ids: list[int]
+    conn: Connection, namespace_id: int, event_ids: list[int]
 ) -> dict[int, list[EventRow]]:
     """For each event, the events of the namespace it superseded (their ``successor_id`` points at it), oldest
     first."""
@@ -105,7 +104,7 @@ async def predecessors(
 
 
 async def event_status_audit(
-    conn: aiosqlite.Connection, namespace_id: int, public_ids: list[str]
+    conn: Connection, namespace_id: int, public_ids: list[str]
 ) -> list[tuple[str, str, dict[str, Any] | None]]:
     """(subject id, action, after) of every audit row of these events, oldest first: what their disputes were."""
     if not public_ids:
@@ -119,7 +118,7 @@ async def event_status_audit(
 
 
 async def disputes_naming(
-    conn: aiosqlite.Connection, namespace_id: int, public_ids: list[str]
+    conn: Connection, namespace_id: int, public_ids: list[str]
 ) -> list[tuple[str, str]]:
     """(disputed event, the event it names) of every ``event.disputed`` row naming one of ``public_ids``."""
     if not public_ids:
@@ -133,7 +132,7 @@ async def disputes_naming(
     return [(str(r["subject_id"]), str(r["other"])) for r in rows]
 
 
-async def event_sources(conn: aiosqlite.Connection, namespace_id: int, event_id: int) -> list[dict[str, Any]]:
+async def event_sources(conn: Connection, namespace_id: int, event_id: int) -> list[dict[str, Any]]:
     """The evidence rows of an event with, for a message, its session, turn, role and time. Rows from another
     namespace (a user-tier memory restated in another project) are left out: their words are that project's."""
     rows = await conn.execute_fetchall(
@@ -149,7 +148,7 @@ async def event_sources(conn: aiosqlite.Connection, namespace_id: int, event_id:
     return [dict(r) for r in rows]
 
 
-async def merges(conn: aiosqlite.Connection, namespace_id: int, event_id: int) -> tuple[int | None, list[int]]:
+async def merges(conn: Connection, namespace_id: int, event_id: int) -> tuple[int | None, list[int]]:
     """(the survivor this event was merged into, the events merged into this one): live merges only."""
     into = await conn.execute_fetchall(
         "SELECT survivor_id FROM event_merges WHERE namespace_id = ? AND merged_id = ? AND undone_at IS NULL"
@@ -168,7 +167,7 @@ async def merges(conn: aiosqlite.Connection, namespace_id: int, event_id: int) -
 
 
 async def audit_entries(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     namespace_id: int,
     *,
     subject: str | None = None,
@@ -197,7 +196,7 @@ async def audit_entries(
 # --- graph --------------------------------------------------------------------------------------------------------
 
 
-async def graph_nodes(conn: aiosqlite.Connection, namespace_id: int, match: str | None) -> list[dict[str, Any]]:
+async def graph_nodes(conn: Connection, namespace_id: int, match: str | None) -> list[dict[str, Any]]:
     """The namespace's nodes (with an FTS ``match``: only those it finds), oldest first."""
     if match is None:
         rows = await conn.execute_fetchall(
@@ -212,7 +211,7 @@ async def graph_nodes(conn: aiosqlite.Connection, namespace_id: int, match: str 
     return [dict(r) for r in rows]
 
 
-async def graph_facts(conn: aiosqlite.Connection, namespace_id: int) -> list[dict[str, Any]]:
+async def graph_facts(conn: Connection, namespace_id: int) -> list[dict[str, Any]]:
     """Every fact of the namespace with its edge's destination, oldest first."""
     rows = await conn.execute_fetchall(
         "SELECT f.*, e.dst_id AS object_id FROM graph_facts f LEFT JOIN graph_edges e ON e.id = f.edge_id"
@@ -222,7 +221,7 @@ async def graph_facts(conn: aiosqlite.Connection, namespace_id: int) -> list[dic
     return [dict(r) for r in rows]
 
 
-async def fact_event_links(conn: aiosqlite.Connection, namespace_id: int) -> dict[int, list[int]]:
+async def fact_event_links(conn: Connection, namespace_id: int) -> dict[int, list[int]]:
     """For each fact of the namespace, the events that support or end it, in link order."""
     rows = await conn.execute_fetchall(
         "SELECT l.fact_id, l.event_id FROM graph_fact_events l JOIN graph_facts f ON f.id = l.fact_id"
@@ -241,13 +240,14 @@ async def fact_event_links(conn: aiosqlite.Connection, namespace_id: int) -> dic
 
 
 async def receipts(
-    conn: aiosqlite.Connection, namespace_id: int, session: str | None, limit: int, offset: int
+    conn: Connection, namespace_id: int, session: str | None, limit: int, offset: int
 ) -> tuple[list[dict[str, Any]], int]:
     """Use receipts of the namespace (one session's, when given), newest first, and how many there are."""
-    cond, params = "r.namespace_id = ?", [namespace_id]
+    cond = "r.namespace_id = ?"
+    params: list[Any] = [namespace_id]
     if session is not None:
         cond += " AND s.key = ?"
-        params.append(session)  # type: ignore[arg-type]
+        params.append(session)
     base = "FROM use_receipts r JOIN sessions s ON s.id = r.session_id"
     total = await conn.execute_fetchall(f"SELECT count(*) {base} WHERE {cond}", params)
     rows = await conn.execute_fetchall(
@@ -259,13 +259,14 @@ async def receipts(
 
 
 async def assessments(
-    conn: aiosqlite.Connection, namespace_id: int, session: str | None, limit: int, offset: int
+    conn: Connection, namespace_id: int, session: str | None, limit: int, offset: int
 ) -> tuple[list[dict[str, Any]], int]:
     """memory_assess verdicts on the namespace's retrieval batches (one session's, when given), newest first."""
-    cond, params = "b.namespace_id = ?", [namespace_id]
+    cond = "b.namespace_id = ?"
+    params: list[Any] = [namespace_id]
     if session is not None:
         cond += " AND s.key = ?"
-        params.append(session)  # type: ignore[arg-type]
+        params.append(session)
     base = (
         "FROM evidence_assessments a JOIN retrieval_batches b ON b.id = a.batch_id"
         " JOIN sessions s ON s.id = a.session_id"
@@ -280,7 +281,7 @@ async def assessments(
     return [dict(r) for r in rows], int(total[0][0])
 
 
-async def assessment_verdicts(conn: aiosqlite.Connection, assessment_ids: Iterable[int]) -> dict[int, str]:
+async def assessment_verdicts(conn: Connection, assessment_ids: Iterable[int]) -> dict[int, str]:
     keys = sorted(set(assessment_ids))
     if not keys:
         return {}
@@ -290,7 +291,7 @@ async def assessment_verdicts(conn: aiosqlite.Connection, assessment_ids: Iterab
     return {int(r["id"]): str(r["verdict"]) for r in rows}
 
 
-async def titles(conn: aiosqlite.Connection, namespace_id: int, kind: str, keys: Iterable[int]) -> dict[int, str]:
+async def titles(conn: Connection, namespace_id: int, kind: str, keys: Iterable[int]) -> dict[int, str]:
     """Display titles of refs of one kind in the namespace: event titles, node names, block L0 titles, where a
     message is (facts are rendered by the caller)."""
     keys = sorted(set(keys))
@@ -326,7 +327,7 @@ _ELSEWHERE = {
 ID_KINDS = tuple(_ELSEWHERE)
 
 
-async def elsewhere(conn: aiosqlite.Connection, namespace_id: int, kind: str, keys: Iterable[int]) -> set[int]:
+async def elsewhere(conn: Connection, namespace_id: int, kind: str, keys: Iterable[int]) -> set[int]:
     """The keys among ``keys`` of rows of that kind (an id prefix) that belong to ANOTHER namespace."""
     wanted = sorted(set(keys))
     if not wanted:

@@ -47,7 +47,7 @@ def job_view(job: JobRow) -> Job:
         kind=job.kind,
         subject=job.subject,
         namespace=job.namespace,
-        status="scheduled" if scheduled else job.status,  # type: ignore[arg-type]
+        status="scheduled" if scheduled else job.status,
         attempts=job.attempts,
         max_attempts=job.max_attempts,
         error=job.last_error,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import aiosqlite
 from pydantic import create_model
 
 from stratagate import user_settings
@@ -15,6 +14,7 @@ from stratagate.protocol import method
 from stratagate.protocol.types import Empty, Result
 from stratagate.settings_table import without_none
 from stratagate.storage.db import audit, collect_audit_ids
+from stratagate.storage.sqlconn import Connection
 
 
 class SettingField(user_settings.FieldSpec, Result):
@@ -54,7 +54,7 @@ async def settings_get(app: App, p: Empty) -> dict[str, Any]:
     return await user_settings.snapshot(app.db, app.settings, app.user_settings)
 
 
-async def change_settings(conn: aiosqlite.Connection, app: App, changes: dict[str, Any]) -> dict[str, Any] | None:
+async def change_settings(conn: Connection, app: App, changes: dict[str, Any]) -> dict[str, Any] | None:
     """Validate and store ``changes`` inside the caller's transaction with their ``settings.changed`` entry; what
     :func:`user_settings.assign` applies after the commit (None: nothing changed, nothing audited)."""
     valid = user_settings.validate_changes(app.settings, changes)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import aiosqlite
 from pydantic import Field
 
 from stratagate import user_settings
@@ -27,6 +26,7 @@ from stratagate.page.writes import ACTOR, NamespaceParams, Written, event_of, na
 from stratagate.protocol import method
 from stratagate.storage import lookup
 from stratagate.storage.db import audit, collect_audit_ids
+from stratagate.storage.sqlconn import Connection
 
 Entry = dict[str, Any]
 
@@ -49,30 +49,30 @@ def _note(entry: Entry) -> dict[str, Any]:
     return note if isinstance(note, dict) else {}
 
 
-async def _subject(conn: aiosqlite.Connection, ns: int, entry: Entry) -> Any:
+async def _subject(conn: Connection, ns: int, entry: Entry) -> Any:
     return await event_of(conn, ns, str(entry["subject_id"]), "subject")
 
 
-async def _forgotten(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
+async def _forgotten(conn: Connection, ns: int, entry: Entry) -> None:
     await restore_event(conn, await _subject(conn, ns, entry))
 
 
-async def _restored(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
+async def _restored(conn: Connection, ns: int, entry: Entry) -> None:
     ev = await _subject(conn, ns, entry)
     if ev.status == "forgotten":
         raise Invalid(f"{ev.public_id} is already forgotten")
     await store.forget(conn, ev, ACTOR, f"undo of audit entry {entry['id']}")
 
 
-async def _pinned(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
+async def _pinned(conn: Connection, ns: int, entry: Entry) -> None:
     await pin_event(conn, await _subject(conn, ns, entry), False)
 
 
-async def _unpinned(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
+async def _unpinned(conn: Connection, ns: int, entry: Entry) -> None:
     await pin_event(conn, await _subject(conn, ns, entry), True)
 
 
-async def _edited(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
+async def _edited(conn: Connection, ns: int, entry: Entry) -> None:
     original = await _subject(conn, ns, entry)
     correction = await event_of(conn, ns, str(_after(entry).get("id")), "correction")
     if original.status != "superseded" or original.successor_id != correction.id:
@@ -86,7 +86,7 @@ async def _edited(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
     await store.unsupersede(conn, original, ACTOR, note)
 
 
-async def _merged(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
+async def _merged(conn: Connection, ns: int, entry: Entry) -> None:
     ev = await _subject(conn, ns, entry)
     open_merge = await merges.open_merge_of(conn, ev.id)
     if open_merge is None or int(open_merge["id"]) != _note(entry).get("merge"):
@@ -95,7 +95,7 @@ async def _merged(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
     await consolidate.unmerge(conn, ev, ACTOR)
 
 
-async def _resolved(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
+async def _resolved(conn: Connection, ns: int, entry: Entry) -> None:
     after = _after(entry)
     pair = after.get("pair")
     if not (isinstance(pair, list) and len(pair) == 2):
@@ -117,7 +117,7 @@ async def _resolved(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
     await store.dispute(conn, current_b, current_a, ACTOR)
 
 
-async def _superseded(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None:
+async def _superseded(conn: Connection, ns: int, entry: Entry) -> None:
     ev = await _subject(conn, ns, entry)
     if ev.status != "superseded" or ev.lifecycle()["successor_id"] != _after(entry).get("successor_id"):
         raise Invalid(f"{ev.public_id} is {ev.status} now, no longer superseded as in audit entry "
@@ -125,7 +125,7 @@ async def _superseded(conn: aiosqlite.Connection, ns: int, entry: Entry) -> None
     await store.unsupersede(conn, ev, ACTOR, {"undo": entry["id"]})
 
 
-UNDO: dict[str, Callable[[aiosqlite.Connection, int, Entry], Awaitable[None]]] = {
+UNDO: dict[str, Callable[[Connection, int, Entry], Awaitable[None]]] = {
     "event.forgotten": _forgotten,
     "event.restored": _restored,
     "event.pinned": _pinned,
@@ -138,7 +138,7 @@ UNDO: dict[str, Callable[[aiosqlite.Connection, int, Entry], Awaitable[None]]] =
 """Undos inside one transaction with their audit.undone entry (imports and settings have their own paths)."""
 
 
-async def _checked(conn: aiosqlite.Connection, p: UndoParams) -> tuple[int, Entry, str]:
+async def _checked(conn: Connection, p: UndoParams) -> tuple[int, Entry, str]:
     ns = await namespace_id(conn, p.namespace)
     entry = await lookup.audit_entry(conn, p.audit_id)
     # Settings are the database's, not a namespace's: their entries (namespace NULL) are undone from any namespace.
@@ -155,7 +155,7 @@ async def _checked(conn: aiosqlite.Connection, p: UndoParams) -> tuple[int, Entr
     return ns, entry, label
 
 
-async def _mark(conn: aiosqlite.Connection, entry: Entry, label: str, written: list[int]) -> None:
+async def _mark(conn: Connection, entry: Entry, label: str, written: list[int]) -> None:
     await audit(conn, entry["namespace_id"], ACTOR, UNDONE, "audit", str(entry["id"]),
                 {"action": entry["action"], "subject_id": entry["subject_id"]},
                 {"undid": entry["id"], "label": label, "audit_ids": list(written)})

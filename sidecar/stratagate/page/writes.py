@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import aiosqlite
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from stratagate import ids
@@ -14,6 +13,7 @@ from stratagate.events import store
 from stratagate.events.models import EventRow
 from stratagate.protocol.types import Name, Result
 from stratagate.storage import lookup
+from stratagate.storage.sqlconn import Connection
 
 ACTOR = "user"
 """Every page write is the user's own (the page is their admin view)."""
@@ -37,7 +37,7 @@ class Written(Result):
     audit_ids: list[int]
 
 
-async def namespace_id(conn: aiosqlite.Connection, name: str) -> int:
+async def namespace_id(conn: Connection, name: str) -> int:
     key = await lookup.namespace_key(conn, name)
     if key is None:
         raise NotFound(f"unknown namespace {name!r}")
@@ -51,7 +51,7 @@ def event_key(value: str, field: str = "id") -> int:
     return key
 
 
-async def event_of(conn: aiosqlite.Connection, ns: int, value: str, field: str = "id") -> EventRow:
+async def event_of(conn: Connection, ns: int, value: str, field: str = "id") -> EventRow:
     """The event ``value`` of namespace ``ns`` (404 for one of another namespace: the page shows only its own)."""
     ev = await store.get_event(conn, event_key(value, field))
     if ev is None or ev.namespace_id != ns:

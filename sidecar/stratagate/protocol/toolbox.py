@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from stratagate.errors import RpcError, not_found
 from stratagate.protocol import adapter
@@ -19,7 +19,8 @@ def typed_run(entry: Entry) -> ToolRun:
     """The tool's handler with its result validated and serialised by its result model."""
 
     async def run(ctx: ToolContext, args: Any) -> dict[str, Any]:
-        return await adapter.run(entry, ctx, args)
+        # A tool's result model is an object model: its dump is a JSON object.
+        return cast(dict[str, Any], await adapter.run(entry, ctx, args))
 
     return run
 
@@ -53,7 +54,7 @@ class Toolbox:
                 raise not_found(f"unknown tool {name!r}; tools.list names the available tools")
             result = await adapter.call(entry, ctx, arguments, self._runs[name])
             if not entry.verbatim or not isinstance(result, dict):
-                return inert_tree(result)
+                return cast(dict[str, Any], inert_tree(result))
             # The session's own history restored as it was (decompress): those fields skip the rule, the rest not.
             return {k: v if k in entry.verbatim else inert_tree(v) for k, v in result.items()}
         except RpcError as exc:

@@ -306,8 +306,8 @@ class Peer:
 
     def _spawn(self, coro: Awaitable[None]) -> asyncio.Future[None]:
         task = asyncio.ensure_future(coro)
-        self._tasks.add(task)  # type: ignore[arg-type]
-        task.add_done_callback(self._tasks.discard)  # type: ignore[arg-type]
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
         return task
 
     async def drain_tasks(self, timeout: float) -> None:  # noqa: ASYNC109

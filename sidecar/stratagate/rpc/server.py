@@ -112,72 +112,68 @@ def _clarify(response: Any) -> Any:
     return response
 
 
-async def serve(settings: Settings, in_fd: int | None = None, out_fd: int | None = None) -> int:
-    # Keep fd 1 for protocol lines only: anything else printing to stdout lands on stderr instead.
-    if out_fd is None:
-        out_fd = os.dup(1)
-        os.dup2(2, 1)
-        sys.stdout = sys.stderr
-    in_fd = 0 if in_fd is None else in_fd
+class _Dispatcher:
+    """A message read (a request, a notification or a batch) to its reply.
 
-    app = App(settings)
-    reader, writer = await _stdio(in_fd, out_fd)
+    Read-your-writes: a request waits for every capture that arrived before it, so a client that pipelines "capture,
+    then search" sees its own turn. Captures never wait on model calls."""
 
-    # Read-your-writes: a request waits for every capture that arrived before it, so a client that
-    # pipelines "capture, then search" sees its own turn. Captures never wait on model calls.
-    captures_in_flight: set[asyncio.Future[None]] = set()
-    arrivals = ArrivalOrder()
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.captures_in_flight: set[asyncio.Future[None]] = set()
+        self.arrivals = ArrivalOrder()
 
-    async def dispatch(message: Any) -> Any:
+    async def __call__(self, message: Any) -> Any:
         # Captures take their place in line now, in the order they were read, before anything awaits.
         if isinstance(message, list):
             if not message:
                 return error_response(None, errors.INVALID_REQUEST, "not a valid JSON-RPC 2.0 request: empty batch")
             # Each item is one request: an item that is not a request object (a nested batch included) gets its
             # own -32600; a batch is never answered with nested arrays.
-            items = [(item, _place_of(item)) for item in message]
-            replies = await asyncio.gather(*(dispatch_item(item, place) for item, place in items))
+            items = [(item, self._place_of(item)) for item in message]
+            replies = await asyncio.gather(*(self._item(item, place) for item, place in items))
             replies = [r for r in replies if r is not None]
             return replies or None
-        return await dispatch_item(message, _place_of(message))
+        return await self._item(message, self._place_of(message))
 
-    def _place_of(message: Any) -> Place | None:
-        return arrivals.take() if _is_capture(message) else None
+    def _place_of(self, message: Any) -> Place | None:
+        return self.arrivals.take() if _is_capture(message) else None
 
-    async def dispatch_item(message: Any, place: Place | None) -> Any:
+    async def _item(self, message: Any, place: Place | None) -> Any:
         if place is not None:
             done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            captures_in_flight.add(done)
+            self.captures_in_flight.add(done)
             try:
                 with holding(place):
-                    return await dispatch_one(message)
+                    return await self._one(message)
             finally:
                 done.set_result(None)
-                captures_in_flight.discard(done)
-        if captures_in_flight:
-            await asyncio.wait(list(captures_in_flight))
-        return await dispatch_one(message)
+                self.captures_in_flight.discard(done)
+        if self.captures_in_flight:
+            await asyncio.wait(list(self.captures_in_flight))
+        return await self._one(message)
 
-    async def dispatch_one(message: Any) -> Any:
+    async def _one(self, message: Any) -> Any:
         problem = request_problem(message)
         if problem is not None:
             return error_response(
                 _request_id(message), errors.INVALID_REQUEST, f"not a valid JSON-RPC 2.0 request: {problem}"
             )
-        if app.shutdown_requested.is_set() and message["method"] != "system.shutdown":
+        if self.app.shutdown_requested.is_set() and message["method"] != "system.shutdown":
             request_id = _request_id(message)
             if "id" not in message:
                 return None
             return error_response(
                 request_id, errors.SHUTTING_DOWN, "the sidecar is shutting down; retry after it restarts"
             )
-        response = await dispatch_to_serializable("", methods=METHODS, context=app, deserializer=lambda _raw: message)
+        response = await dispatch_to_serializable(
+            "", methods=METHODS, context=self.app, deserializer=lambda _raw: message
+        )
         return _clarify(response)
 
-    peer = Peer(reader, writer, dispatch, settings.max_line_bytes)
-    app.peer = peer
-    peer.on_output_closed = app.shutdown_requested.set  # nobody can hear us any more: stop cleanly
-    app.db.on_lock_wait = log.info  # a slow start says why (the CLI stays silent: one line per outcome)
+
+async def _start(app: App, peer: Peer) -> bool:
+    """Start the app; on failure tell the client (``system.fatal``) and close what did open."""
     try:
         await app.start()
     except Exception as exc:
@@ -186,8 +182,12 @@ async def serve(settings: Settings, in_fd: int | None = None, out_fd: int | None
             await peer.notify("system.fatal", {"message": str(exc)})
         with contextlib.suppress(Exception):
             await app.stop()  # close what did open, or its worker thread keeps the process alive
-        return 2
+        return False
+    return True
 
+
+async def _until_stopped(app: App, peer: Peer) -> None:
+    """Serve until stdin or stdout closes, ``system.shutdown`` or a signal; then finish what is in flight."""
     loop = asyncio.get_running_loop()
     stop_reason = ["system.shutdown"]
 
@@ -210,6 +210,25 @@ async def serve(settings: Settings, in_fd: int | None = None, out_fd: int | None
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
+
+
+async def serve(settings: Settings, in_fd: int | None = None, out_fd: int | None = None) -> int:
+    # Keep fd 1 for protocol lines only: anything else printing to stdout lands on stderr instead.
+    if out_fd is None:
+        out_fd = os.dup(1)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    in_fd = 0 if in_fd is None else in_fd
+
+    app = App(settings)
+    reader, writer = await _stdio(in_fd, out_fd)
+    peer = Peer(reader, writer, _Dispatcher(app), settings.max_line_bytes)
+    app.peer = peer
+    peer.on_output_closed = app.shutdown_requested.set  # nobody can hear us any more: stop cleanly
+    app.db.on_lock_wait = log.info  # a slow start says why (the CLI stays silent: one line per outcome)
+    if not await _start(app, peer):
+        return 2
+    await _until_stopped(app, peer)
     await app.stop()
     with contextlib.suppress(Exception):
         if hasattr(writer, "close"):

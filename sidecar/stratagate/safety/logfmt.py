@@ -21,11 +21,11 @@ LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 class SafeFormatter(logging.Formatter):
-    def formatException(self, ei) -> str:
+    def formatException(self, ei: logging._SysExcInfoType) -> str:
         exc_type, exc, tb = ei
         lines = traceback.format_tb(tb)
         seen = exc
-        chain = []
+        chain: list[str] = []
         while seen is not None and len(chain) < 5:
             chain.append(type(seen).__qualname__)
             seen = seen.__cause__ or seen.__context__

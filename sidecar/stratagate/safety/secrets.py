@@ -25,7 +25,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 DEFAULT_KEY = b"stratagate-default-redaction-key"
 _key: bytes = DEFAULT_KEY
@@ -249,10 +249,12 @@ _DS_KINDS = {
 
 def _ds_rules() -> list[Rule]:
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.plugins.base import BasePlugin, RegexBasedDetector
 
     rules: list[Rule] = []
-    for secret_type, plugin_class in get_mapping_from_secret_type_to_class().items():
+    # Declared as returning dict[str, type[Plugin]] with Plugin an unbound TypeVar: mypy reads type[Never].
+    plugins = cast(dict[str, type[BasePlugin]], get_mapping_from_secret_type_to_class())
+    for secret_type, plugin_class in plugins.items():
         kind = _DS_KINDS.get(secret_type)
         if kind is None or not issubclass(plugin_class, RegexBasedDetector):
             continue
@@ -510,10 +512,10 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
     spans: list[Span] = []
     window = text[lo:hi]
     env = _ENV.finditer(text, lo, hi) if any(k in window for k in _ENV_LITERALS) else ()
-    for m in env:
-        value = m.group(3)
-        if _env_value(m.group(1), value):
-            spans.append((m.start(3), m.end(3), _kind_from_name(m.group(1))))
+    for hit in env:
+        value = hit.group(3)
+        if _env_value(hit.group(1), value):
+            spans.append((hit.start(3), hit.end(3), _kind_from_name(hit.group(1))))
     seen_ends: set[int] = set()
     # Keyword hits on the lowercased text (same offsets unless lowercasing changed a length).
     hits = _ASSIGN_KEY.finditer(low, lo, hi) if len(low) == len(text) else _ASSIGN_KEY_I.finditer(text, lo, hi)

@@ -266,7 +266,7 @@ class _Tensors:
         out = np.empty(shape, dtype="<f4")
         with self.path.open("rb") as f:
             f.seek(offset)
-            if f.readinto(memoryview(out).cast("B")) != size:
+            if f.readinto(out.data.cast("B")) != size:
                 raise ValueError(f"{self.path} is truncated (tensor {name})")
         return out
 

@@ -140,7 +140,7 @@ async def lexical(
     ranked: dict[int, Ranked] = {}
     scopes: list[tuple[str, list[Any]]] = [("", [])]
     scopes += [(" AND m.created_at >= ? AND m.created_at < ?", [s, e]) for s, e in q.windows]
-    terms, common = list(q.terms), []
+    terms, common = list(q.terms), list[str]()
     if options.skip_common:
         terms, common = await _informative(db, terms, options.common_min_rows)
     await _score_terms(db, namespace_id, q, terms, scopes, where, params, options, ranked)
@@ -181,7 +181,8 @@ async def _informative(db: Reader, terms: list[str], min_rows: int) -> tuple[lis
     """
     total = await db.fetchall("SELECT max(rowid) FROM message_fts")  # rows are never deleted: ≈ the row count
     rows = float(total[0][0] or 0) if total else 0.0
-    keep, common = [], []
+    keep: list[str] = []
+    common: list[str] = []
     for term in terms:
         found = await db.fetchall("SELECT count(*) FROM message_fts WHERE message_fts MATCH ?", (quote(term),))
         n = int(found[0][0])
@@ -247,6 +248,10 @@ async def _boost_dates(db: Reader, ranked: dict[int, Ranked], q: QueryPlan, boos
 Similarities = Callable[[str, list[int] | None, int], Awaitable[dict[int, float] | None]]
 
 
+async def _not_installed(query: str, message_ids: list[int] | None, k: int) -> dict[int, float] | None:
+    return None
+
+
 def dense_similarities(index: Any, db: Any, namespace_id: int, prefetch: str | None = None) -> Similarities:
     """The production dense channel: the query encoded by ``stratagate.search.dense`` (loaded on first use),
     against the message vectors the background embedding job stored (``stratagate.search.vectors``).
@@ -259,13 +264,11 @@ def dense_similarities(index: Any, db: Any, namespace_id: int, prefetch: str | N
     try:
         from stratagate.search import vectors  # the dense channel is optional
     except ImportError:
-        vectors = None
-    if vectors is not None and prefetch is not None:
+        return _not_installed
+    if prefetch is not None:
         index.prefetch(prefetch)
 
     async def similarities(query: str, message_ids: list[int] | None, k: int) -> dict[int, float] | None:
-        if vectors is None:
-            return None
         if not index.usable():
             return None
         vector = await index.query_vector(query)

@@ -35,14 +35,13 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-import aiosqlite
-
 from stratagate.jobs.pipeline import DEFAULT_MAX_ATTEMPTS, EMBEDDING, FollowUp, StageDeps
 from stratagate.jobs.queue import JobRow, enqueue, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.search import dense
 from stratagate.storage import lookup
 from stratagate.storage.db import JOBS_QUEUED, Database, on_commit
+from stratagate.storage.sqlconn import Connection
 from stratagate.text.messages import search_text
 from stratagate.timeutil import now_iso
 
@@ -116,7 +115,7 @@ def unpack(blob: bytes) -> np.ndarray:
 # --- backlog ---------------------------------------------------------------------------------------------------------
 
 
-async def _cursor(conn: aiosqlite.Connection, namespace_id: int, kind: str) -> int:
+async def _cursor(conn: Connection, namespace_id: int, kind: str) -> int:
     row = await (
         await conn.execute(
             "SELECT last_id FROM embedding_cursors WHERE namespace_id = ? AND kind = ? AND model = ?",
@@ -126,7 +125,7 @@ async def _cursor(conn: aiosqlite.Connection, namespace_id: int, kind: str) -> i
     return 0 if row is None else int(row[0])
 
 
-async def _stale_nodes(conn: aiosqlite.Connection, namespace_id: int) -> list[tuple[int, str]]:
+async def _stale_nodes(conn: Connection, namespace_id: int) -> list[tuple[int, str]]:
     """Nodes whose current text has no vector (new nodes, or the name, aliases or category changed)."""
     nodes = await conn.execute_fetchall(
         "SELECT n.id, n.name, n.category, e.text_sha FROM graph_nodes n LEFT JOIN embeddings e"
@@ -151,7 +150,7 @@ async def _stale_nodes(conn: aiosqlite.Connection, namespace_id: int) -> list[tu
 
 
 async def pending_items(
-    conn: aiosqlite.Connection, namespace_id: int, kind: str, limit: int
+    conn: Connection, namespace_id: int, kind: str, limit: int
 ) -> list[tuple[int, str]]:
     """Up to ``limit`` (item id, text) of ``kind`` in the namespace that have no vector yet, oldest first."""
     if kind == "node":
@@ -174,7 +173,7 @@ async def pending_items(
     raise ValueError(f"unknown kind {kind!r}")
 
 
-async def pending_by_kind(conn: aiosqlite.Connection, namespace_id: int | None = None) -> dict[str, int]:
+async def pending_by_kind(conn: Connection, namespace_id: int | None = None) -> dict[str, int]:
     """How many messages, events and nodes (of one namespace, or all) have no vector yet."""
     if namespace_id is None:
         spaces = await lookup.all_namespace_ids(conn)
@@ -195,12 +194,12 @@ async def pending_by_kind(conn: aiosqlite.Connection, namespace_id: int | None =
     return counts
 
 
-async def pending_count(conn: aiosqlite.Connection, namespace_id: int | None = None) -> int:
+async def pending_count(conn: Connection, namespace_id: int | None = None) -> int:
     """Items (messages, events, nodes) of one namespace, or all, that have no vector yet."""
     return sum((await pending_by_kind(conn, namespace_id)).values())
 
 
-async def _has_new_items(conn: aiosqlite.Connection, namespace_id: int) -> bool:
+async def _has_new_items(conn: Connection, namespace_id: int) -> bool:
     """Cheap check (two index probes): messages or events after the namespace's cursors."""
     for kind, table in (("message", "messages"), ("event", "events")):
         after = await _cursor(conn, namespace_id, kind)
@@ -216,7 +215,7 @@ async def _has_new_items(conn: aiosqlite.Connection, namespace_id: int) -> bool:
 
 
 async def store_vectors(
-    conn: aiosqlite.Connection, namespace_id: int, kind: str, items: list[tuple[int, str]], vectors: Any
+    conn: Connection, namespace_id: int, kind: str, items: list[tuple[int, str]], vectors: Any
 ) -> int:
     """Inside the caller's transaction: write the vectors (row i for items[i]; None for a blank text, which gets
     no vector) and move the namespace's cursor past the items. The number of vectors written."""
@@ -244,7 +243,7 @@ async def store_vectors(
 
 
 async def request_embedding(
-    conn: aiosqlite.Connection, namespace_id: int, max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    conn: Connection, namespace_id: int, max_attempts: int = DEFAULT_MAX_ATTEMPTS
 ) -> bool:
     """Inside the caller's transaction: note new work for the namespace and make sure its job will run.
 
@@ -274,14 +273,14 @@ async def request_embedding(
     return False
 
 
-async def _requested(conn: aiosqlite.Connection, namespace_id: int) -> int:
+async def _requested(conn: Connection, namespace_id: int) -> int:
     row = await (
         await conn.execute("SELECT requested FROM embedding_requests WHERE namespace_id = ?", (namespace_id,))
     ).fetchone()
     return 0 if row is None else int(row[0])
 
 
-async def queue_follow_up(conn: aiosqlite.Connection, follow_up: FollowUp, max_attempts: int) -> None:
+async def queue_follow_up(conn: Connection, follow_up: FollowUp, max_attempts: int) -> None:
     """The pipeline's queue function of the ``embedding`` stage: requests coalesce into the namespace's one job.
     Nothing is queued while the channel is off or not installed (as for ``DenseIndex.notice``)."""
     if DenseIndex.usable():
@@ -359,7 +358,7 @@ _MATRICES = f"{__name__}.matrices"
 """This module's entry in the connection's ``caches`` (storage/sqlconn.py): (namespace, kind, model) → matrix."""
 
 
-async def _matrix(conn: aiosqlite.Connection, namespace_id: int, kind: str) -> _Matrix:
+async def _matrix(conn: Connection, namespace_id: int, kind: str) -> _Matrix:
     import numpy as np
 
     caches = getattr(conn, "caches", None)
@@ -404,7 +403,7 @@ def _top(
 
 
 async def nearest(
-    reader_conn: aiosqlite.Connection,
+    reader_conn: Connection,
     namespace_id: int,
     kind: str,
     query_vector: Any,
@@ -453,7 +452,7 @@ async def nearest(
     return []
 
 
-async def _deleted(conn: aiosqlite.Connection, kind: str, item_ids: list[int]) -> set[int]:
+async def _deleted(conn: Connection, kind: str, item_ids: list[int]) -> set[int]:
     """The items among ``item_ids`` that no longer have a vector of this model."""
     if not item_ids:
         return set()
@@ -642,7 +641,7 @@ class DenseIndex:
             self._queries.move_to_end(text)
             return future
         future = asyncio.ensure_future(self._encode_query(text))
-        future.add_done_callback(lambda f, t=text: self._settled(t, f))
+        future.add_done_callback(lambda f: self._settled(text, f))
         self._queries[text] = future
         while len(self._queries) > QUERY_CACHE:
             self._queries.popitem(last=False)

@@ -9,19 +9,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import aiosqlite
-
 from stratagate.errors import NotFound
 from stratagate.storage.db import Database
+from stratagate.storage.sqlconn import Connection, ReadConnection
 from stratagate.timeutil import now_iso
 
 
-async def namespace_key(conn: aiosqlite.Connection, name: str) -> int | None:
+async def namespace_key(conn: Connection, name: str) -> int | None:
     row = await (await conn.execute("SELECT id FROM namespaces WHERE name = ?", (name,))).fetchone()
     return None if row is None else int(row[0])
 
 
-async def session_key(conn: aiosqlite.Connection, namespace_id: int | None, key: str | None) -> int | None:
+async def session_key(conn: Connection, namespace_id: int | None, key: str | None) -> int | None:
     if namespace_id is None or key is None:
         return None
     row = await (
@@ -30,18 +29,18 @@ async def session_key(conn: aiosqlite.Connection, namespace_id: int | None, key:
     return None if row is None else int(row[0])
 
 
-async def scope_keys(conn: aiosqlite.Connection, namespace: str, session: str | None) -> tuple[int | None, int | None]:
+async def scope_keys(conn: Connection, namespace: str, session: str | None) -> tuple[int | None, int | None]:
     """The namespace and session ids, None where the row does not exist (yet)."""
     ns = await namespace_key(conn, namespace)
     return ns, await session_key(conn, ns, session)
 
 
-async def namespace_name(conn: aiosqlite.Connection, namespace_id: int) -> str | None:
+async def namespace_name(conn: ReadConnection, namespace_id: int) -> str | None:
     row = await (await conn.execute("SELECT name FROM namespaces WHERE id = ?", (namespace_id,))).fetchone()
     return None if row is None else str(row[0])
 
 
-async def all_namespace_ids(conn: aiosqlite.Connection) -> list[int]:
+async def all_namespace_ids(conn: Connection) -> list[int]:
     return [int(r[0]) for r in await conn.execute_fetchall("SELECT id FROM namespaces ORDER BY id")]
 
 
@@ -57,7 +56,7 @@ async def session_id(db: Database, ns_id: int, key: str) -> int | None:
     return await session_key(db.reader, ns_id, key)
 
 
-async def ensure_namespace(conn: aiosqlite.Connection, name: str) -> int:
+async def ensure_namespace(conn: Connection, name: str) -> int:
     """The namespace's id, creating the row (inside the caller's write transaction) when it is new."""
     await conn.execute(
         "INSERT INTO namespaces(name, created_at) VALUES (?, ?) ON CONFLICT(name) DO NOTHING", (name, now_iso())
@@ -67,7 +66,7 @@ async def ensure_namespace(conn: aiosqlite.Connection, name: str) -> int:
     return key
 
 
-async def ensure_session(conn: aiosqlite.Connection, namespace_id: int, key: str) -> tuple[int, int]:
+async def ensure_session(conn: Connection, namespace_id: int, key: str) -> tuple[int, int]:
     """(session id, turns captured so far), creating the row (inside the caller's write transaction) when new."""
     await conn.execute(
         "INSERT INTO sessions(namespace_id, key, created_at) VALUES (?, ?, ?)"
@@ -82,18 +81,18 @@ async def ensure_session(conn: aiosqlite.Connection, namespace_id: int, key: str
     return int(row[0]), int(row[1])
 
 
-async def session_turn_count(conn: aiosqlite.Connection, session_id: int) -> int | None:
+async def session_turn_count(conn: Connection, session_id: int) -> int | None:
     row = await (await conn.execute("SELECT turn_count FROM sessions WHERE id = ?", (session_id,))).fetchone()
     return None if row is None else int(row[0])
 
 
-async def namespace_user_tier(conn: aiosqlite.Connection, namespace_id: int) -> bool | None:
+async def namespace_user_tier(conn: Connection, namespace_id: int) -> bool | None:
     """Does the namespace share the user tier (migration 9's ``namespaces.user_tier``)? None: no such row."""
     row = await (await conn.execute("SELECT user_tier FROM namespaces WHERE id = ?", (namespace_id,))).fetchone()
     return None if row is None else bool(row[0])
 
 
-async def set_namespace_user_tier(conn: aiosqlite.Connection, namespace_id: int, on: bool) -> bool:
+async def set_namespace_user_tier(conn: Connection, namespace_id: int, on: bool) -> bool:
     """Set the namespace's user tier (inside the caller's write transaction); True when it changed."""
     cur = await conn.execute(
         "UPDATE namespaces SET user_tier = ? WHERE id = ? AND user_tier <> ?", (int(on), namespace_id, int(on))
@@ -107,7 +106,7 @@ UNDONE = "audit.undone"
 """The action of the entry an undo writes (subject ``audit``/``<id of the undone entry>``); page/undo_rules.py."""
 
 
-async def audit_entry(conn: aiosqlite.Connection, entry_id: int) -> dict[str, Any] | None:
+async def audit_entry(conn: Connection, entry_id: int) -> dict[str, Any] | None:
     """One audit row as the page shows it (``before``/``after`` parsed), with ``namespace_id``."""
     row = await (
         await conn.execute(
@@ -124,7 +123,7 @@ async def audit_entry(conn: aiosqlite.Connection, entry_id: int) -> dict[str, An
     return out
 
 
-async def audit_undone(conn: aiosqlite.Connection, entry_ids: list[int]) -> dict[int, int]:
+async def audit_undone(conn: Connection, entry_ids: list[int]) -> dict[int, int]:
     """Of ``entry_ids``, the ones already undone: ``{undone entry id: id of the audit.undone entry}``."""
     if not entry_ids:
         return {}

@@ -29,10 +29,10 @@ import asyncio
 import re
 import sqlite3
 import time
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -116,6 +116,21 @@ class Cursor:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+class ReadCursor(Protocol):
+    async def fetchone(self) -> Any: ...
+
+    async def fetchall(self) -> Iterable[Any]: ...
+
+
+class ReadConnection(Protocol):
+    """What a read needs of a connection. ``Connection`` has it, and so has an aiosqlite connection: the CLI's
+    `stratagate stats` and maintenance dry run read through a read-only aiosqlite one (safe while a sidecar runs)."""
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> Awaitable[ReadCursor]: ...
+
+    def execute_fetchall(self, sql: str, parameters: Any = ..., /) -> Awaitable[Iterable[Any]]: ...
 
 
 def _drained(cursor: sqlite3.Cursor) -> Cursor:

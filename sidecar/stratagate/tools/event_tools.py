@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-import aiosqlite
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from stratagate import ids
@@ -31,6 +30,7 @@ from stratagate.protocol.tool_results import (
 )
 from stratagate.redact import redact
 from stratagate.storage.lookup import ensure_namespace, ensure_session
+from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import parse_time, to_iso
 from stratagate.tools.scope import UNSEARCHABLE, query_match, scope_keys
 
@@ -49,12 +49,12 @@ def _parse(value: str) -> int:
     return key
 
 
-async def _viewer(conn: aiosqlite.Connection, ctx: ToolContext) -> Viewer:
+async def _viewer(conn: Connection, ctx: ToolContext) -> Viewer:
     ns, sess = await scope_keys(conn, ctx)
     return await visibility.viewer(conn, ns, sess)
 
 
-async def _visible(conn: aiosqlite.Connection, ctx: ToolContext, event_id: str) -> tuple[EventRow, Viewer]:
+async def _visible(conn: Connection, ctx: ToolContext, event_id: str) -> tuple[EventRow, Viewer]:
     """The event if the caller may see it (events/visibility.py: its namespace and session, or the user tier) and
     the viewer; otherwise -32004 (other namespaces and sessions look the same)."""
     key = _parse(event_id)
@@ -65,7 +65,7 @@ async def _visible(conn: aiosqlite.Connection, ctx: ToolContext, event_id: str) 
     return ev, viewer
 
 
-async def _erased(conn: aiosqlite.Connection, ev: EventRow | None) -> bool:
+async def _erased(conn: Connection, ev: EventRow | None) -> bool:
     return ev is not None and await is_erased(conn, ev.namespace_id, ev.public_id)
 
 
@@ -126,7 +126,7 @@ class RememberArgs(BaseModel):
         return value
 
 
-async def _project_now(conn: aiosqlite.Connection, event: EventRow, explicit: frozenset[int]) -> dict[str, Any]:
+async def _project_now(conn: Connection, event: EventRow, explicit: frozenset[int]) -> dict[str, Any]:
     # Projected now, in the admitting transaction: the agent may read the graph in its very next call.
     graph = await project_event(conn, event, ACTOR, explicit_targets=explicit)
     await mark_projected(conn, event.id, graph)
@@ -419,7 +419,7 @@ async def _dense_rerank(
     if not sims:
         return found
     best = max((score or 0.0) for _, score in found) or 1.0
-    rescored = [
+    rescored: list[tuple[EventRow, float | None]] = [
         (ev, (score or 0.0) / best + DENSE_WEIGHT * max(0.0, sims.get(ev.id, 0.0)) * (ev.weight_cap or 1.0))
         for ev, score in found
     ]

@@ -123,7 +123,7 @@ async def expand_node(ctx: ToolContext, args: ExpandNodeArgs) -> dict[str, Any]:
             "note": "what was true at that time, by what memory knows now",
         }
     if args.known_at is not None:
-        believed = await read.believed_at(conn, ns, node.id, args.known_at)  # type: ignore[arg-type]
+        believed = await read.believed_at(conn, ns, node.id, args.known_at)
         visible = {f.id for f in await store.facts_of_node(conn, node.id) if f.visible_to(sess)}
         held = [(k, v) for k, v in sorted(believed.items()) if k in visible]
         result["known_at"] = {

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import aiosqlite
-
 from stratagate.protocol.context import ToolContext
 from stratagate.storage import lookup
+from stratagate.storage.sqlconn import Connection
 from stratagate.text.terms import fts_query
 
 UNSEARCHABLE = "the query has no searchable words"
 
 
-async def scope_keys(conn: aiosqlite.Connection, ctx: ToolContext) -> tuple[int | None, int | None]:
+async def scope_keys(conn: Connection, ctx: ToolContext) -> tuple[int | None, int | None]:
     """The caller's namespace and session keys, or None where nothing exists yet (no events to see)."""
     return await lookup.scope_keys(conn, ctx.namespace, ctx.session)
 
