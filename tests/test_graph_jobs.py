@@ -65,6 +65,10 @@ async def test_batches_keep_progress_and_a_failing_batch_blocks_nothing(
     changed = asyncio.Event()
 
     async def notify(method: str, payload: dict[str, Any]) -> None:
+        if payload["kind"] != GRAPH_PROJECTION:
+            # Each finished batch queues the namespace's embedding job, which this runner has no handler for: when it
+            # fails relative to the batches depends on scheduling, and it is not what this test is about.
+            return
         finished.setdefault(payload["subject"], "")
         finished[payload["subject"]] += payload["status"][0]  # d(one), q(ueued again), f(ailed)
         changed.set()
