@@ -138,6 +138,16 @@ def clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_PREFIXES) and k not in SCRUBBED}
 
 
+def is_sidecar(argv: list[str]) -> bool:
+    """``python -m stratagate serve …`` or ``…/bin/stratagate serve …``: the argument vector of a sidecar, not of any
+    other process of the home whose command line merely mentions both words (a node helper of the shim, seen while
+    the machine was busy)."""
+    if "serve" not in argv:
+        return False
+    before = argv[: argv.index("serve")]
+    return any(a == "stratagate" or a.endswith("/stratagate") for a in before)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -425,8 +435,7 @@ class DshHome:
         result = []
         for proc in candidates:
             with contextlib.suppress(psutil.Error):
-                cmd = " ".join(proc.cmdline())
-                if "stratagate" in cmd and "serve" in cmd and proc.status() != psutil.STATUS_ZOMBIE:
+                if is_sidecar(proc.cmdline()) and proc.status() != psutil.STATUS_ZOMBIE:
                     result.append(proc)
         return result
 
