@@ -185,6 +185,9 @@ class App:
         # The maintenance job waiting for its next interval is not work in the queue: counted apart.
         counts["jobs"]["scheduled"] = await scheduled_jobs(db.reader)
         counts["jobs"]["queued"] -= counts["jobs"]["scheduled"]
+        # A handler marks its job done in its own transaction; the runner queues the follow-ups in the next one. Until
+        # then the job is still this runner's: counted as running, so "nothing queued or running" means idle.
+        counts["jobs"]["running"] = max(counts["jobs"]["running"], self.runner.running)
         return {
             "version": __version__,
             "pid": os.getpid(),
