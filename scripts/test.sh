@@ -29,10 +29,12 @@ lane() { echo; echo "== $1 (at $(( $(date +%s) - T0 )) s)"; }
 
 # Downloads (pip's and npm's caches, the DSH install) live outside the clone, where a runner keeps them.
 export STRATAGATE_DSH_LOCAL=${STRATAGATE_DSH_LOCAL:-${XDG_CACHE_HOME:-$HOME/.cache}/stratagate/dsh-local}
-export STRATAGATE_PYTHON=$ROOT/.venv/bin/python
 
 lane setup
 bash scripts/bootstrap.sh
+# The shim's tests and the e2e plugin run the sidecar with this venv (bootstrap.sh reads the same variable as the
+# Python to create .venv with, so it is set only now).
+export STRATAGATE_PYTHON=$ROOT/.venv/bin/python
 dsh_pid=
 if has host; then
   # Network-bound: it downloads while the lint and unit lanes use the CPU. The e2e fixture runs the same script,
