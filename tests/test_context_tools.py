@@ -21,13 +21,14 @@ from conftest import turn
 from stratagate.context.command import CommandParams, run_command
 from stratagate.context.compress import CompressArgs, compress, parse
 from stratagate.context.queries_views import session_keys
-from stratagate.context.restore import INLINE_CAP, DecompressArgs, decompress
+from stratagate.context.restore import INLINE_CAP, DecompressArgs, DecompressResult, decompress
 from stratagate.context.search import SearchArgs, search_context
 from stratagate.context.settings import effective
 from stratagate.context.status import context_status
 from stratagate.dsh.events import RawEvent, own_tool
 from stratagate.dsh.fold import fold_turn
 from stratagate.errors import DomainError
+from stratagate.safety import secrets
 from stratagate.storage.db import Database
 from support.context_fill import Fill
 from support.sidecar import RpcFailure, SidecarClient
@@ -314,6 +315,40 @@ async def test_decompress_caps_inline_output_and_writes_private_files(db: Databa
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert stat.S_IMODE(path.parent.parent.stat().st_mode) == 0o700
+
+
+async def test_decompress_says_when_the_text_is_not_the_original(db: Database, tmp_path: Path):
+    """A secret is redacted before anything is stored: decompress counts the placeholders it returns and says
+    "exactly as it was" only of a text that has none."""
+    token = "ghp_" + "4fJ9kQ2mZx7Lp0Wc3Vb8Nn1Rt6Yh5Ds2Ae9Kq"
+    redacted = secrets.redact_text(f"push with token {token} and go\nagain {token}")
+    assert secrets.placeholder_count(redacted) == 2 and token not in redacted
+    f = Fill(db.path)
+    f.state(window=100_000)
+    u = f.user("deploy", turn=1)
+    r = f.round([redacted, TRICKY], turn=1)
+    with_secret = f.layer("card", [r[1]], text="bash · push")
+    plain = f.layer("card", [r[2]], text="bash · out")
+    fold = f.layer("fold", [u, r[0], f.replacement[with_secret], f.replacement[plain]], tier=1,
+                   children=[with_secret, plain], text="t1")
+    keys = await _keys(db)
+
+    async def run(ref: str, **kw: bool) -> DecompressResult:
+        args = DecompressArgs(id=ref, **kw)
+        return await decompress(db, namespace="proj", session="s1", keys=keys, args=args, data_dir=tmp_path, lam=0.3)
+
+    secret_card = await run(with_secret)
+    assert secret_card.text == redacted and secret_card.placeholders == 2
+    assert "exactly" not in secret_card.note and "2 secrets redacted before storage" in secret_card.note
+    plain_card = await run(plain)
+    assert plain_card.text == TRICKY and plain_card.placeholders == 0
+    assert plain_card.note.endswith("the original output, exactly as it was.")
+    down = await run(fold)  # one tier down: the cards' own texts, which hold no placeholder
+    assert down.placeholders == 0 and "secret" not in down.note
+    originals = await run(fold, full=True)
+    assert originals.placeholders == 2 and "2 secrets redacted before storage" in originals.note
+    written = await run(with_secret, to_file=True)
+    assert written.placeholders == 2 and "2 secrets redacted" in written.note
 
 
 async def test_decompress_unknown_and_foreign_refs(db: Database, tmp_path: Path):

@@ -365,3 +365,30 @@ async def test_database_committed_is_set_by_a_commit_not_by_a_rollback(tmp_path:
         assert await db.reader_data_version() != seen  # the reader sees the writer's commit too
     finally:
         await db.close()
+
+
+async def test_the_source_says_how_many_secrets_it_shows_as_placeholders(tmp_path: Path) -> None:
+    """L5 and the page's messages are the source as captured, but a secret was redacted before it was stored: both
+    count the placeholders, and a message without one says nothing of the kind."""
+    token = "ghp_" + "4fJ9kQ2mZx7Lp0Wc3Vb8Nn1Rt6Yh5Ds2Ae9Kq"
+    client = await SidecarClient.start(tmp_path / "memory.db", env=zero_env(), args=["--block-turns", "1"])
+    try:
+        await client.call("turn.capture", turn(1, namespace=A, user=f"Push with {token} please.",
+                                               tools=[{"name": "shell", "call_id": "c1",
+                                                              "arguments": {"cmd": f"git push https://{token}@x"},
+                                                              "result": {"stdout": "ok"}}]))
+        await client.call("turn.capture", turn(2, namespace=A, user="Nothing secret here."))
+        await client.settled()
+        blocks = (await client.tool(A, "s1", "memory_get_blocks", {}))["blocks"]
+        with_secret = await client.tool(A, "s1", "memory_expand_block", {"id": blocks[0]["id"], "level": 5})
+        plain = await client.tool(A, "s1", "memory_expand_block", {"id": blocks[1]["id"], "level": 5})
+        assert token not in json.dumps(with_secret)
+        assert with_secret["placeholders"] == 2 and "2 secrets redacted before storage" in with_secret["note"]
+        assert plain["placeholders"] == 0 and "note" not in plain
+        shown = await page(client, "/block", namespace=A, id=blocks[0]["id"], level=5)
+        user, tool = (m for m in shown["messages"] if m["role"] in ("user", "tool"))
+        assert (user["placeholders"], tool["placeholders"]) == (1, 1)
+        other = await page(client, "/block", namespace=A, id=blocks[1]["id"], level=5)
+        assert {m["placeholders"] for m in other["messages"]} == {0}
+    finally:
+        await client.close()

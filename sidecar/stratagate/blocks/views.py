@@ -15,6 +15,7 @@ from stratagate.blocks.render import LEVEL_LABELS, render_l0, render_l2, render_
 from stratagate.blocks.source import ROW_COLUMNS, SourceMessage, from_row
 from stratagate.errors import Invalid, NotFound
 from stratagate.safety.inert import inert
+from stratagate.safety.secrets import placeholder_clause, placeholder_count
 from stratagate.storage.db import Database, audit
 from stratagate.timeutil import now_iso
 from stratagate.tokens import count_tokens
@@ -286,6 +287,10 @@ async def expand_block(
     if page is not None:
         result["messages"] = messages
         result["page"] = page.public()
+        result["placeholders"] = secrets = placeholder_count(view)
+        if secrets:
+            note = f"{note}; " if note else ""
+            note += f"the source is {placeholder_clause(secrets)}"
     if note:
         result["note"] = note
     return result

@@ -20,6 +20,7 @@ from stratagate.errors import NOT_FOUND, DomainError
 from stratagate.events.forgotten import load, shown_view
 from stratagate.protocol.types import Result
 from stratagate.safety.inert import inert
+from stratagate.safety.secrets import placeholder_clause, placeholder_count
 from stratagate.storage.db import Database
 
 INLINE_CAP = 24_000
@@ -71,6 +72,9 @@ class DecompressResult(Result):
     level: int | None = None
     full: bool
     text: str = Field(description="The restored text (verbatim from the archive; empty when written to a file).")
+    placeholders: int = Field(
+        0, description="Secret placeholders in the whole restored text: 0 means it is the original byte for byte."
+    )
     parts: list[Part]
     chars: int = Field(description="Length of the whole restored text.")
     truncated: bool
@@ -303,23 +307,28 @@ async def decompress(
         ref, kind, tier, level = session_ref(target.seq), "raw", 0, None
     else:
         ref, kind, tier, level = target.ref, target.kind, target.tier, target.level
-    result = {"id": ref, "kind": kind, "tier": tier, "level": level, "full": args.full, "parts": parts}
+    secrets = placeholder_count(text)
+    result = {"id": ref, "kind": kind, "tier": tier, "level": level, "full": args.full, "parts": parts,
+              "placeholders": secrets}
     what = f"{len(parts)} part{'s' if len(parts) != 1 else ''}"
+    # Said in every note: whether the text is the original byte for byte or holds placeholders where secrets were.
+    honest = f" The text is {placeholder_clause(secrets)}." if secrets else ""
     if args.to_file:
         path = restore_path(data_dir, namespace, session, ref, args.full)
         write_private(path, text)
-        note = f"{ref}: {what}, {len(text):,} characters written to {path} (private file)."
+        note = f"{ref}: {what}, {len(text):,} characters written to {path} (private file).{honest}"
         return DecompressResult(**result, text="", chars=len(text), truncated=False, file=str(path), note=note)
     if len(text) > INLINE_CAP:
         note = (
             f"{ref}: {what}; the first {INLINE_CAP:,} of {len(text):,} characters are shown. "
-            f'decompress("{ref}", to_file=true) writes the whole text to a file.'
+            f'decompress("{ref}", to_file=true) writes the whole text to a file.{honest}'
         )
         return DecompressResult(**result, text=text[:INLINE_CAP], chars=len(text), truncated=True, note=note)
     if kind == "card" or (kind == "raw"):
-        note = f"{ref}: the original output, exactly as it was."
+        note = f"{ref}: the original output, {placeholder_clause(secrets)}."
     elif args.full:
-        note = f"{ref}: the {what} it replaced, as originally seen."
+        note = f"{ref}: the {what} it replaced, as originally seen.{honest}"
     else:
         note = f"{ref}: {what}, one tier down; decompress a part's ref to go further, or full=true for the originals."
+        note += honest
     return DecompressResult(**result, text=text, chars=len(text), truncated=False, note=note)

@@ -7,6 +7,7 @@ page only reads: it never re-anchors a block (that is the agent's expansion in i
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +22,7 @@ from stratagate.page import read_queries as q
 from stratagate.page.overview import BlockCounts
 from stratagate.protocol import method
 from stratagate.protocol.types import Name, Result
+from stratagate.safety.secrets import placeholder_count
 from stratagate.storage import lookup
 
 
@@ -69,6 +71,8 @@ class Message(Result):
     result: Any = None
     is_error: bool | None = None
     hidden: str | None = None
+    # Secret placeholders in content, arguments and result: 0 means the message is shown exactly as it was said.
+    placeholders: int = 0
 
 
 def message_view(msg: SourceMessage, session: str, hidden: forgotten.Forgotten) -> Message:
@@ -82,6 +86,9 @@ def message_view(msg: SourceMessage, session: str, hidden: forgotten.Forgotten) 
     if msg.role == "tool":
         out.tool_name, out.call_id, out.is_error = msg.tool_name, msg.tool_call_id, msg.is_error
         out.arguments, out.result = msg.arguments_value(), msg.result_value()
+    out.placeholders = placeholder_count(msg.content or "") + sum(
+        placeholder_count(json.dumps(v, ensure_ascii=False)) for v in (out.arguments, out.result) if v is not None
+    )
     return out
 
 

@@ -89,6 +89,8 @@ class ExpandBlockResult(BlockMeta):
     available_levels: list[int]
     messages: list[TranscriptMessage] | None = None
     page: L5Page | None = None
+    # Level 5 only: secret placeholders in this page of the source (0: the messages exactly as captured).
+    placeholders: int | None = None
     note: str | None = None
 
 

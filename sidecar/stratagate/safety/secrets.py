@@ -53,6 +53,20 @@ def placeholder(kind: str, secret: str) -> str:
 
 PLACEHOLDER_RE = re.compile(r"\[secret:[a-z0-9\-]+#[0-9a-f]{4}\]")
 
+
+def placeholder_count(text: str) -> int:
+    """How many secret placeholders ``text`` holds: where a restored text differs from what was originally said."""
+    return len(PLACEHOLDER_RE.findall(text)) if "[secret:" in text else 0
+
+
+def placeholder_clause(count: int) -> str:
+    """The honest words for a restored text: what differs from the original, if anything."""
+    if count == 0:
+        return "exactly as it was"
+    noun = "secret" if count == 1 else "secrets"
+    return (f"as it was except {count} {noun} redacted before storage, shown as [secret:<kind>#<hash>] "
+            "placeholders (the originals are not kept)")
+
 def _entropy(s: str) -> float:
     return _loaded().entropy(s)
 

@@ -50,8 +50,9 @@ async def compress_tool(ctx: ToolContext, args: CompressArgs) -> CompressResult:
     result=DecompressResult,
     verbatim=("text",),
     description="Restore replaced history of this session by the id its tag line names: a fold gives its parts one "
-    "tier down, a card the original tool output exactly, a block its next level; full=true goes straight to the "
-    f"originals. Over {INLINE_CAP:,} characters, use to_file=true to get a file path instead.",
+    "tier down, a card the original tool output, a block its next level; full=true goes straight to the "
+    f"originals. Over {INLINE_CAP:,} characters, use to_file=true to get a file path instead. placeholders counts "
+    "the secrets redacted before storage ([secret:<kind>#<hash>]); 0 means the text is the original byte for byte.",
 )
 async def decompress_tool(ctx: ToolContext, args: DecompressArgs) -> DecompressResult:
     keys = await session_keys(ctx.db, ctx.namespace, ctx.session)
