@@ -16,10 +16,12 @@ from stratagate.blocks.source import SourceMessage
 from stratagate.blocks.toolsummary import summarize_result
 from stratagate.capture.models import CaptureParams
 from stratagate.context.archive import classify, result_text
+from stratagate.context.cards import card_body, card_tag
 from stratagate.context.models import SurfaceEvent
 from stratagate.dsh.events import TURN_EVENT_TYPES, RawEvent, result_call_id, text_of_blocks
 from stratagate.dsh.fold import fit_capture, fold_turn
 from stratagate.dsh.query import step_query, tool_round_text
+from stratagate.safety.inert import inert
 
 DSH = Path(__file__).resolve().parent / "fixtures" / "dsh"
 MANIFEST = json.loads((DSH / "manifest.json").read_text())
@@ -274,6 +276,36 @@ def test_bash_summaries_in_a_sealed_block_of_the_recorded_turn():
     assert "Tool call: bash (failed: exit 3 · to-stdout)" in l4
     assert "Tool bash → failed: exit 3 · to-stdout" in l3
     assert "printf" not in l4 + l3, "the command stays in L5 (and on the card)"
+
+
+FILE_TOOLS = {"read", "write", "edit", "str_replace_editor", "read_image"}
+
+
+@pytest.mark.parametrize("entry", SCENARIOS, ids=[s["scenario"] for s in SCENARIOS])
+def test_a_card_of_every_recorded_result_keeps_the_command_or_path_and_the_ref(entry: dict[str, Any]):
+    """A card is built as the planner builds it (context/plan.py card_candidates): from the archived call's
+    arguments and the model's text of the result. Bash keeps its command, file tools their path (an editor's
+    sub-command with its path), every card its ref and the exit code the text states."""
+    doc = load(entry["file"])
+    names: dict[str, str] = {}
+    assistant = classify(surface_node(of_type(doc, "assistant/message")), len, names)
+    tool = classify(surface_node(of_type(doc, "tool/result")), len, names)
+    assert assistant is not None and tool is not None
+    (call,) = assistant.calls
+    card = card_tag("c42") + "\n" + card_body(tool.tool_name, call.arguments, tool.text, tool.is_error, tool.tokens)
+    head = card.splitlines()[1]
+    assert card.startswith("[stratagate:card id=c42 ") and 'decompress("c42")' in card
+    assert head.startswith(f"tool: {entry['tool']}")
+    arguments = doc["tools_result"]["exec"]["arguments"]
+    if entry["tool"] == "bash":
+        assert head == f"tool: bash · {inert(arguments['command'], inline=True, redacted=True)}"
+    if entry["tool"] in FILE_TOOLS:
+        path = arguments.get("file_path") or arguments["path"]
+        assert path in head, head
+    if entry["scenario"] == "bash-exit-code":
+        assert "status: exit 3" in card and "first line: to-stdout" in card
+    if entry["is_error"]:
+        assert "status: error" in card
 
 
 def test_the_recorded_turn_folds_into_one_capture_with_every_call():
