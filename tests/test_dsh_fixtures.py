@@ -258,6 +258,21 @@ def test_a_bash_summary_holds_the_exit_code_and_the_first_output_line(name: str)
         assert summarize_result(text).startswith(out[0])
 
 
+def test_bash_states_the_recording_has_no_run_of_read_the_same_way():
+    """A timeout, a signal and stderr-only output, in the recorded value's shape with those fields changed."""
+    value = scenario("bash-exit-code")["tools_result"]["result"]["value"]
+    quiet = {**value, "exitCode": 1, "stdout": {"text": "\n\n", "truncated": False}}
+    assert summarize_result(quiet) == "failed: exit 1 · stderr: to-stderr"
+    timed_out = {**value, "exitCode": None, "signal": "SIGTERM", "timedOut": True}
+    assert summarize_result(timed_out) == "failed: timed out after 60 s · killed by SIGTERM · to-stdout"
+    killed = {**value, "exitCode": None, "signal": "SIGKILL"}
+    assert summarize_result(killed) == "failed: killed by SIGKILL · to-stdout"
+    long = {**value, "exitCode": 0, "stdout": {"text": "x" * 10_000 + "\n", "truncated": True}}
+    summary = summarize_result(long)
+    assert 140 <= len(summary) <= 160 and summary.startswith("exit 0 · xxx")
+    assert summary.endswith("… (output truncated)"), "the marker survives the limit"
+
+
 def test_bash_summaries_in_a_sealed_block_of_the_recorded_turn():
     """The recorded turn, captured and rendered: every bash call's L4 and L3 line holds its exit code and first
     output line, and no line of the block says only that a structured result came back."""

@@ -35,10 +35,16 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
 
 
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
+def _first_line(text: str, skip: str = "") -> str:
+    """The first non-blank line (other than ``skip``), read without splitting the whole text (outputs can be MB)."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        line = text[start:end].strip()
+        if line and line != skip:
+            return line
+        start = end + 1
     return ""
 
 
@@ -88,7 +94,8 @@ def _text_outcome(value: str, depth: int) -> Outcome:
             pass
     if not stripped:
         return Outcome("empty result")
-    trailer = _EXIT_TRAILER.search(value)
+    tail_at = max(len(value) - 64, 0)
+    trailer = _EXIT_TRAILER.search(value, tail_at)
     if trailer is None:
         return Outcome(_clip(value, SUMMARY_CHARS))
     # DSH's bash text when the canonical value was missed: "…\n[stderr]\n…\n[exit code: N]".
@@ -96,7 +103,7 @@ def _text_outcome(value: str, depth: int) -> Outcome:
     body = value[: trailer.start()]
     cut = body.find(_TRUNCATED)
     body = body[:cut] if cut >= 0 else body
-    line = _first_line(body.replace("[stderr]", ""))
+    line = _first_line(body, skip="[stderr]")
     return Outcome(_joined(f"exit {code}", line, tail=" (output truncated)" if cut >= 0 else ""), failed=code != 0)
 
 
