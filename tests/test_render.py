@@ -136,6 +136,12 @@ def test_a_deeply_nested_result_is_summarised_without_recursion():
     # Past the walk's budget only the sizes are read: bounded work for any result, and no recursion limit.
     assert summarize_result(nested(50_000)) == "a: 1"
     assert summarize_result("[" * 100_000 + "]" * 100_000).startswith("[[[")
+    listed: object = ["needle", 2]
+    for _ in range(5_000):
+        listed = [listed, {"text": ["x", 1]}]
+    assert summarize_result(listed) == "2 items · x"  # the first item is past the budget: the next one's text
+    huge = {"exitCode": None, "timedOut": True, "timeoutMs": 10**400, "stdout": {"text": "out"}}
+    assert summarize_result(huge) == "failed: timed out · out"
 
 
 def test_filler_detection():

@@ -31,7 +31,7 @@ class Outcome:
 
 
 def _clip(text: str, limit: int) -> str:
-    text = " ".join(text[: limit * 8].split())
+    text = " ".join(text.lstrip()[: limit * 8].split())
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
 
 
@@ -69,7 +69,15 @@ def render_outcome(outcome: Outcome, is_error: bool = False) -> str:
     return _clip(text, SUMMARY_CHARS)
 
 
-def outcome_of(value: Any, depth: int = 0) -> Outcome:
+def outcome_of(value: Any) -> Outcome:
+    """The outcome of any JSON value; one nested past the interpreter's recursion limit reads as its first text."""
+    try:
+        return _outcome(value)
+    except RecursionError:
+        return Outcome(_clip(_first_text(value) or "deeply nested result", SUMMARY_CHARS))
+
+
+def _outcome(value: Any, depth: int = 0) -> Outcome:
     if value is None:
         return Outcome("no result")
     if isinstance(value, bool):
@@ -89,7 +97,7 @@ def _text_outcome(value: str, depth: int) -> Outcome:
     stripped = value.strip()
     if depth < 2 and stripped[:1] in "{[":
         try:
-            return outcome_of(json.loads(stripped), depth + 1)
+            return _outcome(json.loads(stripped), depth + 1)
         except (ValueError, RecursionError):
             pass
     if not stripped:
@@ -120,7 +128,8 @@ def _bash(value: dict[str, Any]) -> Outcome:
     failed = False
     if value.get("timedOut") is True:
         ms = value.get("timeoutMs")
-        status.append(f"timed out after {ms / 1000:g} s" if isinstance(ms, int | float) else "timed out")
+        limit = f" after {ms / 1000:g} s" if isinstance(ms, int | float) and 0 < ms < 1e12 else ""
+        status.append("timed out" + limit)
         failed = True
     if isinstance(value.get("signal"), str) and value["signal"]:
         status.append(f"killed by {value['signal']}")
@@ -235,7 +244,7 @@ def _shaped(value: dict[str, Any]) -> Outcome | None:
 def _todos(value: dict[str, Any]) -> Outcome:
     todos = value["todos"]
     counts = value.get("counts")
-    head = f"{len(todos)} todos"
+    head = f"{len(todos)} todo{'' if len(todos) == 1 else 's'}"
     if isinstance(counts, dict):
         head += ": " + ", ".join(f"{n} {_words(k)}" for k, n in counts.items())
     doing = next((t.get("content") for t in todos if isinstance(t, dict) and t.get("status") == "in_progress"), None)
