@@ -16,10 +16,12 @@ from stratagate.blocks.source import SourceMessage
 from stratagate.blocks.toolsummary import summarize_result
 from stratagate.capture.models import CaptureParams
 from stratagate.context.archive import classify, result_text
+from stratagate.context.cards import card_body, card_tag
 from stratagate.context.models import SurfaceEvent
 from stratagate.dsh.events import TURN_EVENT_TYPES, RawEvent, result_call_id, text_of_blocks
 from stratagate.dsh.fold import fit_capture, fold_turn
 from stratagate.dsh.query import step_query, tool_round_text
+from stratagate.safety.inert import inert
 
 DSH = Path(__file__).resolve().parent / "fixtures" / "dsh"
 MANIFEST = json.loads((DSH / "manifest.json").read_text())
@@ -194,37 +196,131 @@ def test_the_context_archive_reads_every_recorded_result_as_the_model_did(entry:
     assert (text, is_error, call_id) == (model_text, entry["is_error"], tool.call_id)
 
 
+def argument_strings(value: Any) -> list[str]:
+    """Every string of a JSON value (keys aside): a call's arguments, or what its result states."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in argument_strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in argument_strings(item)]
+    return []
+
+
 @pytest.mark.parametrize("entry", SCENARIOS, ids=[s["scenario"] for s in SCENARIOS])
 def test_block_renderers_summarise_every_recorded_result(entry: dict[str, Any]):
     doc = load(entry["file"])
     msg = record_of(doc)
     outcome = tool_outcome(msg)
-    # Current behaviour: an error's text is clipped to 160 characters and then prefixed, so "failed: Error: …" can
-    # reach 168 (tool_outcome's docstring says 160).
-    assert outcome and len(outcome) <= 160 + len("failed: ")
-    assert outcome.startswith("failed: ") is entry["is_error"]
-    assert f"Tool call: {entry['tool']} ({outcome})" in render_l4([msg])
-    assert f"Tool {entry['tool']} → {outcome}" in render_l3([msg])
+    assert outcome and len(outcome) <= 160 and "\n" not in outcome
+    assert "structured result returned" not in outcome
+    assert not outcome.startswith("failed: Error"), "one failure prefix, not two"
+    failing = entry["is_error"] or entry["scenario"] == "bash-exit-code"  # DSH: exit 3 is a success with a code
+    assert outcome.startswith("failed: ") is failing
+    l4, l3 = f"Tool call: {entry['tool']} ({outcome})", f"Tool {entry['tool']} → {outcome}"
+    assert l4 in render_l4([msg]) and l3 in render_l3([msg])
+    # No raw arguments: an argument's words appear only where the result states them too.
+    arguments = doc["tools_result"]["exec"]["arguments"]
+    assert json.dumps(arguments) not in render_l4([msg]) + render_l3([msg])
+    stated = " | ".join(" ".join(s.split()) for s in argument_strings(msg.result_value()))
+    for text in argument_strings(arguments):
+        shown = " ".join(text.split())
+        if len(shown) >= 4 and shown not in stated:
+            assert shown not in outcome, (shown, outcome)
     assert render_l5([msg]).count("Tool result") == 1
     # The recall query reads the round: the tool's name, its argument values and its result's words.
     assert tool_round_text(one_call_turn(doc)).startswith(entry["tool"])
 
 
-def test_how_the_block_summary_reads_recorded_bash_results_today():
-    """Current behaviour, kept visible: a bash value (``{kind, exitCode, stdout: {text, truncated}, stderr, …}``)
-    matches none of summarize_result's keys, so L3/L4 say only "structured result returned" — the exit code, the
-    output and the truncation are lost. DSH marks a non-zero exit as a success (``isError: false``, the text ends
-    with ``[exit code: N]``), so a failing command is not summarised as failed either. When the summary learns the
-    bash shape, change these expectations."""
-    for name in ("bash-success", "bash-exit-code", "bash-long-output"):
-        value = scenario(name)["tools_result"]["result"]["value"]
-        assert summarize_result(value) == "structured result returned", name
-        assert tool_outcome(record_of(scenario(name))) == "structured result returned", name
-    failing = scenario("bash-exit-code")
-    assert failing["tools_result"]["result"]["isError"] is False
-    assert text_of_blocks(failing["tools_result"]["result"]["content"]).endswith("[exit code: 3]")
-    # Background starts are understood only through their value's keys too.
-    assert tool_outcome(record_of(scenario("bash-background"))) == "structured result returned"
+@pytest.mark.parametrize("name", [s["scenario"] for s in SCENARIOS if s["tool"] == "bash"])
+def test_a_bash_summary_holds_the_exit_code_and_the_first_output_line(name: str):
+    """DSH's bash value (``{kind, exitCode, signal, timedOut, stdout: {text, truncated}, stderr}``) reads as its
+    exit code, then the first non-empty line of stdout (else of stderr), with a marker when DSH cut the output; a
+    background start names its job. DSH marks a non-zero exit as a success (``isError: false``, the text ends with
+    ``[exit code: N]``): the summary says failed."""
+    doc = scenario(name)
+    value = doc["tools_result"]["result"]["value"]
+    outcome = tool_outcome(record_of(doc))
+    if value["kind"] == "background":
+        assert outcome == f"started background job {value['jobId']}"
+        return
+    out = [line for line in (value["stdout"]["text"] + value["stderr"]["text"]).splitlines() if line.strip()]
+    expected = f"exit {value['exitCode']} · {out[0]}"
+    assert outcome.removeprefix("failed: ").startswith(expected), outcome
+    assert outcome.startswith("failed: ") is (value["exitCode"] != 0)
+    assert outcome.endswith("(output truncated)") is value["stdout"]["truncated"]
+    assert summarize_result(value) == outcome
+    # DSH's text states a non-zero exit code only ("…\n[exit code: 3]"); its summary reads it as the value's does.
+    text = text_of_blocks(doc["tools_result"]["result"]["content"])
+    if value["exitCode"] != 0:
+        assert summarize_result(text) == outcome
+    else:
+        assert summarize_result(text).startswith(out[0])
+
+
+def test_bash_states_the_recording_has_no_run_of_read_the_same_way():
+    """A timeout, a signal and stderr-only output, in the recorded value's shape with those fields changed."""
+    value = scenario("bash-exit-code")["tools_result"]["result"]["value"]
+    quiet = {**value, "exitCode": 1, "stdout": {"text": "\n\n", "truncated": False}}
+    assert summarize_result(quiet) == "failed: exit 1 · stderr: to-stderr"
+    timed_out = {**value, "exitCode": None, "signal": "SIGTERM", "timedOut": True}
+    assert summarize_result(timed_out) == "failed: timed out after 60 s · killed by SIGTERM · to-stdout"
+    killed = {**value, "exitCode": None, "signal": "SIGKILL"}
+    assert summarize_result(killed) == "failed: killed by SIGKILL · to-stdout"
+    long = {**value, "exitCode": 0, "stdout": {"text": "x" * 10_000 + "\n", "truncated": True}}
+    summary = summarize_result(long)
+    assert 140 <= len(summary) <= 160 and summary.startswith("exit 0 · xxx")
+    assert summary.endswith("… (output truncated)"), "the marker survives the limit"
+
+
+def test_bash_summaries_in_a_sealed_block_of_the_recorded_turn():
+    """The recorded turn, captured and rendered: every bash call's L4 and L3 line holds its exit code and first
+    output line, and no line of the block says only that a structured result came back."""
+    turn = load("turns/main.json")
+    folded = fold_turn(raw(turn["events"]), turn["session"], turn["canonical"])
+    assert folded is not None
+    msgs = [
+        SourceMessage(id=i, turn_seq=1, role="tool", content="", tool_name=t["name"], tool_call_id=t.get("call_id"),
+                      tool_arguments=json.dumps(t["arguments"]), tool_result=json.dumps(t["result"]),
+                      is_error=t["is_error"], created_at="2026-01-01T00:00:00.000Z")
+        for i, t in enumerate(folded["tools"], 1)  # type: ignore[union-attr]
+    ]
+    l4, l3 = render_l4(msgs), render_l3(msgs)
+    assert "structured result returned" not in l4 + l3
+    assert "Tool call: bash (exit 0 · alpha)" in l4 and "Tool bash → exit 0 · alpha" in l3
+    assert "Tool call: bash (failed: exit 3 · to-stdout)" in l4
+    assert "Tool bash → failed: exit 3 · to-stdout" in l3
+    assert "printf" not in l4 + l3, "the command stays in L5 (and on the card)"
+
+
+FILE_TOOLS = {"read", "write", "edit", "str_replace_editor", "read_image"}
+
+
+@pytest.mark.parametrize("entry", SCENARIOS, ids=[s["scenario"] for s in SCENARIOS])
+def test_a_card_of_every_recorded_result_keeps_the_command_or_path_and_the_ref(entry: dict[str, Any]):
+    """A card is built as the planner builds it (context/plan.py card_candidates): from the archived call's
+    arguments and the model's text of the result. Bash keeps its command, file tools their path (an editor's
+    sub-command with its path), every card its ref and the exit code the text states."""
+    doc = load(entry["file"])
+    names: dict[str, str] = {}
+    assistant = classify(surface_node(of_type(doc, "assistant/message")), len, names)
+    tool = classify(surface_node(of_type(doc, "tool/result")), len, names)
+    assert assistant is not None and tool is not None
+    (call,) = assistant.calls
+    card = card_tag("c42") + "\n" + card_body(tool.tool_name, call.arguments, tool.text, tool.is_error, tool.tokens)
+    head = card.splitlines()[1]
+    assert card.startswith("[stratagate:card id=c42 ") and 'decompress("c42")' in card
+    assert head.startswith(f"tool: {entry['tool']}")
+    arguments = doc["tools_result"]["exec"]["arguments"]
+    if entry["tool"] == "bash":
+        assert head == f"tool: bash · {inert(arguments['command'], inline=True, redacted=True)}"
+    if entry["tool"] in FILE_TOOLS:
+        path = arguments.get("file_path") or arguments["path"]
+        assert path in head, head
+    if entry["scenario"] == "bash-exit-code":
+        assert "status: exit 3" in card and "first line: to-stdout" in card
+    if entry["is_error"]:
+        assert "status: error" in card
 
 
 def test_the_recorded_turn_folds_into_one_capture_with_every_call():

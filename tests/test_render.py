@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stratagate.blocks.prune import REPEATED_PASTE, is_filler
-from stratagate.blocks.render import render_l3, render_l4, render_l5, seal_views
+from stratagate.blocks.render import render_l3, render_l4, render_l5, seal_views, tool_outcome
 from stratagate.blocks.source import SourceMessage
 from stratagate.blocks.toolsummary import summarize_result
 from stratagate.safety.inert import BAR, inert
@@ -67,7 +67,81 @@ def test_l3_tool_records_are_name_and_outcome():
                  st.dictionaries(st.text(max_size=10), st.one_of(st.text(), st.integers(), st.lists(st.none())))))
 def test_tool_summaries_are_short_single_lines(value):
     summary = summarize_result(value)
-    assert "\n" not in summary and len(summary) <= 170
+    assert "\n" not in summary and len(summary) <= 160
+
+
+JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=200)),
+    lambda inner: st.one_of(st.lists(inner, max_size=6), st.dictionaries(st.text(max_size=12), inner, max_size=6)),
+    max_leaves=40,
+)
+SHAPED_KEYS = st.sampled_from(["kind", "exitCode", "signal", "timedOut", "aborted", "stdout", "stderr", "path",
+                               "lines", "after", "before", "image", "job", "goal", "todos", "runId", "output",
+                               "agentsStarted", "result", "messageId", "accepted", "error", "matches", "answers"])
+# Results that look like DSH's shapes with any values in their fields: the shape readers meet wrong types too.
+SHAPED = st.dictionaries(SHAPED_KEYS, JSON, max_size=8)
+
+
+def has_text(value) -> bool:
+    if isinstance(value, str):
+        return bool(value.strip())
+    if isinstance(value, dict):
+        return any(has_text(v) for k, v in value.items() if k not in ("arguments", "params", "input", "request"))
+    if isinstance(value, list):
+        return any(has_text(v) for v in value)
+    return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(JSON, SHAPED, SHAPED.map(json.dumps)), st.booleans())
+def test_a_summary_of_any_json_result_never_raises_and_is_short(value, is_error):
+    summary = summarize_result(value)
+    shown = tool_outcome(msg(1, "tool", result=value, is_error=is_error))
+    for text in (summary, shown):
+        assert text and "\n" not in text and len(text) <= 160
+        assert "structured result returned" not in text
+    assert shown.startswith("failed: ") or not is_error
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON)
+def test_an_unknown_shape_reads_as_its_first_text(value):
+    """Any value that holds text shows some of its words, never only key names, sizes or a placeholder."""
+    summary = summarize_result(value)
+    if has_text(value) and not isinstance(value, str):
+        words = {w.strip("…") for s in _strings(value) for w in s.split()} - {""}
+        assert any(w in summary for w in words), summary
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() if k not in ("arguments", "params", "input", "request")
+                for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def nested(depth: int) -> object:
+    deep: object = "needle"
+    for _ in range(depth):
+        deep = {"a": [deep]}
+    return deep
+
+
+def test_a_deeply_nested_result_is_summarised_without_recursion():
+    assert summarize_result(nested(300)) == "a: 1 · a: needle"
+    # Past the walk's budget only the sizes are read: bounded work for any result, and no recursion limit.
+    assert summarize_result(nested(50_000)) == "a: 1"
+    assert summarize_result("[" * 100_000 + "]" * 100_000).startswith("[[[")
+    listed: object = ["needle", 2]
+    for _ in range(5_000):
+        listed = [listed, {"text": ["x", 1]}]
+    assert summarize_result(listed) == "2 items · x"  # the first item is past the budget: the next one's text
+    huge = {"exitCode": None, "timedOut": True, "timeoutMs": 10**400, "stdout": {"text": "out"}}
+    assert summarize_result(huge) == "failed: timed out · out"
 
 
 def test_filler_detection():

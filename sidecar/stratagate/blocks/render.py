@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 from stratagate.blocks.prune import PasteDeduper, prune_text
 from stratagate.blocks.source import SourceMessage
-from stratagate.blocks.toolsummary import summarize_result
+from stratagate.blocks.toolsummary import outcome_of, render_outcome
 from stratagate.safety.inert import inert
 
 LEVEL_LABELS = {
@@ -64,11 +64,9 @@ def _tidy(text: str) -> str:
 
 
 def tool_outcome(msg: SourceMessage) -> str:
-    """A tool record's result in at most 160 characters (``failed: …`` for errors); never its arguments."""
-    outcome = summarize_result(msg.result_value())
-    if msg.is_error and not outcome.startswith("failed"):
-        outcome = "failed: " + outcome
-    return outcome
+    """A tool record's result in at most 160 characters, read from the result only (never its arguments):
+    ``failed: …`` for errors and for results that state a failure (a bash exit code other than 0)."""
+    return render_outcome(outcome_of(msg.result_value()), is_error=msg.is_error)
 
 
 def render_l4(messages: Sequence[SourceMessage]) -> str:

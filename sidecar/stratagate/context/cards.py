@@ -1,8 +1,9 @@
 """Tool cards: a finished tool result replaced by a deterministic card (no model call).
 
-A card names the tool, the command or path from the call's arguments, the exit code when the result states one,
-the error flag and first error line, the first non-empty result line (≤ 200 chars), the original size and the ref
-that restores it. Every memory field goes through the one rendering rule (``inert``): memory is data.
+A card names the tool, the command or path from the call's arguments (an editor's sub-command with its path), the
+exit code when the result states one, the error flag and first error line, the first non-empty result line
+(≤ 200 chars), the original size and the ref that restores it. Every memory field goes through the one rendering
+rule (``inert``): memory is data.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from stratagate.safety.inert import inert
 
 ARGUMENT_KEYS = ("command", "cmd", "path", "file_path", "filePath", "pattern", "query", "url", "file", "paths")
+PATH_KEYS = ("path", "file_path", "filePath", "file")
 FIRST_LINE_CHARS = 200
 _EXIT = re.compile(
     r"(?im)\b(?:exit(?:ed)?(?:\s+with)?(?:\s+code|\s+status)?|exit_code|returncode|status)[\s:=]+(-?\d{1,4})\b"
@@ -37,8 +39,16 @@ def argument_of(arguments: str) -> str | None:
         if isinstance(value, list):
             value = " ".join(str(v) for v in value)
         if isinstance(value, str | int | float) and str(value).strip():
-            return str(value)
+            return _with_path(str(value), parsed) if key in ("command", "cmd") else str(value)
     return None
+
+
+def _with_path(command: str, arguments: dict[str, Any]) -> str:
+    """An editor's one-word sub-command (``view``, ``str_replace``) names no file: its path follows it."""
+    if len(command.split()) != 1:
+        return command
+    path = next((arguments[k] for k in PATH_KEYS if isinstance(arguments.get(k), str) and arguments[k].strip()), None)
+    return f"{command} {path}" if path else command
 
 
 def exit_code(text: str) -> int | None:
