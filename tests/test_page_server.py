@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from stratagate.storage.db import Database
 
@@ -278,11 +280,43 @@ def test_malformed_requests_are_clear_4xx(probe: Server) -> None:
     assert status == 400 and "request line" in json.loads(raw)["error"]
     head = f"POST /api/stratagate/memory/probe/echo HTTP/1.1\r\nHost: 127.0.0.1:{probe.port}\r\n"
     status, _, raw = probe.raw((head + "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n").encode())
-    assert status == 501
+    assert status == 411 and "Content-Length" in json.loads(raw)["error"]
     status, _, raw = probe.raw((head + "\r\n").encode())
     assert status == 411
     status, _, raw = probe.raw((head + "Content-Length: -1\r\n\r\n").encode())
     assert status == 400
+
+
+def test_the_findings_of_fuzzing_are_4xx(probe: Server) -> None:
+    head = f"POST /api/stratagate/memory/probe/echo HTTP/1.1\r\nHost: 127.0.0.1:{probe.port}\r\n"
+    for length in ("\xb2", "\xb9\xb2", "1e3", "+1", " 1 1", "0x10", "9" * 40):  # superscripts pass str.isdigit()
+        status, _, raw = probe.raw((head + f"Content-Length: {length}\r\n\r\n").encode("latin-1"))
+        assert status == 400 and "Content-Length" in json.loads(raw)["error"], length
+    status, _, raw = probe.raw(b"GET / HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n")
+    assert status == 400 and "HTTP/1.1" in json.loads(raw)["error"]
+    json_type = {"Content-Type": "application/json"}
+    deep = b'{"n":' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+    status, _, raw = probe.request("POST", "/api/stratagate/memory/probe/echo", deep, json_type)
+    assert status == 400 and "50001 deep" in json.loads(raw)["error"]
+    for body in (b'{"\\ud800": 1}', b'{"text": "a\\udfffb"}', b'{"n": 1, "x": {"\\udc00k": []}}'):
+        status, _, raw = probe.request("POST", "/api/stratagate/memory/probe/echo", body, json_type)
+        assert status == 400 and "surrogate" in json.loads(raw)["error"], body
+    for body in (b"NaN", b'{"n": Infinity}'):
+        status, _, raw = probe.request("POST", "/api/stratagate/memory/probe/echo", body, json_type)
+        assert status == 400 and "not valid JSON" in json.loads(raw)["error"], body
+
+
+def test_a_write_takes_its_params_only_from_a_json_object_body(probe: Server) -> None:
+    json_type = {"Content-Type": "application/json"}
+    status, _, raw = probe.request("POST", "/api/stratagate/memory/probe/echo?n=3&text=q", b"", json_type)
+    assert status == 400 and "JSON object body" in json.loads(raw)["error"]
+    status, _, raw = probe.request("POST", "/api/stratagate/memory/probe/echo?n=3", b"{}", json_type)
+    assert status == 400 and "query string" in json.loads(raw)["error"]
+    status, _, raw = probe.request("POST", "/api/stratagate/memory/probe/echo?n=3", b"")
+    assert status == 415
+    for body in (b"null", b'"n=3"', b"3"):
+        status, _, raw = probe.request("POST", "/api/stratagate/memory/probe/echo", body, json_type)
+        assert status == 400 and "must be a JSON object" in json.loads(raw)["error"], body
 
 
 def test_sigterm_during_a_pending_request_closes_it_and_exits_0(tmp_path: Path) -> None:
@@ -333,3 +367,96 @@ def test_a_port_in_use_is_refused_with_exit_2(probe: Server, tmp_path: Path) -> 
     )
     assert proc.returncode == 2
     assert "cannot listen on 127.0.0.1" in proc.stderr
+
+
+# --- fuzzing: any head or body over a real socket is a 2xx/4xx, never a 5xx or a traceback ---------------------------
+
+_HEAD_TEXT = st.text(st.characters(min_codepoint=0x20, max_codepoint=0xFF), max_size=30)
+_PATHS = st.sampled_from([
+    "/", "/index.html", "/api/stratagate/memory/probe/echo", "/api/stratagate/memory/probe/read",
+    "/api/stratagate/memory/assets/memory-page.js", "/api/stratagate/memory/", "/api/stratagate/memory/overview",
+    "/api/stratagate/memory/events", "/api/stratagate/memory/no-such", "*", "http://127.0.0.1/",
+])
+_QUERIES = st.sampled_from(["", "?n=3", "?n=%ff%fe", "?text=%ud800&n=-1", "?flag=maybe&&=", "?n=3&n=4;x"])
+_KEYS = st.text(max_size=6) | st.sampled_from(["\ud800", "a\udfff", "n", "text", "flag", "namespace"])
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _KEYS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4), max_leaves=10,
+)
+
+
+@st.composite
+def _heads(draw: st.DrawFn) -> bytes:
+    """A request head with any request line, version, Host, Content-Length or other header; no body."""
+    verb = draw(st.sampled_from(["GET", "HEAD", "POST", "PUT", "DELETE", "get", ""]) | _HEAD_TEXT)
+    target = draw(_PATHS | _HEAD_TEXT) + draw(_QUERIES)
+    version = draw(st.sampled_from(["HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "HTTP/1.1 x", ""]) | _HEAD_TEXT)
+    lines = [draw(st.sampled_from([f"{verb} {target} {version}", f"{verb} {target}", f"{verb}  {target} {version}"]))]
+    if draw(st.integers(0, 5)):
+        hosts = st.sampled_from(["127.0.0.1", "localhost:1", "[::1]", "evil.example"])
+        lines.append("Host: " + draw(hosts | _HEAD_TEXT))
+    if draw(st.booleans()):
+        numbers = st.sampled_from(["0", "\xb2", "\xb9\xb2", "-1", "1e3", "0x1", str(2 << 20), "9" * 30, " 7 "])
+        lines.append("Content-Length: " + draw(numbers | _HEAD_TEXT))
+    for _ in range(draw(st.integers(0, 3))):
+        name = draw(st.sampled_from(["Content-Type", "Origin", "Transfer-Encoding", "Sec-Fetch-Site", "Host", " X"])
+                    | _HEAD_TEXT)
+        lines.append(f"{name}: {draw(_HEAD_TEXT)}" if draw(st.integers(0, 4)) else name)
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+@st.composite
+def _bodies(draw: st.DrawFn) -> tuple[str, str, str, bytes]:
+    """(verb, target, content type, body): a well-formed head around any body (JSON of any shape, nested deep, with
+    lone surrogates, or raw bytes)."""
+    verb = draw(st.sampled_from(["POST", "POST", "POST", "GET", "HEAD"]))
+    target = draw(_PATHS) + draw(_QUERIES)
+    kind = draw(st.sampled_from(["application/json", "application/json", "application/json; charset=utf-8",
+                                 "text/plain", ""]))
+    shape = draw(st.sampled_from(["json", "json", "object", "deep", "bytes"]))
+    if shape == "deep":
+        n = draw(st.integers(60, 60_000))
+        body = b'{"n":' + b"[" * n + b"]" * n + b"}"
+    elif shape == "bytes":
+        body = draw(st.binary(max_size=300))
+    elif shape == "object":
+        body = json.dumps(draw(st.dictionaries(_KEYS, _JSON, max_size=5))).encode()
+    else:
+        body = json.dumps(draw(_JSON)).encode()
+    return verb, target, kind, body
+
+
+def test_fuzzed_heads_and_bodies_get_no_5xx_and_no_traceback(tmp_path: Path) -> None:
+    db = _make_db(tmp_path / "memory.db")
+    log_path = tmp_path / "stderr.log"
+    with log_path.open("w") as log:
+        server = _start([sys.executable, str(PROBE), "ui", "--db", str(db), "--port", "0"], stderr=log)
+    seen: list[int] = []
+
+    def check(status: int, headers: dict[str, str], raw: bytes, sent: bytes) -> None:
+        assert 200 <= status < 500, (status, sent[:300], raw[:300])
+        if headers.get("content-type", "").startswith("application/json") and raw:
+            json.loads(raw.decode("utf-8"))  # strict UTF-8 JSON
+        seen.append(status)
+
+    @settings(max_examples=150, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(_heads())
+    def heads(head: bytes) -> None:
+        check(*server.raw(head), head)
+
+    @settings(max_examples=150, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(_bodies())
+    def bodies(example: tuple[str, str, str, bytes]) -> None:
+        verb, target, kind, body = example
+        check(*server.request(verb, target, body, {"Content-Type": kind} if kind else {}), body)
+
+    try:
+        heads()
+        bodies()
+    finally:
+        assert _stop(server) == 0
+    assert len(seen) >= 300 and any(s == 200 for s in seen) and any(s == 400 for s in seen)
+    logged = log_path.read_text()
+    assert "Traceback" not in logged and "page request failed" not in logged, logged[-3000:]

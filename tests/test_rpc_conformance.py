@@ -358,6 +358,51 @@ SCALARS = (
 )
 JSONISH = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),
                        max_leaves=12)
+FINITE = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(10**30), max_value=10**30) | TEXT | st.floats(allow_nan=False,
+                                                                                                      allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4), max_leaves=12)
+"""Any JSON value (no NaN/Infinity: a line holding one is a parse error as a whole)."""
+_ENVELOPE = {"jsonrpc", "method", "params", "id"}
+RID = "@@rid@@"  # replaced by a unique id per request object
+
+
+def _valid_notification(item: Any) -> bool:
+    """JSON-RPC 2.0, section 4.1: a well-formed request without an id, the only item that gets no reply."""
+    if not isinstance(item, dict) or "id" in item or set(item) - {"jsonrpc", "method", "params"}:
+        return False
+    method = item.get("method")
+    return (item.get("jsonrpc") == "2.0" and isinstance(method, str) and method != ""
+            and ("params" not in item or isinstance(item["params"], dict | list)))
+
+
+@st.composite
+def envelopes(draw: st.DrawFn, request_id: Any = None) -> dict[str, Any]:
+    """A request object whose every member may be any JSON value, nested (or a valid one); ``request_id`` if given."""
+    request: dict[str, Any] = {}
+    if draw(st.integers(0, 4)):
+        request["jsonrpc"] = draw(st.sampled_from(["2.0", "2.0", "2.0", "1.0"]) | FINITE)
+    if draw(st.integers(0, 5)):
+        request["method"] = draw(st.sampled_from(METHODS) | FINITE)
+    if draw(st.booleans()):
+        request["params"] = draw(FINITE)
+    if request_id is not None:
+        request["id"] = request_id
+    elif draw(st.booleans()):
+        request["id"] = draw(FINITE)
+    if draw(st.integers(0, 6)) == 0:
+        request[draw(TEXT.filter(lambda k: k not in {*_ENVELOPE, "result", "error"}))] = draw(FINITE)
+    return request
+
+
+@st.composite
+def any_member_frames(draw: st.DrawFn) -> tuple[bytes, int]:
+    """(line, number of replies a conformant server sends): a request or a batch of mixed items, where the method,
+    params, id and version are values of any JSON type. Batch items that are request objects carry RID markers."""
+    if draw(st.booleans()):
+        return json.dumps(draw(envelopes(request_id=RID))).encode(), 1
+    items = draw(st.lists(envelopes(request_id=RID) | envelopes() | FINITE, min_size=1, max_size=5))
+    return json.dumps(items).encode(), sum(not _valid_notification(item) for item in items)
 
 
 @st.composite
@@ -438,6 +483,68 @@ async def test_fuzzed_frames_always_get_conformant_replies(tmp_path: Path):
             return (isinstance(rid, str) and rid.startswith("fz-")) or (isinstance(rid, int) and 10**6 < rid < 10**7)
 
         assert_exactly_one_reply_each(client, ours)
+    finally:
+        await client.close()
+
+
+async def test_any_json_value_as_a_member_or_batch_item_gets_exactly_one_conformant_reply(tmp_path: Path):
+    """A method (or version, params, id) of any JSON type, nested, alone or in a batch of mixed items: one reply per
+    item that is not a valid notification, -32600 with the request's own id for every malformed envelope."""
+    client = await SidecarClient.start(tmp_path / "m.db", process=True)  # hypothesis draws in another thread
+    loop = asyncio.get_running_loop()
+    counter = [0]
+    given_ids: set[str] = set()
+
+    def with_ids(line: bytes) -> tuple[bytes, list[Any]]:
+        ids: list[Any] = []
+        marker = json.dumps(RID).encode()
+        while marker in line:
+            counter[0] += 1
+            ids.append(f"mx-{counter[0]}" if counter[0] % 2 else 2 * 10**7 + counter[0])
+            line = line.replace(marker, json.dumps(ids[-1]).encode(), 1)
+            given_ids.add(json.dumps(ids[-1]))
+        return line, ids
+
+    async def exchange(line: bytes, expected: int) -> None:
+        line, ids = with_ids(line)
+        start = len(client.raw_lines)
+        if not line.startswith(b"["):
+            reply = await send(client, line, ids[0])
+            assert_reply(reply, ids[0])
+            request = json.loads(line)
+            if not _valid_notification({k: v for k, v in request.items() if k != "id"}):
+                assert_reply(reply, ids[0], -32600, "not a valid JSON-RPC 2.0 request")
+        else:
+            await client.send_line(line)
+        if line.startswith(b"[") and expected:
+            batch = await client.wait_for(
+                lambda: next((m for m in replies(client, start) if isinstance(m, list)), None))
+            assert len(batch) == expected, (line, batch)
+            for item in batch:
+                assert_reply(item, NULL if item.get("id") is None else item["id"])
+            answered = [json.dumps(item["id"]) for item in batch]
+            assert all(answered.count(json.dumps(rid)) == 1 for rid in ids), (line, batch)
+        await still_serving(client)  # a barrier: everything before it was read
+        if line.startswith(b"[") and not expected:
+            assert not any(isinstance(m, list) for m in replies(client, start)), line
+
+    @settings(max_examples=150, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(any_member_frames())
+    def check(example: tuple[bytes, int]) -> None:
+        try:
+            asyncio.run_coroutine_threadsafe(exchange(*example), loop).result(timeout=120)
+        except TimeoutError as exc:
+            raise AssertionError(f"no reply to {example[0][:500]!r}; stderr:\n{''.join(client.stderr_lines[-30:])}") \
+                from exc
+
+    try:
+        await client.call("turn.capture", turn(1))
+        for method in ([], ["turn.capture"], {}, {"a": [1]}, 1.5, True, None):  # the findings, as written
+            reply = await send(client, json.dumps({"jsonrpc": "2.0", "id": 7, "method": method}).encode(), 7)
+            assert_reply(reply, 7, -32600, '"method"')
+        await asyncio.to_thread(check)
+        assert_exactly_one_reply_each(client, lambda rid: json.dumps(rid) in given_ids)
     finally:
         await client.close()
 

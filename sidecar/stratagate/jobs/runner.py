@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from stratagate import ids
+from stratagate.errors import is_storage_full
 from stratagate.jobs import lease, queue
 from stratagate.jobs.pipeline import DEFAULT_MAX_ATTEMPTS, FollowUp
 from stratagate.jobs.queue import JobRow
@@ -23,6 +24,9 @@ from stratagate.storage.db import JOBS_QUEUED, Database
 from stratagate.storage.sqlconn import Connection
 
 log = logging.getLogger("stratagate.jobs")
+
+CLAIM_RETRY_S = 1.0
+"""After the queue itself could not be written (a full disk), wait this long before claiming again (no busy loop)."""
 
 Handler = Callable[[JobRow], Awaitable[Sequence[FollowUp] | None]]
 Notify = Callable[[str, dict], Awaitable[None]]
@@ -36,6 +40,29 @@ async def _enqueue(conn: Connection, follow_up: FollowUp, max_attempts: int) -> 
 
 class PermanentJobError(Exception):
     """The job can never succeed (e.g. its subject is gone): fail now, no retries."""
+
+
+class StorageState:
+    """A full disk (or the STRATAGATE_DB_MAX_MB cap) is logged once when it starts and once when it ends, without a
+    traceback: the queue and every job retry while it lasts, and each failure alone would repeat the same news."""
+
+    def __init__(self) -> None:
+        self.full = False
+
+    def failed(self, exc: BaseException, what: str) -> bool:
+        """True when ``exc`` is a storage-full failure (logged only if storage was not full already)."""
+        if not is_storage_full(exc):
+            return False
+        if not self.full:
+            self.full = True
+            log.warning("storage is full (%s): background jobs wait and retry until space is freed", what)
+        return True
+
+    def recovered(self) -> None:
+        """A job's work was committed: storage has room again."""
+        if self.full:
+            self.full = False
+            log.info("storage has room again: background jobs resume")
 
 
 class JobRunner:
@@ -73,6 +100,7 @@ class JobRunner:
         self._running_jobs: set[int] = set()
         self._loop_task: asyncio.Task[None] | None = None
         self.last_error: str | None = None
+        self.storage = StorageState()
 
     def wake(self) -> None:
         self._wake.set()
@@ -116,6 +144,7 @@ class JobRunner:
         while True:
             self._wake.clear()
             free = self._concurrency - len(self._inflight)
+            retry: float | None = None
             if free > 0:
                 try:
                     claimed = await queue.claim_due(
@@ -127,9 +156,11 @@ class JobRunner:
                         task.add_done_callback(self._inflight.discard)
                 except Exception as exc:  # storage trouble: report and try again shortly
                     self.last_error = f"job queue: {exc}"
-                    log.exception("claiming jobs failed")
-            timeout: float | None = None
-            if len(self._inflight) < self._concurrency:
+                    retry = CLAIM_RETRY_S
+                    if not self.storage.failed(exc, "claiming jobs"):
+                        log.exception("claiming jobs failed")
+            timeout: float | None = retry
+            if retry is None and len(self._inflight) < self._concurrency:
                 due = await self._safe_next_due()
                 if due is not None:
                     timeout = max(0.0, due - time.time())
@@ -157,7 +188,8 @@ class JobRunner:
                         await queue.requeue_interrupted(self._db, self._lease_timeout)
             except Exception as exc:  # storage trouble: report and keep watching
                 self.last_error = f"job watcher: {exc}"
-                log.warning("job watcher: %s", type(exc).__name__)
+                if not self.storage.failed(exc, "the job watcher"):
+                    log.warning("job watcher: %s", type(exc).__name__)
 
     async def _queue_follow_ups(self, job: JobRow, follow_ups: Sequence[FollowUp]) -> None:
         """Right after the handler's commit. Lost only if the process dies in between; each stage's ``recover``
@@ -169,7 +201,8 @@ class JobRunner:
                     await self._queues.get(follow_up.kind, _enqueue)(conn, follow_up, attempts)
         except Exception as exc:
             self.last_error = f"{ids.make('job', job.id)} ({job.kind}): queuing its follow-ups failed: {exc}"
-            log.error("queuing the follow-ups of job %s failed (%s)", job.id, type(exc).__name__)
+            if not self.storage.failed(exc, "queuing follow-up jobs"):
+                log.error("queuing the follow-ups of job %s failed (%s)", job.id, type(exc).__name__)
 
     async def _safe_next_due(self) -> float | None:
         try:
@@ -187,6 +220,7 @@ class JobRunner:
             if handler is None:
                 raise PermanentJobError(f"no handler for job kind {job.kind!r}")
             follow_ups = await handler(job)
+            self.storage.recovered()
             if follow_ups:
                 await self._queue_follow_ups(job, follow_ups)
             # A handler may put its own row back in the queue (the embedding job after a long run): report that.
@@ -199,12 +233,14 @@ class JobRunner:
             error = preview(str(exc) or exc.__class__.__name__, 4000)
             retryable = not isinstance(exc, PermanentJobError) and getattr(exc, "retryable", True)
             # The error class only: its message may quote model output or stored text (the row keeps it, redacted).
-            log.warning("job %s (%s) attempt %d failed: %s", job.id, job.kind, job.attempts, type(exc).__name__)
+            if not self.storage.failed(exc, f"a {job.kind} job"):
+                log.warning("job %s (%s) attempt %d failed: %s", job.id, job.kind, job.attempts, type(exc).__name__)
             try:
                 status = await queue.mark_failed_attempt(self._db, job, error, self._base, self._cap, retryable)
             except Exception as record_exc:
                 # The row stays 'running'; the next start requeues it. Say so rather than guess a status.
-                log.error("recording the failure of job %s failed (%s)", job.id, type(record_exc).__name__)
+                if not self.storage.failed(record_exc, "recording a failed job"):
+                    log.error("recording the failure of job %s failed (%s)", job.id, type(record_exc).__name__)
                 status = "running"
                 why = preview(str(record_exc), 300)
                 error = f"{error}; the failure could not be recorded ({why}); it runs again after a restart"

@@ -1,7 +1,8 @@
 """``page.request``: one HTTP request of the Memory page in, one status and JSON body out.
 
 The route is found by the ``http`` binding of a protocol-table method; the params are the query string (GET) or the
-JSON body (POST) and go through the same validation adapter as JSON-RPC, so a bad value is a 400 naming the field.
+JSON object body (POST, which takes no query string) and go through the same validation adapter as JSON-RPC, so a bad
+value is a 400 naming the field.
 Every string of a reply passes the secret redactor once more (job errors or paths may carry a token that was never
 stored as memory). Files of ``static/`` are served under ``/assets/``."""
 
@@ -68,10 +69,13 @@ async def handle(app: App, req: PageRequest) -> PageResponse:
         if allowed:
             return PageResponse(status=405, body={"error": f"{path} takes {' or '.join(allowed)}", "allow": allowed})
         return PageResponse(status=404, body={"error": f"no route {verb} {path}"})
-    if verb == "POST":
-        if req.body is not None and not isinstance(req.body, dict):
+    if verb == "POST":  # a write: its params only from a JSON object body (never the query string)
+        if not isinstance(req.body, dict):
             return PageResponse(status=400, body={"error": "the request body must be a JSON object"})
-        raw: dict[str, Any] = {**req.query, **(req.body or {})}
+        if req.query:
+            return PageResponse(status=400, body={"error": "a write (POST) takes no query string; send the params "
+                                                           "in its JSON object body"})
+        raw: dict[str, Any] = dict(req.body)
     else:
         raw = dict(req.query)
     try:

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from stratagate.app import App
 from stratagate.config import Settings
+from stratagate.errors import has_surrogate, safe_text
 from stratagate.page import routes  # noqa: F401  (registers every page route)
 from stratagate.page.dispatch import PREFIX, PageRequest, PageResponse, handle
 from stratagate.safety.secrets import redact_value
@@ -34,6 +35,11 @@ log = logging.getLogger("stratagate.page.server")
 
 MAX_BODY = 1 << 20
 MAX_HEAD = 32 * 1024
+MAX_BODY_DEPTH = 64
+"""Deepest nesting of arrays/objects accepted in a JSON body (checked before parsing: deeper is a 400)."""
+_LENGTH = re.compile(r"[0-9]{1,19}")  # ASCII digits only: str.isdigit() also takes superscripts that int() refuses
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 HEAD_TIMEOUT_S = 30.0
 VERBS = ("GET", "HEAD", "POST")
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
@@ -75,7 +81,7 @@ class Reply:
 
 
 def error_reply(status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
-    body = json.dumps(redact_value({"error": message}), ensure_ascii=False).encode()
+    body = safe_text(json.dumps(redact_value({"error": message}), ensure_ascii=False)).encode()
     return Reply(status, _JSON, body, headers or {})
 
 
@@ -138,8 +144,8 @@ async def read_request(reader: asyncio.StreamReader) -> Request:
     if len(parts) != 3 or not parts[1]:
         raise HttpError(400, "the request line must be 'METHOD /path HTTP/1.1'")
     method, target, version = parts
-    if version not in ("HTTP/1.0", "HTTP/1.1"):
-        raise HttpError(505, "only HTTP/1.0 and HTTP/1.1 are served")
+    if version not in ("HTTP/1.0", "HTTP/1.1"):  # a client mistake here: 4xx, like every malformed head
+        raise HttpError(400, "only HTTP/1.0 and HTTP/1.1 are served")
     headers: dict[str, str] = {}
     for line in lines[1:]:
         name, sep, value = line.partition(":")
@@ -151,14 +157,14 @@ async def read_request(reader: asyncio.StreamReader) -> Request:
         headers[key] = value.strip()
     request = Request(method, target, headers)
     if "transfer-encoding" in headers:
-        raise HttpError(501, "chunked request bodies are not supported; send Content-Length")
+        raise HttpError(411, "chunked request bodies are not supported; send Content-Length")
     length_text = headers.get("content-length")
     if length_text is None:
         if method == "POST":
             raise HttpError(411, "a POST needs a Content-Length header")
         return request
-    if not length_text.isdigit():
-        raise HttpError(400, "the Content-Length header is not a number")
+    if _LENGTH.fullmatch(length_text) is None:
+        raise HttpError(400, "the Content-Length header is not a number (ASCII digits)")
     length = int(length_text)
     if length > MAX_BODY:
         raise HttpError(413, f"the request body is larger than {MAX_BODY} bytes (1 MiB)")
@@ -169,6 +175,45 @@ async def read_request(reader: asyncio.StreamReader) -> Request:
     except TimeoutError:
         raise HttpError(408, "the request body did not arrive in time") from None
     return request
+
+
+def _body_depth(raw: bytes) -> int:
+    """How deeply arrays and objects nest in a JSON body (brackets inside strings do not count)."""
+    if raw.count(b"[") + raw.count(b"{") <= MAX_BODY_DEPTH:
+        return 0  # cannot exceed the limit
+    depth = deepest = 0
+    for byte in _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKET):
+        depth += 1 if byte in b"[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _surrogate_in(value: Any) -> bool:
+    if isinstance(value, str):
+        return has_surrogate(value)
+    if isinstance(value, dict):
+        return any(_surrogate_in(k) or _surrogate_in(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_surrogate_in(v) for v in value)
+    return False
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def json_body(raw: bytes) -> Any:
+    """The JSON value of a request body: RFC 8259 only, at most MAX_BODY_DEPTH deep, valid Unicode; else 400."""
+    depth = _body_depth(raw)
+    if depth > MAX_BODY_DEPTH:
+        raise HttpError(400, f"the request body nests arrays/objects {depth} deep; the limit is {MAX_BODY_DEPTH}")
+    try:
+        value = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise HttpError(400, f"the request body is not valid JSON: {safe_text(str(exc))[:300]}") from None
+    if _surrogate_in(value):
+        raise HttpError(400, "the request body holds a lone UTF-16 surrogate (not valid Unicode)")
+    return value
 
 
 def _script_hashes(html: str) -> str:
@@ -194,7 +239,7 @@ def _encode(page: PageResponse) -> Reply:
     if isinstance(page.body, str) and not page.content_type.startswith("application/json"):
         body = page.body.encode()
     else:
-        body = json.dumps(page.body, ensure_ascii=False).encode()
+        body = safe_text(json.dumps(page.body, ensure_ascii=False)).encode()
     headers = {"Allow": ", ".join(page.body["allow"])} if page.status == 405 and isinstance(page.body, dict) and \
         isinstance(page.body.get("allow"), list) else {}
     return Reply(page.status, page.content_type, body, headers)
@@ -218,14 +263,13 @@ async def respond(app: App, request: Request) -> Reply:
     if path != PREFIX and not path.startswith(PREFIX + "/"):
         return error_reply(404, f"no page at {path}; the Memory page is at / and its routes under {PREFIX}/")
     body: Any = None
-    if request.method == "POST" and request.body.strip():
+    if request.method == "POST":  # a write: its params are a JSON object in the body (dispatch refuses others)
         kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if kind != "application/json":
             return error_reply(415, "a POST body must be JSON (Content-Type: application/json)")
-        try:
-            body = json.loads(request.body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            return error_reply(400, f"the request body is not valid JSON: {exc}")
+        if not request.body.strip():
+            return error_reply(400, "a write (POST) takes its params as a JSON object body; the body is empty")
+        body = json_body(request.body)
     query = dict(parse_qsl(url.query, keep_blank_values=True))
     try:
         page_request = PageRequest(method=request.method, path=path, query=query, body=body)

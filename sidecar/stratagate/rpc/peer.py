@@ -299,7 +299,15 @@ class Peer:
             future.set_result(message.get("result"))
 
     async def _answer(self, message: Any) -> None:
-        response = await self._dispatch(message)
+        try:
+            response = await self._dispatch(message)
+        except Exception as exc:  # a bug must still cost the client one reply, not a request that hangs forever
+            log.error("request could not be dispatched: %s: %s", type(exc).__name__, exc)
+            rid = message.get("id") if isinstance(message, dict) else None
+            valid = isinstance(rid, str | int) and not isinstance(rid, bool) and not (
+                isinstance(rid, str) and has_surrogate(rid))
+            response = error_response(rid if valid else None, errors.INTERNAL_ERROR,
+                                      f"internal error: {type(exc).__name__}")
         if response is not None:
             with contextlib.suppress(PeerClosed):
                 await self.send(response)

@@ -88,7 +88,8 @@ def request_problem(message: Any) -> str | None:
 
 
 def _is_capture(message: Any) -> bool:
-    return isinstance(message, dict) and message.get("method") in CAPTURE_METHODS
+    # The method may be any JSON value here (validation comes later): an array or object is not hashable.
+    return isinstance(message, dict) and isinstance(message.get("method"), str) and message["method"] in CAPTURE_METHODS
 
 
 def _request_id(message: Any) -> Any:
