@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import turn
+from stratagate.imports.strike import code_spans, struck_spans
 from stratagate.safety.inert import _ROLE_LINE, _ROLES, BAR, inert
 from support.sidecar import SidecarClient
 
@@ -123,3 +124,22 @@ async def test_capturing_a_library_file_with_separator_comments_answers(sidecar:
     stored = [m for m in l5["messages"] if m["role"] == "tool"]
     separators = [line for line in text.splitlines() if line.startswith("## ---")]
     assert separators and all(line in stored[0]["result"]["content"] for line in separators)
+
+
+# The code-span pattern of the strike reader as it was: the reference for the spans, run here on short text only.
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="```a~ \n", max_size=16))
+def test_code_spans_are_the_spans_the_pattern_found(text: str) -> None:
+    assert code_spans(text) == [m.span() for m in _CODE_SPAN.finditer(text)]
+
+
+def test_struck_spans_are_linear_on_backtick_runs() -> None:
+    for unit in ["`", "``", "`a", "``a`", "~~`", "`~~a~~"]:
+        assert cpu(struck_spans, long_line("", unit)) < LINE_BUDGET, unit
+        small = min(cpu(struck_spans, long_line("", unit, 20_000)) for _ in range(3))
+        large = min(cpu(struck_spans, long_line("", unit, 40_000)) for _ in range(3))
+        assert large <= 3 * small + 0.02, (unit, small, large)
+    assert struck_spans("`~~a~~` ~~b~~") == [(8, 13)]
