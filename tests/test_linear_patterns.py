@@ -18,6 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import turn
+from stratagate.blocks import prune
+from stratagate.blocks.prune import looks_like_code
+from stratagate.events import claims
+from stratagate.events.claims import read_claims
 from stratagate.imports.strike import code_spans, struck_spans
 from stratagate.safety.inert import _ROLE_LINE, _ROLES, BAR, inert
 from support.sidecar import SidecarClient
@@ -143,3 +147,28 @@ def test_struck_spans_are_linear_on_backtick_runs() -> None:
         large = min(cpu(struck_spans, long_line("", unit, 40_000)) for _ in range(3))
         assert large <= 3 * small + 0.02, (unit, small, large)
     assert struck_spans("`~~a~~` ~~b~~") == [(8, 13)]
+
+
+# The claim reader's trailing-punctuation and the pruner's code-start patterns as they were (quadratic on long runs
+# of blanks or punctuation): references for what the linear ones match.
+_TRAILING = re.compile(r"[\s.,;:!?'\"`)\]]+$")
+_CODE_START = re.compile(
+    r"^\s*(const|let|var|function|class|import|export|def|return|SELECT|INSERT|UPDATE|DELETE|CREATE)\b", re.M
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([" ", "\n", "\r", ".", ")", "]", "'", "`", "a", "x.", "def", "const ", "\t"]),
+                max_size=12).map("".join))
+def test_trailing_and_code_start_match_as_before(text: str) -> None:
+    assert claims._TRAILING.sub("", text) == _TRAILING.sub("", text)
+    assert bool(prune._CODE_START.search(text)) == bool(_CODE_START.search(text))
+
+
+def test_claims_and_code_sniffing_are_linear_on_long_runs() -> None:
+    for fn, unit in [(read_claims, "."), (read_claims, ") "), (read_claims, "`"), (read_claims, ", "),
+                     (looks_like_code, "\n"), (looks_like_code, "\n "), (looks_like_code, "def\n")]:
+        assert cpu(fn, long_line("we use ", unit)) < LINE_BUDGET, unit
+        small = min(cpu(fn, long_line("we use ", unit, 20_000)) for _ in range(3))
+        large = min(cpu(fn, long_line("we use ", unit, 40_000)) for _ in range(3))
+        assert large <= 3 * small + 0.02, (fn, unit, small, large)

@@ -216,7 +216,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 _ARTICLES = re.compile(r"^(?:the|a|an|our|my|their|its|his|her)\s+", re.I)
-_TRAILING = re.compile(r"[\s.,;:!?'\"`)\]]+$")
+# Tried only where a run of such characters starts (the lookbehind), so a long run is not rescanned at each offset.
+_TRAILING = re.compile(r"(?<![\s.,;:!?'\"`)\]])[\s.,;:!?'\"`)\]]+$")
 
 
 _NEGATION = re.compile(
