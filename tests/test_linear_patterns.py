@@ -172,3 +172,26 @@ def test_claims_and_code_sniffing_are_linear_on_long_runs() -> None:
         small = min(cpu(fn, long_line("we use ", unit, 20_000)) for _ in range(3))
         large = min(cpu(fn, long_line("we use ", unit, 40_000)) for _ in range(3))
         assert large <= 3 * small + 0.02, (fn, unit, small, large)
+
+
+# Lines dense in what the secret detector reads (a keyword, an operator, a value): each keyword's checks read its
+# value, so these cost more per character than markup, but a long line is cut into windows and stays linear.
+KEYWORD_RUNS = ["pin=", "password=", "tokentoken=", "MY_TOKEN=", "[secret:", "sk-", "key=$", "password is ", "密码是"]
+KEYWORD_BUDGET = 1.5  # CPU seconds for a 10,000-character line (a few hundred milliseconds at worst)
+
+
+def test_lines_of_repeated_secret_keywords_render_linearly() -> None:
+    for unit in KEYWORD_RUNS:
+        # Longer than the rule caches, and several windows each, so a doubling doubles the windows.
+        small = min(cpu(inert, long_line("", unit, 9_000)) for _ in range(2))
+        large = min(cpu(inert, long_line("", unit, 18_000)) for _ in range(2))
+        assert large <= 3 * small + 0.05, (unit, small, large)
+        assert small * LONG / 9_000 < KEYWORD_BUDGET, unit
+
+
+def test_a_secret_anywhere_in_a_long_line_is_still_redacted() -> None:
+    # The windows a long line is cut into overlap, so a keyword and its value are seen whole wherever they fall.
+    words = "word " * 3_000
+    for offset in range(0, len(words), 331):
+        line = words[:offset] + " password=Hunter2!xyz " + words[offset:]
+        assert "Hunter2!xyz" not in inert(line), offset

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import hashlib
 import hmac
 import json
@@ -607,8 +608,12 @@ def _find(text: str) -> list[Span]:
     # Earliest first, the longest among equal starts; drop anything overlapping a kept span or a placeholder.
     spans.sort(key=lambda s: (s[0], -(s[1] - s[0])))
     kept: list[Span] = []
+    ends = [p_end for _, p_end in protected]  # placeholders do not overlap: their ends are sorted as their starts
     for span in spans:
-        if any(span[0] < p_end and p_start < span[1] for p_start, p_end in protected):
+        # The first placeholder ending after the span starts is the only one that can overlap it (a binary search,
+        # not a scan of every placeholder for every span: a line of many secrets has as many of both).
+        first = bisect.bisect_right(ends, span[0])
+        if first < len(protected) and protected[first][0] < span[1]:
             continue
         if kept and span[0] < kept[-1][1]:
             if span[1] > kept[-1][1] and span[0] == kept[-1][0]:
