@@ -195,3 +195,14 @@ def test_a_secret_anywhere_in_a_long_line_is_still_redacted() -> None:
     for offset in range(0, len(words), 331):
         line = words[:offset] + " password=Hunter2!xyz " + words[offset:]
         assert "Hunter2!xyz" not in inert(line), offset
+
+
+def test_claims_read_lines_of_wide_blanks_quickly() -> None:
+    # A run of blanks inside a sentence could be split between the subject, the optional words and the blanks
+    # around them in cubically many ways: 10,000 characters of such lines took 10 s.
+    for blank in [" ", "\u3000", "\t", " \t "]:
+        text = ("we" + (blank * 300)[:290] + " x.\n") * 34
+        assert cpu(read_claims, text) < LINE_BUDGET, blank
+    assert [(c.subject, c.object) for c in read_claims("We   use\u3000pnpm.")] == [
+        (c.subject, c.object) for c in read_claims("We use pnpm.")
+    ]

@@ -349,6 +349,9 @@ _CLAUSES = re.compile(r",\s+")
 def _read_en(sentence: str) -> list[Claim]:
     """The claims of one English sentence (or clause): the first shape that matches decides."""
     claims: list[Claim] = []
+    # One space between words: the shapes read a subject of any length, then blanks, optional words and blanks, so
+    # a run of blanks could be split between them in cubically many ways (10 s for 10 KB of such lines).
+    sentence = " ".join(sentence.split())
     sentence = _OPENER.sub("", sentence)  # "Actually, replace npm with pnpm": the opener is no subject
     for kind, pattern in _PATTERNS:
         m = pattern.match(sentence)
