@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from conftest import turn
 from stratagate.blocks import prune
 from stratagate.blocks.prune import looks_like_code
+from stratagate.context import compress
 from stratagate.events import claims
 from stratagate.events.claims import read_claims
 from stratagate.imports.strike import code_spans, struck_spans
@@ -206,3 +207,17 @@ def test_claims_read_lines_of_wide_blanks_quickly() -> None:
     assert [(c.subject, c.object) for c in read_claims("We   use\u3000pnpm.")] == [
         (c.subject, c.object) for c in read_claims("We use pnpm.")
     ]
+
+
+# The range separator of compress arguments as it was (quadratic on a run of blanks with no dash after it).
+_DASHES = re.compile(r"\s*(?:–|—|\.\.|\s-\s)\s*")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["s1", "c2", " ", "\t", "-", "–", "—", ".", "a"]), max_size=12).map("".join))
+def test_range_separator_splits_as_before(text: str) -> None:
+    assert compress._DASHES.split(text, maxsplit=1) == _DASHES.split(text, maxsplit=1)
+
+
+def test_range_separator_is_linear_on_blanks() -> None:
+    assert cpu(compress._DASHES.split, "s1" + " " * 40_000 + "x", maxsplit=1) < LINE_BUDGET
