@@ -23,6 +23,7 @@ from stratagate.blocks.prune import looks_like_code
 from stratagate.context import compress
 from stratagate.events import claims
 from stratagate.events.claims import read_claims
+from stratagate.imports import parsers
 from stratagate.imports.strike import code_spans, struck_spans
 from stratagate.safety.inert import _ROLE_LINE, _ROLES, BAR, inert
 from support.sidecar import SidecarClient
@@ -221,3 +222,9 @@ def test_range_separator_splits_as_before(text: str) -> None:
 
 def test_range_separator_is_linear_on_blanks() -> None:
     assert cpu(compress._DASHES.split, "s1" + " " * 40_000 + "x", maxsplit=1) < LINE_BUDGET
+
+
+def test_import_header_check_is_linear_on_blanks() -> None:
+    # A counted ChatGPT header ("Memories (12)") drops its count; a long run of blanks was rescanned at each offset.
+    assert parsers._is_chatgpt_header("Memories (12)")
+    assert cpu(parsers._is_chatgpt_header, "a" + " " * 40_000 + "b") < LINE_BUDGET
