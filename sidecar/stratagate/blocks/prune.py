@@ -62,8 +62,9 @@ FILLER = frozenset(
 _TRAILING = "。！？，、,.!?～~ "
 _SENTENCE_SPLIT = re.compile(r"(?<=[。！？!?])|\n")
 _FENCE = re.compile(r"```.*?```", re.DOTALL)
+# Blanks up to the line's end only: ``^\s*`` would rescan every following blank line from each line start.
 _CODE_START = re.compile(
-    r"^\s*(const|let|var|function|class|import|export|def|return|SELECT|INSERT|UPDATE|DELETE|CREATE)\b",
+    r"^[^\S\n]*(const|let|var|function|class|import|export|def|return|SELECT|INSERT|UPDATE|DELETE|CREATE)\b",
     re.MULTILINE,
 )
 PASTE_MIN_CHARS = 80

@@ -29,7 +29,7 @@ MAX_TIER = 3
 MAX_TOPIC = 200
 MAX_CONTENT = 60_000
 _SESSION_REF = re.compile(r"^s(\d{1,12})$")
-_DASHES = re.compile(r"\s*(?:–|—|\.\.|\s-\s)\s*")
+_DASHES = re.compile(r"(?<!\s)\s*(?:–|—|\.\.|\s-\s)\s*")  # tried where blanks start: linear on a long run
 _HYPHENATED = re.compile(r"^((?:s\d+|[cf]\d+|blk_\d+))-((?:s\d+|[cf]\d+|blk_\d+))(\s.*)$")
 """'s00012-s00040 topic': a plain hyphen only between refs of ours (a tool call id may hold hyphens)."""
 

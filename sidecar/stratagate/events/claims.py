@@ -216,7 +216,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 _ARTICLES = re.compile(r"^(?:the|a|an|our|my|their|its|his|her)\s+", re.I)
-_TRAILING = re.compile(r"[\s.,;:!?'\"`)\]]+$")
+# Tried only where a run of such characters starts (the lookbehind), so a long run is not rescanned at each offset.
+_TRAILING = re.compile(r"(?<![\s.,;:!?'\"`)\]])[\s.,;:!?'\"`)\]]+$")
 
 
 _NEGATION = re.compile(
@@ -348,6 +349,9 @@ _CLAUSES = re.compile(r",\s+")
 def _read_en(sentence: str) -> list[Claim]:
     """The claims of one English sentence (or clause): the first shape that matches decides."""
     claims: list[Claim] = []
+    # One space between words: the shapes read a subject of any length, then blanks, optional words and blanks, so
+    # a run of blanks could be split between them in cubically many ways (10 s for 10 KB of such lines).
+    sentence = " ".join(sentence.split())
     sentence = _OPENER.sub("", sentence)  # "Actually, replace npm with pnpm": the opener is no subject
     for kind, pattern in _PATTERNS:
         m = pattern.match(sentence)

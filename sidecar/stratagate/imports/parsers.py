@@ -659,7 +659,8 @@ def _indent_width(body: str) -> int:
 
 def _is_chatgpt_header(body: str) -> bool:
     text = body.strip().lstrip("#").strip().strip("*_").strip()
-    text = re.sub(r"\s*\(\d+\)$", "", text).rstrip(":：").strip().lower()
+    # "(?<!\s)": tried where blanks start, so a long run of blanks is not rescanned from each of its offsets.
+    text = re.sub(r"(?<!\s)\s*\(\d+\)$", "", text).rstrip(":：").strip().lower()
     return text in _CHATGPT_HEADERS
 
 

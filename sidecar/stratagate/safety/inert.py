@@ -97,9 +97,13 @@ _ROLES = (
 )
 # A role turn: "System:" / "> **User**:" / "- assistant：" (any markdown or quote prefix, then a colon), or a
 # header-like "### Human", "[INST]", "<|im_start|>user" (a heading, bracket or ChatML prefix, no colon needed).
+# Linear on any line: the prefix is one loop over disjoint alternatives (a markup token or a blank), entered only
+# on a markup token, so the engine has one way to read each prefix; nested repeats such as ``(?:(?:m)+\s*)*``
+# read a run of dashes in exponentially many ways and held the loop for seconds on ``## ------…``.
+_MARK = r"(?:[#>*\-_=|`~]|&lt;|&gt;)"
 _ROLE_LINE = re.compile(
     rf"""(?imx)^(?=[^\S\n]*(?:
-        (?:(?:[#>*\-_=|`~]|&lt;|&gt;)+[^\S\n]*)* {_ROLES} [^\S\n*_`]* [:：]
+        (?:{_MARK}(?:{_MARK}|[^\S\n])*)? {_ROLES} [^\S\n]* [:：]
       | (?:\#{{1,6}}|&lt;\|?|&lt;&lt;|\[|\*\*)[^\S\n]* {_ROLES}
     ))"""
 )

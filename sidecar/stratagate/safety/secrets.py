@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import hashlib
 import hmac
 import json
@@ -119,7 +120,8 @@ def _password_like(token: str, strong: bool, quoted: bool) -> bool:
         return False
     if quoted and len(token) >= 3:
         return True
-    if _has_digit(token) or any(not c.isalnum() for c in token) or (token[1:] != token[1:].lower()):
+    # A symbol is looked for first: in a long run ("pin=pin=pin=…") it comes within a few characters.
+    if any(not c.isalnum() for c in token) or _has_digit(token) or (token[1:] != token[1:].lower()):
         if token.isdigit():
             return strong and len(token) >= 4
         return len(token) >= (3 if strong else 6)
@@ -500,12 +502,15 @@ def _line_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
 
 
 _WINDOW = 2048
+_OVERLAP = 512  # characters two windows of one long line share: a keyword and a value shorter than this are seen whole
 
 
 def _windows(text: str) -> list[tuple[int, int]]:
     """Line-aligned windows of about ``_WINDOW`` characters, each overlapping the next by one line (a rule whose
     match spans a line break, such as ``password:\nvalue``, still sees both lines). PEM blocks are found on the
-    whole text."""
+    whole text. A longer line is cut into windows of ``_WINDOW`` characters overlapping by ``_OVERLAP``
+    characters: the checks after a keyword look at its whole value, and a long line of repeated keywords
+    (``pin=pin=…``) would cost the square of its length in one window (seconds for 20 KB)."""
     n = len(text)
     if n <= 2 * _WINDOW:
         return [(0, n)]
@@ -514,6 +519,11 @@ def _windows(text: str) -> list[tuple[int, int]]:
     while lo < n:
         cut = text.find("\n", min(lo + _WINDOW, n))
         hi = n if cut < 0 else cut + 1
+        if hi - lo > 2 * _WINDOW:  # no line break in reach: cut inside the long line
+            hi = lo + _WINDOW
+            out.append((lo, hi))
+            lo = hi - _OVERLAP
+            continue
         out.append((lo, hi))
         if hi >= n:
             break
@@ -533,13 +543,17 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
     seen_ends: set[int] = set()
     # Keyword hits on the lowercased text (same offsets unless lowercasing changed a length).
     hits = _ASSIGN_KEY.finditer(low, lo, hi) if len(low) == len(text) else _ASSIGN_KEY_I.finditer(text, lo, hi)
+    name_end = lo
     for k in hits:
         # The key name around the keyword, then the operator and the value: no backtracking over names.
         start, end = k.start(), k.end()
+        if start < name_end:  # inside the name just read ("tokentoken…"): the same name, already handled
+            continue
         while start > lo and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
             start -= 1
         while end < hi and (text[end].isalnum() or text[end] in "_.-"):
             end += 1
+        name_end = end
         if end in seen_ends or (start > lo and text[start - 1].isalnum()):
             continue
         seen_ends.add(end)
@@ -608,8 +622,12 @@ def _find(text: str) -> list[Span]:
     # Earliest first, the longest among equal starts; drop anything overlapping a kept span or a placeholder.
     spans.sort(key=lambda s: (s[0], -(s[1] - s[0])))
     kept: list[Span] = []
+    ends = [p_end for _, p_end in protected]  # placeholders do not overlap: their ends are sorted as their starts
     for span in spans:
-        if any(span[0] < p_end and p_start < span[1] for p_start, p_end in protected):
+        # The first placeholder ending after the span starts is the only one that can overlap it (a binary search,
+        # not a scan of every placeholder for every span: a line of many secrets has as many of both).
+        first = bisect.bisect_right(ends, span[0])
+        if first < len(protected) and protected[first][0] < span[1]:
             continue
         if kept and span[0] < kept[-1][1]:
             if span[1] > kept[-1][1] and span[0] == kept[-1][0]:
