@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
+from stratagate.safety.codevalue import is_code_value, is_placeholder_value, key_in_code
+
 DEFAULT_KEY = b"stratagate-default-redaction-key"
 _key: bytes = DEFAULT_KEY
 _key_version = 0
@@ -81,7 +83,8 @@ _STOPWORDS = frozenset(
     needed necessary optional case sensitive sent shared ready done used protected encrypted hashed visible
     known unknown forgotten lost ok okay fine good bad great new old only just all any some none null true
     false yes undefined nil something anything nothing default blank unchanged updated rotated working
-    enabled disabled configured stale leaked compromised".""".replace('".', "").split()
+    enabled disabled configured stale leaked compromised always never usually given passed supplied provided
+    ignored returned accepted rejected".""".replace('".', "").split()
 )
 _ORDINARY_SUFFIXES = ("ed", "ing", "ly", "able", "ible", "ful", "less", "ous", "ive", "tion", "ment", "ness")
 
@@ -330,7 +333,10 @@ _PROSE_KEY = re.compile(
     r"(?i)\b(pass(?:word|wd|phrase|code)|pass word|pwd|pin(?: ?code)?|secret(?: key)?|api ?key|access key|"
     r"token|credentials?)\b"
 )
-_PROSE_COPULA = re.compile(r"(?i)(?:\s+(?:is|was|are|were|to|be|becomes?|=)\s*[:=]?|\s*[:=])\s*")
+# A copula word is a whole word ("to" is not the start of "tokenize"); "==" and "!=" compare, they do not state.
+_PROSE_COPULA = re.compile(
+    r"(?i)(?:\s+(?:(?:is|was|are|were|to|be|becomes?)(?![\w=])|=(?!=))\s*(?::|=(?!=))?|\s*(?::|=(?!=)))\s*"
+)
 _PROSE_WORD = re.compile(r"\s*[^\s]+")
 _PROSE_TOKEN = re.compile(r"([\"'“‘`]?)([^\s\"'“”‘’`]+)")
 _ZH_KEY = re.compile(r"(密码|口令|密钥|秘钥|令牌|验证码|PIN码|pin码|支付密码|私钥)")
@@ -490,6 +496,9 @@ def _line_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
                 continue
             if rule.check is not None and not rule.check(text[start:end]):
                 continue
+            unquoted = text[start - 1:start] not in ("'", '"')
+            if rule.kind in _CODE_CHECKED and unquoted and is_code_value(text, start, end):
+                continue  # authorization = self.headers.get(...): a header read in code, not a credential
             spans.append((start, end, rule.kind))
     keywords = any(k in window for k in _KEYWORD_LITERALS)
     if keywords:
@@ -498,6 +507,13 @@ def _line_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
         spans.extend(_prose_spans(text, lo, hi))
     return spans
 
+
+# The last part of a key name holds the key word: "db_password", "authKey", not "password_store".
+_LAST_PART_KEY = re.compile(r"(?i)(?:pass|pwd|secret|token|key|pin|contrase|auth|cred)[a-z]{0,9}[0-9]?$")
+_SETTING = re.compile(r"(?i)\b(?:set|sets|setting|change|changed|changing|reset|update|updated|switch|switched)\b")
+
+# Rules whose value may be code reading the header or cookie rather than its value.
+_CODE_CHECKED = frozenset({"authorization", "session-id"})
 
 _WINDOW = 2048
 
@@ -528,6 +544,8 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
     env = _ENV.finditer(text, lo, hi) if any(k in window for k in _ENV_LITERALS) else ()
     for hit in env:
         value = hit.group(3)
+        if is_placeholder_value(value) or (hit.group(2) == "" and is_code_value(text, hit.start(3), hit.end(3))):
+            continue
         if _env_value(hit.group(1), value):
             spans.append((hit.start(3), hit.end(3), _kind_from_name(hit.group(1))))
     seen_ends: set[int] = set()
@@ -540,7 +558,7 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
             start -= 1
         while end < hi and (text[end].isalnum() or text[end] in "_.-"):
             end += 1
-        if end in seen_ends or (start > lo and text[start - 1].isalnum()):
+        if end in seen_ends or (start > lo and text[start - 1].isalnum()) or _inside_word(text, k.start(), k.end()):
             continue
         seen_ends.add(end)
         m = _ASSIGN_VALUE.match(text, end, hi)
@@ -554,7 +572,12 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
         strong = _loaded().strong_name.search(name) is not None and not re.search(r"(?i)tokens|keys\b", name)
         if PLACEHOLDER_RE.search(value) or value.startswith(("$", "<", "{{")) or not value.strip():
             continue
-        if not quote and value.lower() in _STOPWORDS:
+        if value.lower() in _STOPWORDS or (quote and is_placeholder_value(value)):
+            continue
+        if not quote and not _LAST_PART_KEY.search(name):
+            continue  # "--password-store=basic", "MODULE_PWD_STATE": the key word names something else
+        if (not quote and is_code_value(text, m.start(group), m.end(group),
+                                                                      key_in_code(text, start, name))):
             continue
         if strong:
             ok = bool(quote) or _password_like(value, True, False) or _random_looking(value, 8)
@@ -563,6 +586,16 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
         if ok:
             spans.append((m.start(group), m.end(group), _kind_from_name(name)))
     return spans
+
+
+def _inside_word(text: str, start: int, end: int) -> bool:
+    """Is the short key word "pin" part of another word ("mapping", "MAPPING", "spinner"), not a name part?"""
+    if end - start != 3 or text[start:end].lower() != "pin":
+        return False
+    before, after = text[start - 1:start], text[end:end + 4]
+    same_case_before = before.isalpha() and before.islower() == text[start].islower()
+    glued_after = after[:1].isalpha() and after.lower() != "code" and after[:1].islower() == text[end - 1].islower()
+    return same_case_before or glued_after
 
 
 def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
@@ -580,6 +613,14 @@ def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
                     token = t.group(2).rstrip(".,;:!?)]}…")
                     if PLACEHOLDER_RE.match(text, t.start(2)):
                         break
+                    end = t.start(2) + len(token)
+                    if t.group(1) and is_placeholder_value(token):
+                        break
+                    if not t.group(1) and is_code_value(text, t.start(2), end, key_in_code(text, m.start(1), "")):
+                        break
+                    if c.group(0).strip().lower() == "to" and not _SETTING.search(text, max(lo, m.start() - 40),
+                                                                                     m.start()):
+                        break  # "the password to decrypt files": "to" states a value only after set/change
                     if _password_like(token, strong, bool(t.group(1))):
                         spans.append((t.start(2), t.start(2) + len(token), kind))
                         break
