@@ -311,3 +311,54 @@ def test_redact_cli_refuses_what_is_not_a_database(tmp_path: Path, kind: str) ->
     result = _cli("redact", "--db", str(path))
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+# Secrets written as code literals stay caught while the code around them is left alone.
+CODE_LITERALS = [
+    ('password = "hunter2"', "hunter2", "password"),
+    ('self.password = "S3cr3t!x"', "S3cr3t!x", "password"),
+    ("PASSWORD=hunter2", "hunter2", "password"),
+    ("password: sekrit", "sekrit", "password"),
+    ('const cfg = {password: "hunter2"};', "hunter2", "password"),
+    ('conn = connect(host, password="Xy7$kq!9")', "Xy7$kq!9", "password"),
+    ('db.connect(user="app", passwd="Tr0ub4dor&3")', "Tr0ub4dor&3", "password"),
+    ("token: tlxm87vSRwUCZvxEslBF1WruUxF5p8IJ", "tlxm87vSRwUCZvxEslBF1WruUxF5p8IJ", "token"),
+    ('auth_token = "a8f7Kq2mZx9LpQ4r"', "a8f7Kq2mZx9LpQ4r", "token"),
+    ("client_secret=Zx9LpQ4rA8f7Kq2m", "Zx9LpQ4rA8f7Kq2m", "client-secret"),
+    ("PIN=4821", "4821", "pin"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "kind"), CODE_LITERALS)
+def test_secret_literals_in_code_are_replaced(text: str, secret: str, kind: str) -> None:
+    out = redact_text(text)
+    assert secret not in out and f"[secret:{kind}#" in out
+
+
+# What a secret-ish name holds in code: a call, subscript, attribute, keyword or another name, never a secret.
+CODE_REFERENCES = [
+    "for token, token_id in enumerate(vocab):",
+    "token = current_place.set(place)",
+    "password = getpass.getpass('Password: ')",
+    "self.user, self.password = user, password",
+    'authorization = self.headers.get("authorization")',
+    "api_key = os.environ['OPENAI_API_KEY']",
+    "secret = self.token",
+    "passwd = passwd or ''",
+    "conn = Client(address, authkey=self._authkey)",
+    "if token == 'lambda':",
+    "const token = await getToken(req.headers.authorization ?? '');",
+    "const apiKey = process.env.OPENAI_API_KEY;",
+    "password_mgr = HTTPPasswordMgr()",
+    "token = line[start:pos]",
+    "LPINT = PINT = ctypes.POINTER(INT)",
+    "r_name_mapping = _compat_pickle.REVERSE_NAME_MAPPING",
+    "SERVER_AUTH = '1.3.6.1.5.5.7.3.1'",
+    "privateKey: tString,",
+    "the token type (see token.py)",
+]
+
+
+@pytest.mark.parametrize("text", CODE_REFERENCES)
+def test_code_that_names_secrets_is_left_alone(text: str) -> None:
+    assert redact_text(text) == text

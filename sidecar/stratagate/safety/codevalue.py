@@ -11,6 +11,7 @@ here cover the rest of what code looks like. Every pattern is linear (no nested 
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 # Words that end an assignment in code and are never a credential on their own.
 _CODE_WORDS = frozenset(
@@ -19,24 +20,27 @@ _CODE_WORDS = frozenset(
     pass continue break try except finally with for while throw""".split()
 )
 _NAME = re.compile(r"[A-Za-z_$][\w$]*")
-# One part of a name as code spells it: letters and underscores, at most a digit or two at the end.
-_WORDISH = re.compile(r"_*[A-Za-z][A-Za-z_]*[0-9]{0,2}")
 _KEYWORDISH = re.compile(r"(?i)pass|pwd|token|key|secret|auth|cred|pin|sess|cookie")
-# An indirect reference's head: a name, then a call or subscript opening (as detect-secrets' filter reads it).
-_REFERENCE_HEAD = re.compile(r"[\w.$?-]+[\[(]")
-_DOTTED_HEAD = re.compile(r"[\w.$]+")
+# A call's or subscript's head: a name, dotted or not.
+_DOTTED_HEAD = re.compile(r"[\w.$?]+")
+_DOTTED_HEAD = re.compile(r"[\w.$?]+")
+# A name or number glued to code punctuation: "e,signed:t})", "n;return", "!0,search:!0" (minified JS).
+_MINIFIED = re.compile(r"!*[\w$.]+(?:[,;{}][\w$!]|\)[\w$]|=[A-Za-z_$!(])")
+_DIGIT_RUN = re.compile(r"[0-9]{3}")
 # A grammar's repetition ("token = 1*tchar", ABNF) rather than a value.
 _GRAMMAR = re.compile(r"[0-9]*\*[A-Za-z<(\[]")
 # What follows a name that goes on as an expression ("passwd or ''", "password + b'\\x00'", "token if x else y").
-_EXPRESSION_TAIL = re.compile(r"[ \t]*(?:[+*/%|&^]|-(?!\w)|\?\?|\b(?:or|and|if|else|is|in|not)\b)")
+_OPERATOR_TAIL = re.compile(r"[ \t]*(?:\?\?|\|\||&&)|[ \t]+[+*/%|&^-][ \t=]")
+_WORD_OPERATOR_TAIL = re.compile(r"[ \t]+(?:or|and|if|else|is|in|not)\b")
 
 
 def is_placeholder_value(value: str) -> bool:
-    """A quoted value that is a template (``{0}:{1}``, ``<password>``, ``${TOKEN}``) or has no letter and is not a
-    number (an OID ``1.3.6.1.5.5.7.3.1``, ``*****``; a PIN is all digits)."""
+    """A value that is a template (``{0}:{1}``, ``<password>``, ``${TOKEN}``) or has no letter and no
+    run of digits (an OID ``1.3.6.1.5.5.7.3.1``, ``*****``; a PIN is digits)."""
     from detect_secrets.filters import heuristic as h
 
-    return h.is_templated_secret(value) or (h.is_not_alphanumeric_string(value) and not value.isdigit())
+    no_letter = h.is_not_alphanumeric_string(value) and _DIGIT_RUN.search(value) is None
+    return h.is_templated_secret(value) or no_letter
 
 
 def _ds_filtered(value: str, rest: str) -> bool:
@@ -45,16 +49,47 @@ def _ds_filtered(value: str, rest: str) -> bool:
 
     return (
         is_placeholder_value(value)
+        or h.is_prefixed_with_dollar_sign(value)
         or (len(value) >= 8 and h.is_sequential_string(value))
         or h.is_potential_uuid(value)
-        or (_REFERENCE_HEAD.match(rest) is not None and h.is_indirect_reference("x = " + rest))
     )
 
 
+def _call_or_subscript(text: str, start: int, rest: str) -> bool:
+    """``getpass.getpass("Password: ")``, ``line[start:end]``, ``Token(typeid, ...)``, also a call the value pattern
+    cut at a quote or one whose arguments go on over lines. The argument must start like code (a name, a number;
+    ``()``, ``[:``, ``['key']``; a quote or brace in a call only after a dotted, snake_case, camelCase or PascalCase
+    name), so "hunter2[)" stays a password."""
+    from detect_secrets.filters import heuristic as h
+
+    head = _DOTTED_HEAD.match(rest)
+    if head is None or head.end() >= len(rest) or rest[head.end()] not in "([":
+        return False
+    name, arg = head.group(0), rest[head.end() + 1:head.end() + 2]
+    if not (_name_like(name) or (name.isidentifier() and _word_part(name))):
+        return False
+    opener = rest[head.end()]
+    code_arg = (arg.isascii() and arg.isalnum()) or (opener + arg) in ("()", "[:", "[-", "['", '["')
+    cased = _name_like(name) or any(a.islower() and b.isupper() for a, b in pairwise(name)) or (
+        name[:1].isupper() and name[1:2].islower())
+    if not code_arg and not (cased and arg in ("\"", "'", "`", "$", "]", "{")):
+        return False
+    closer = "]" if opener == "[" else ")"  # on this line or a following one: f(\n  a,\n)
+    return h.is_indirect_reference("x = " + rest) or closer in text[start + head.end():start + 600]
+
+
+def _word_part(part: str) -> bool:
+    """One part of a name as code spells it (snake_case, CONSTANT_CASE, camelCase, SOCKS5_AUTH), not a random run:
+    an identifier with at most two digits and few lower-to-upper case changes."""
+    if not part.isidentifier() or sum(c.isdigit() for c in part) > 2:
+        return False
+    return sum(a.islower() and b.isupper() for a, b in pairwise(part)) <= 3
+
+
 def _name_like(value: str) -> bool:
-    """A name as code spells it: a.b.c of word-like parts, or one part joined by underscores."""
-    parts = value.split(".")
-    if any(not p or _WORDISH.fullmatch(p) is None for p in parts):
+    """A name as code spells it: a.b.c (or a?.b) of word-like parts, or one part joined by underscores."""
+    parts = value.replace("?.", ".").split(".")
+    if any(not _word_part(p) for p in parts):
         return False
     return len(parts) > 1 or "_" in value.strip("_") or value.startswith("_")
 
@@ -64,27 +99,27 @@ def is_code_value(text: str, start: int, end: int, code_context: bool = False) -
 
     ``code_context`` says the key itself is written as code (``self.password``, a tuple ``a, token =`` or a keyword
     argument ``f(authkey=...)``): there every bare name is a reference, not a literal."""
-    value = text[start:end].rstrip(")];:,")  # the closing brackets of a call the assignment sits in
-    if not value or value[0] in "([{" or _GRAMMAR.match(value):
-        return True  # a tuple, list or dict literal; a grammar rule
+    value = text[start:end]
+    if value.endswith(("\\n", "\\r")):  # code quoted inside a string: its line breaks are escapes
+        value = value[:-2]
+    value = value.rstrip(")];:,")  # the closing brackets of a call the assignment sits in
+    if not value or value[0] in "([{=" or _GRAMMAR.match(value) or _MINIFIED.match(value):
+        return True  # a tuple, list or dict literal; a comparison; a grammar rule; minified code
     line_end = text.find("\n", start)
     rest = text[start:(line_end if line_end >= 0 else len(text))][:300]
+    head = _NAME.match(value)
+    if head is not None and not head.group(0).startswith("$") and not _word_part(head.group(0)):
+        return False  # a random run ("tlxm87vSRwUCZvxEslBF1WruUxF5p8IJ[)") is a value whatever follows it
     if _ds_filtered(value, rest):
         return True
-    head = _NAME.match(value)
     if head is None:
         return False
-    dotted = _DOTTED_HEAD.match(value)
-    if dotted is not None and dotted.end() < len(value) and value[dotted.end()] in "([" and (
-            _name_like(dotted.group(0)) or dotted.group(0).isidentifier()):
-        return True  # getpass.getpass("Password: ..."): a call the value pattern cut at its quote
-    if head.end() < len(value) and value[head.end()] in "([":
-        return True  # a call or subscript whose closing bracket the value pattern cut off
-    following = text[end:end + 1]
+    if head.group(0).lower() in _CODE_WORDS and head.end() < len(value) and not value[head.end()].isalnum():
+        return True  # "null:e.skipToEnd()", "this.x"
+    if _call_or_subscript(text, start, rest):
+        return True
     if re.match(r"[ \t]*=(?!=)", text[end:end + 8]):
         return True  # a chained assignment: "userid = passwd = acct = ''" names, it does not state
-    if head.end() == len(value) and following in ("(", "["):
-        return True
     if value.lower() in _CODE_WORDS:
         return True
     if head.end() != len(value) and not _name_like(value):
@@ -92,11 +127,17 @@ def is_code_value(text: str, start: int, end: int, code_context: bool = False) -
     if _name_like(value):
         return True
     # A single bare word: a variable named like the key ("pwd = passwd"), or one an expression goes on from.
-    if value.isidentifier() and not any(c.isdigit() for c in value):
-        if _KEYWORDISH.search(value) or code_context:
-            return True
-        return _EXPRESSION_TAIL.match(text, end) is not None and "\n" not in text[end:end + 4]
-    return False
+    if not value.isidentifier():
+        return False
+    if _OPERATOR_TAIL.match(text, end) is not None:
+        return True  # "token = error51 ?? this.stack.pop()"
+    if any(c.isdigit() for c in value):
+        return False
+    if _KEYWORDISH.search(value) or code_context or _WORD_OPERATOR_TAIL.match(text, end) is not None:
+        return True
+    # camelCase before code punctuation: "privateKey: tString," in a schema
+    camel = any(a.islower() and b.isupper() for a, b in pairwise(value))
+    return camel and text[end:end + 1] in (",", ";", ")", "}")
 
 
 def key_in_code(text: str, name_start: int, name: str) -> bool:
@@ -107,4 +148,4 @@ def key_in_code(text: str, name_start: int, name: str) -> bool:
     i = name_start - 1
     while i >= 0 and text[i] in " \t":
         i -= 1
-    return i >= 0 and text[i] in ",("
+    return i >= 0 and text[i] in ",({"

@@ -84,7 +84,7 @@ _STOPWORDS = frozenset(
     known unknown forgotten lost ok okay fine good bad great new old only just all any some none null true
     false yes undefined nil something anything nothing default blank unchanged updated rotated working
     enabled disabled configured stale leaked compromised always never usually given passed supplied provided
-    ignored returned accepted rejected".""".replace('".', "").split()
+    ignored returned accepted rejected string number boolean object str int bytes".""".replace('".', "").split()
 )
 _ORDINARY_SUFFIXES = ("ed", "ing", "ly", "able", "ible", "ful", "less", "ous", "ive", "tion", "ment", "ness")
 
@@ -169,6 +169,8 @@ def _bearer(s: str) -> bool:
 def _env_value(name: str, value: str) -> bool:
     if not value or value.startswith(("$", "<", "%", "{{")) or value.lower() in _STOPWORDS:
         return False
+    if value.rstrip(";,").isdigit() and not name.upper().endswith(("PASSWORD", "PASSWD", "PWD", "PASS")):
+        return False  # SOCKS5_NO_ACCEPTABLE_AUTH = 255: a token, key or auth name holds a string, not a number
     if name.upper().endswith("KEY"):
         return _random_looking(value, 12)
     return len(value) >= 3
@@ -510,6 +512,7 @@ def _line_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
 
 # The last part of a key name holds the key word: "db_password", "authKey", not "password_store".
 _LAST_PART_KEY = re.compile(r"(?i)(?:pass|pwd|secret|token|key|pin|contrase|auth|cred)[a-z]{0,9}[0-9]?$")
+_CODE_ACCESS = re.compile(r"(?:\??\.[A-Za-z_$]|[(\[])")
 _SETTING = re.compile(r"(?i)\b(?:set|sets|setting|change|changed|changing|reset|update|updated|switch|switched)\b")
 
 # Rules whose value may be code reading the header or cookie rather than its value.
@@ -574,7 +577,7 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
             continue
         if value.lower() in _STOPWORDS or (quote and is_placeholder_value(value)):
             continue
-        if not quote and not _LAST_PART_KEY.search(name):
+        if not _LAST_PART_KEY.search(name):
             continue  # "--password-store=basic", "MODULE_PWD_STATE": the key word names something else
         if (not quote and is_code_value(text, m.start(group), m.end(group),
                                                                       key_in_code(text, start, name))):
@@ -601,6 +604,8 @@ def _inside_word(text: str, start: int, end: int) -> bool:
 def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
     spans: list[Span] = []
     for m in _PROSE_KEY.finditer(text, lo, hi):
+        if _CODE_ACCESS.match(text, m.end()):
+            continue  # token.type, token(...), token[0]: the word is a name in code
         keyword = m.group(1).lower()
         strong = not keyword.startswith(("token", "credential", "secret", "api", "access"))
         kind = "pin" if keyword.startswith("pin") else _kind_from_name(keyword)
@@ -614,8 +619,9 @@ def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
                     if PLACEHOLDER_RE.match(text, t.start(2)):
                         break
                     end = t.start(2) + len(token)
-                    if t.group(1) and is_placeholder_value(token):
-                        break
+                    if t.group(1) and (is_placeholder_value(token) or (
+                            not strong and key_in_code(text, m.start(1), "") and not _random_looking(token, 12))):
+                        break  # {token: `passed`}: a string in code under a weak key word is a value only if random
                     if not t.group(1) and is_code_value(text, t.start(2), end, key_in_code(text, m.start(1), "")):
                         break
                     if c.group(0).strip().lower() == "to" and not _SETTING.search(text, max(lo, m.start() - 40),
