@@ -362,3 +362,31 @@ CODE_REFERENCES = [
 @pytest.mark.parametrize("text", CODE_REFERENCES)
 def test_code_that_names_secrets_is_left_alone(text: str) -> None:
     assert redact_text(text) == text
+
+
+# Credentials stated in prose without "is" or ":" between the key word and the value.
+PROSE_CREDENTIALS = [
+    ("log in as alice with password hunter2-Blue!", "hunter2-Blue", "password"),
+    ("user admin / pass Xy7$kq!", "Xy7$kq", "password"),
+    ("the Wi-Fi key is 8f3kQ9zL", "8f3kQ9zL", "password"),
+    ("connect using password Tr0ub4dor&3 please", "Tr0ub4dor&3", "password"),
+    ("the guest wifi password is Sunny-Day-42", "Sunny-Day-42", "password"),
+    ("ssh bob@build-01, password Gx8#pLm2", "Gx8#pLm2", "password"),
+    ("we changed the password Qz9!tr7Wx yesterday", "Qz9!tr7Wx", "password"),
+    ('sign in with password "correct horse"', "correct horse", "password"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "kind"), PROSE_CREDENTIALS)
+def test_credentials_in_prose_are_replaced(text: str, secret: str, kind: str) -> None:
+    out = redact_text(text)
+    assert secret not in out and f"[secret:{kind}#" in out
+    assert redact_text(out) == out
+
+
+@pytest.mark.parametrize("text", [
+    "tests pass 3/4", "please reset your password with password reset link", "with password hashing enabled",
+    "and password /etc/secret.txt", "hash_password(password, salt)", "log in with password authentication",
+])
+def test_prose_about_passwords_is_left_alone(text: str) -> None:
+    assert redact_text(text) == text

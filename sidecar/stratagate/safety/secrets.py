@@ -332,8 +332,13 @@ _ENV = re.compile(
 )
 
 _PROSE_KEY = re.compile(
-    r"(?i)\b(pass(?:word|wd|phrase|code)|pass word|pwd|pin(?: ?code)?|secret(?: key)?|api ?key|access key|"
+    r"(?i)\b((?:wi-?fi|wlan|wpa2?|network|router) (?:key|password|passphrase|pass)|"
+    r"pass(?:word|wd|phrase|code)|pass word|pwd|pin(?: ?code)?|secret(?: key)?|api ?key|access key|"
     r"token|credentials?)\b"
+)
+# A credential named without a copula: "log in as alice with password hunter2-Blue!", "user admin / pass Xy7$kq!".
+_PROSE_DIRECT = re.compile(
+    r"(?i)(?:(\bwith|\busing|\band|/|,)[ \t]+(?:the[ \t]+)?)?\b(pass(?:word|wd|phrase)?|pwd|pw)[ \t]+"
 )
 # A copula word is a whole word ("to" is not the start of "tokenize"); "==" and "!=" compare, they do not state.
 _PROSE_COPULA = re.compile(
@@ -507,6 +512,8 @@ def _line_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
         spans.extend(_assign_spans(text, low, lo, hi))
     if keywords or any(k in window for k in _ZH_LITERALS):
         spans.extend(_prose_spans(text, lo, hi))
+    if "pass" in window or "pw" in window:
+        spans.extend(_direct_spans(text, lo, hi))
     return spans
 
 
@@ -601,6 +608,34 @@ def _inside_word(text: str, start: int, end: int) -> bool:
     return same_case_before or glued_after
 
 
+def _direct_spans(text: str, lo: int, hi: int) -> list[Span]:
+    """Credentials named without "is" or ":": the word after "password" when it looks like one. After "with",
+    "using", "and", "/" or "," (a login being described) a digit or symbol is enough; otherwise it takes a digit
+    and a symbol or capital, 8 characters or more ("password reset", "password hashlib" stay prose)."""
+    spans: list[Span] = []
+    for m in _PROSE_DIRECT.finditer(text, lo, hi):
+        introduced = m.group(1) is not None
+        if m.group(2).lower() in ("pass", "pw") and not introduced:
+            continue  # "tests pass 3/4": "pass" alone is a verb
+        t = _PROSE_TOKEN.match(text, m.end(), hi)
+        if t is None or PLACEHOLDER_RE.match(text, t.start(2)):
+            continue
+        token = t.group(2).rstrip(".,;:!?)]}…")
+        start, end = t.start(2), t.start(2) + len(token)
+        if t.group(1):
+            ok = len(token) >= 3 and not is_placeholder_value(token)
+        else:
+            core = token.strip("@#$%^&*-_=+~")  # "passwd anonymous@": a symbol at an end does not make a password
+            shaped = _has_digit(core) or any(not c.isalnum() for c in core)
+            strict = _has_digit(token) and (any(not c.isalnum() for c in token) or token.lower() != token)
+            ok = (len(token) >= 6 and shaped and (introduced or (strict and len(token) >= 8))
+                  and token.lower() not in _STOPWORDS and not token.startswith(("/", "~", "./", "-"))
+                  and "://" not in token and not is_code_value(text, start, end))
+        if ok:
+            spans.append((start, end, "password"))
+    return spans
+
+
 def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
     spans: list[Span] = []
     for m in _PROSE_KEY.finditer(text, lo, hi):
@@ -609,6 +644,8 @@ def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
         keyword = m.group(1).lower()
         strong = not keyword.startswith(("token", "credential", "secret", "api", "access"))
         kind = "pin" if keyword.startswith("pin") else _kind_from_name(keyword)
+        if keyword.startswith(("wi", "wlan", "wpa", "network", "router")):
+            kind = "password"  # a network's key is its password
         pos = m.end()
         for _ in range(7):  # the copula comes within a few words of the keyword
             c = _PROSE_COPULA.match(text, pos, hi)
