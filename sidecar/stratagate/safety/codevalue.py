@@ -25,12 +25,13 @@ _KEYWORDISH = re.compile(r"(?i)pass|pwd|token|key|secret|auth|cred|pin|sess|cook
 _DOTTED_HEAD = re.compile(r"[\w.$?]+")
 _DOTTED_HEAD = re.compile(r"[\w.$?]+")
 # A name or number glued to code punctuation: "e,signed:t})", "n;return", "!0,search:!0" (minified JS).
-_MINIFIED = re.compile(r"!*[\w$.]+(?:[,;{}][\w$!]|\)[\w$]|=[A-Za-z_$!(])")
+_MINIFIED = re.compile(r"(?:!+[\w$]|[A-Za-z_$])[\w$.]*(?:[,;{}][A-Za-z]|\)[A-Za-z]|=[A-Za-z_])")
 _DIGIT_RUN = re.compile(r"[0-9]{3}")
+_CHAINED = re.compile(r"[ \t]*=(?!=)[ \t]*[A-Za-z_'\"]")
 # A grammar's repetition ("token = 1*tchar", ABNF) rather than a value.
-_GRAMMAR = re.compile(r"[0-9]*\*[A-Za-z<(\[]")
+_GRAMMAR = re.compile(r"[0-9]?\*[A-Za-z<(\[]")
 # What follows a name that goes on as an expression ("passwd or ''", "password + b'\\x00'", "token if x else y").
-_OPERATOR_TAIL = re.compile(r"[ \t]*(?:\?\?|\|\||&&)|[ \t]+[+*/%|&^-][ \t=]")
+_OPERATOR_TAIL = re.compile(r"[ \t]*(?:\?\?|\|\||&&)[ \t]*[A-Za-z_$(!]|[ \t]+[+*/%|&^-][ \t=]")
 _WORD_OPERATOR_TAIL = re.compile(r"[ \t]+(?:or|and|if|else|is|in|not)\b")
 
 
@@ -69,7 +70,9 @@ def _call_or_subscript(text: str, start: int, rest: str) -> bool:
     if not (_name_like(name) or (name.isidentifier() and _word_part(name))):
         return False
     opener = rest[head.end()]
-    code_arg = (arg.isascii() and arg.isalnum()) or (opener + arg) in ("()", "[:", "[-", "['", '["')
+    after_call = rest[head.end() + 2:head.end() + 3]
+    empty_call = opener + arg == "()" and after_call in ("", ".", ",", ";", ")", " ", "\t", "\r")
+    code_arg = (arg.isascii() and arg.isalnum()) or empty_call or (opener + arg) in ("[:", "[-", "['", '["')
     cased = _name_like(name) or any(a.islower() and b.isupper() for a, b in pairwise(name)) or (
         name[:1].isupper() and name[1:2].islower())
     if not code_arg and not (cased and arg in ("\"", "'", "`", "$", "]", "{")):
@@ -81,7 +84,7 @@ def _call_or_subscript(text: str, start: int, rest: str) -> bool:
 def _word_part(part: str) -> bool:
     """One part of a name as code spells it (snake_case, CONSTANT_CASE, camelCase, SOCKS5_AUTH), not a random run:
     an identifier with at most two digits and few lower-to-upper case changes."""
-    if not part.isidentifier() or sum(c.isdigit() for c in part) > 2:
+    if not part.isascii() or not part.isidentifier() or sum(c.isdigit() for c in part) > 2 or part.strip("_") == "":
         return False
     return sum(a.islower() and b.isupper() for a, b in pairwise(part)) <= 3
 
@@ -103,13 +106,13 @@ def is_code_value(text: str, start: int, end: int, code_context: bool = False) -
     if value.endswith(("\\n", "\\r")):  # code quoted inside a string: its line breaks are escapes
         value = value[:-2]
     value = value.rstrip(")];:,")  # the closing brackets of a call the assignment sits in
+    head = _NAME.match(value)
+    if head is not None and not head.group(0).startswith("$") and not _word_part(head.group(0)):
+        return False  # a random run ("tlxm87vSRwUCZvxEslBF1WruUxF5p8IJ[)") is a value whatever follows it
     if not value or value[0] in "([{=" or _GRAMMAR.match(value) or _MINIFIED.match(value):
         return True  # a tuple, list or dict literal; a comparison; a grammar rule; minified code
     line_end = text.find("\n", start)
     rest = text[start:(line_end if line_end >= 0 else len(text))][:300]
-    head = _NAME.match(value)
-    if head is not None and not head.group(0).startswith("$") and not _word_part(head.group(0)):
-        return False  # a random run ("tlxm87vSRwUCZvxEslBF1WruUxF5p8IJ[)") is a value whatever follows it
     if _ds_filtered(value, rest):
         return True
     if head is None:
@@ -118,7 +121,7 @@ def is_code_value(text: str, start: int, end: int, code_context: bool = False) -
         return True  # "null:e.skipToEnd()", "this.x"
     if _call_or_subscript(text, start, rest):
         return True
-    if re.match(r"[ \t]*=(?!=)", text[end:end + 8]):
+    if (value.isidentifier() or _name_like(value)) and _CHAINED.match(text, end):
         return True  # a chained assignment: "userid = passwd = acct = ''" names, it does not state
     if value.lower() in _CODE_WORDS:
         return True
