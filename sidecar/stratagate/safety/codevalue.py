@@ -111,8 +111,8 @@ def is_code_value(text: str, start: int, end: int, code_context: bool = False) -
         return False  # a random run ("tlxm87vSRwUCZvxEslBF1WruUxF5p8IJ[)") is a value whatever follows it
     if not value or value[0] in "([{=" or _GRAMMAR.match(value) or _MINIFIED.match(value):
         return True  # a tuple, list or dict literal; a comparison; a grammar rule; minified code
-    line_end = text.find("\n", start)
-    rest = text[start:(line_end if line_end >= 0 else len(text))][:300]
+    line_end = text.find("\n", start, start + 300)  # bounded: a long line is never scanned or copied whole
+    rest = text[start:line_end if line_end >= 0 else start + 300]
     if _ds_filtered(value, rest):
         return True
     if head is None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import hashlib
 import hmac
 import json
@@ -681,6 +682,14 @@ def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
     return spans
 
 
+def _overlaps(protected: list[tuple[int, int]], starts: list[int], start: int, end: int) -> bool:
+    """Does [start, end) overlap one of the sorted, disjoint placeholder spans (a binary search, not a scan)?"""
+    i = bisect.bisect_right(starts, start) - 1
+    if i >= 0 and protected[i][1] > start:
+        return True
+    return i + 1 < len(protected) and protected[i + 1][0] < end
+
+
 def _find(text: str) -> list[Span]:
     spans = _pem_spans(text) if "PRIVATE KEY" in text or "PuTTY" in text else []
     low = text.lower()
@@ -689,11 +698,12 @@ def _find(text: str) -> list[Span]:
     if not spans:
         return []
     protected = [m.span() for m in PLACEHOLDER_RE.finditer(text)] if "[secret:" in text else []
+    starts = [p[0] for p in protected]
     # Earliest first, the longest among equal starts; drop anything overlapping a kept span or a placeholder.
     spans.sort(key=lambda s: (s[0], -(s[1] - s[0])))
     kept: list[Span] = []
     for span in spans:
-        if any(span[0] < p_end and p_start < span[1] for p_start, p_end in protected):
+        if _overlaps(protected, starts, span[0], span[1]):
             continue
         if kept and span[0] < kept[-1][1]:
             if span[1] > kept[-1][1] and span[0] == kept[-1][0]:
