@@ -390,3 +390,17 @@ def test_credentials_in_prose_are_replaced(text: str, secret: str, kind: str) ->
 ])
 def test_prose_about_passwords_is_left_alone(text: str) -> None:
     assert redact_text(text) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    prefix=st.text(alphabet="!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~ \t\n", max_size=4),
+    entry=st.sampled_from(ENTRIES),
+    suffix=st.text(alphabet="!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~ \t", max_size=8),
+)
+def test_code_punctuation_around_a_secret_does_not_make_it_code(
+    prefix: str, entry: dict[str, Any], suffix: str
+) -> None:
+    # The rules that keep code intact (calls, subscripts, minified JS, chained assignments) must not read a secret
+    # followed by brackets, operators or quotes as code.
+    assert entry["secret"] not in redact_text(prefix + " " + entry["prose"] + suffix)
