@@ -311,3 +311,96 @@ def test_redact_cli_refuses_what_is_not_a_database(tmp_path: Path, kind: str) ->
     result = _cli("redact", "--db", str(path))
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+# Secrets written as code literals stay caught while the code around them is left alone.
+CODE_LITERALS = [
+    ('password = "hunter2"', "hunter2", "password"),
+    ('self.password = "S3cr3t!x"', "S3cr3t!x", "password"),
+    ("PASSWORD=hunter2", "hunter2", "password"),
+    ("password: sekrit", "sekrit", "password"),
+    ('const cfg = {password: "hunter2"};', "hunter2", "password"),
+    ('conn = connect(host, password="Xy7$kq!9")', "Xy7$kq!9", "password"),
+    ('db.connect(user="app", passwd="Tr0ub4dor&3")', "Tr0ub4dor&3", "password"),
+    ("token: tlxm87vSRwUCZvxEslBF1WruUxF5p8IJ", "tlxm87vSRwUCZvxEslBF1WruUxF5p8IJ", "token"),
+    ('auth_token = "a8f7Kq2mZx9LpQ4r"', "a8f7Kq2mZx9LpQ4r", "token"),
+    ("client_secret=Zx9LpQ4rA8f7Kq2m", "Zx9LpQ4rA8f7Kq2m", "client-secret"),
+    ("PIN=4821", "4821", "pin"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "kind"), CODE_LITERALS)
+def test_secret_literals_in_code_are_replaced(text: str, secret: str, kind: str) -> None:
+    out = redact_text(text)
+    assert secret not in out and f"[secret:{kind}#" in out
+
+
+# What a secret-ish name holds in code: a call, subscript, attribute, keyword or another name, never a secret.
+CODE_REFERENCES = [
+    "for token, token_id in enumerate(vocab):",
+    "token = current_place.set(place)",
+    "password = getpass.getpass('Password: ')",
+    "self.user, self.password = user, password",
+    'authorization = self.headers.get("authorization")',
+    "api_key = os.environ['OPENAI_API_KEY']",
+    "secret = self.token",
+    "passwd = passwd or ''",
+    "conn = Client(address, authkey=self._authkey)",
+    "if token == 'lambda':",
+    "const token = await getToken(req.headers.authorization ?? '');",
+    "const apiKey = process.env.OPENAI_API_KEY;",
+    "password_mgr = HTTPPasswordMgr()",
+    "token = line[start:pos]",
+    "LPINT = PINT = ctypes.POINTER(INT)",
+    "r_name_mapping = _compat_pickle.REVERSE_NAME_MAPPING",
+    "SERVER_AUTH = '1.3.6.1.5.5.7.3.1'",
+    "privateKey: tString,",
+    "the token type (see token.py)",
+]
+
+
+@pytest.mark.parametrize("text", CODE_REFERENCES)
+def test_code_that_names_secrets_is_left_alone(text: str) -> None:
+    assert redact_text(text) == text
+
+
+# Credentials stated in prose without "is" or ":" between the key word and the value.
+PROSE_CREDENTIALS = [
+    ("log in as alice with password hunter2-Blue!", "hunter2-Blue", "password"),
+    ("user admin / pass Xy7$kq!", "Xy7$kq", "password"),
+    ("the Wi-Fi key is 8f3kQ9zL", "8f3kQ9zL", "password"),
+    ("connect using password Tr0ub4dor&3 please", "Tr0ub4dor&3", "password"),
+    ("the guest wifi password is Sunny-Day-42", "Sunny-Day-42", "password"),
+    ("ssh bob@build-01, password Gx8#pLm2", "Gx8#pLm2", "password"),
+    ("we changed the password Qz9!tr7Wx yesterday", "Qz9!tr7Wx", "password"),
+    ('sign in with password "correct horse"', "correct horse", "password"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "kind"), PROSE_CREDENTIALS)
+def test_credentials_in_prose_are_replaced(text: str, secret: str, kind: str) -> None:
+    out = redact_text(text)
+    assert secret not in out and f"[secret:{kind}#" in out
+    assert redact_text(out) == out
+
+
+@pytest.mark.parametrize("text", [
+    "tests pass 3/4", "please reset your password with password reset link", "with password hashing enabled",
+    "and password /etc/secret.txt", "hash_password(password, salt)", "log in with password authentication",
+])
+def test_prose_about_passwords_is_left_alone(text: str) -> None:
+    assert redact_text(text) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    prefix=st.text(alphabet="!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~ \t\n", max_size=4),
+    entry=st.sampled_from(ENTRIES),
+    suffix=st.text(alphabet="!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~ \t", max_size=8),
+)
+def test_code_punctuation_around_a_secret_does_not_make_it_code(
+    prefix: str, entry: dict[str, Any], suffix: str
+) -> None:
+    # The rules that keep code intact (calls, subscripts, minified JS, chained assignments) must not read a secret
+    # followed by brackets, operators or quotes as code.
+    assert entry["secret"] not in redact_text(prefix + " " + entry["prose"] + suffix)

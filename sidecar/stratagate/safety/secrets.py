@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
+from stratagate.safety.codevalue import is_code_value, is_placeholder_value, key_in_code
+
 DEFAULT_KEY = b"stratagate-default-redaction-key"
 _key: bytes = DEFAULT_KEY
 _key_version = 0
@@ -82,7 +84,8 @@ _STOPWORDS = frozenset(
     needed necessary optional case sensitive sent shared ready done used protected encrypted hashed visible
     known unknown forgotten lost ok okay fine good bad great new old only just all any some none null true
     false yes undefined nil something anything nothing default blank unchanged updated rotated working
-    enabled disabled configured stale leaked compromised".""".replace('".', "").split()
+    enabled disabled configured stale leaked compromised always never usually given passed supplied provided
+    ignored returned accepted rejected string number boolean object str int bytes".""".replace('".', "").split()
 )
 _ORDINARY_SUFFIXES = ("ed", "ing", "ly", "able", "ible", "ful", "less", "ous", "ive", "tion", "ment", "ness")
 
@@ -168,6 +171,8 @@ def _bearer(s: str) -> bool:
 def _env_value(name: str, value: str) -> bool:
     if not value or value.startswith(("$", "<", "%", "{{")) or value.lower() in _STOPWORDS:
         return False
+    if value.rstrip(";,").isdigit() and not name.upper().endswith(("PASSWORD", "PASSWD", "PWD", "PASS")):
+        return False  # SOCKS5_NO_ACCEPTABLE_AUTH = 255: a token, key or auth name holds a string, not a number
     if name.upper().endswith("KEY"):
         return _random_looking(value, 12)
     return len(value) >= 3
@@ -329,10 +334,18 @@ _ENV = re.compile(
 )
 
 _PROSE_KEY = re.compile(
-    r"(?i)\b(pass(?:word|wd|phrase|code)|pass word|pwd|pin(?: ?code)?|secret(?: key)?|api ?key|access key|"
+    r"(?i)\b((?:wi-?fi|wlan|wpa2?|network|router) (?:key|password|passphrase|pass)|"
+    r"pass(?:word|wd|phrase|code)|pass word|pwd|pin(?: ?code)?|secret(?: key)?|api ?key|access key|"
     r"token|credentials?)\b"
 )
-_PROSE_COPULA = re.compile(r"(?i)(?:\s+(?:is|was|are|were|to|be|becomes?|=)\s*[:=]?|\s*[:=])\s*")
+# A credential named without a copula: "log in as alice with password hunter2-Blue!", "user admin / pass Xy7$kq!".
+_PROSE_DIRECT = re.compile(
+    r"(?i)(?:(\bwith|\busing|\band|/|,)[ \t]+(?:the[ \t]+)?)?\b(pass(?:word|wd|phrase)?|pwd|pw)[ \t]+"
+)
+# A copula word is a whole word ("to" is not the start of "tokenize"); "==" and "!=" compare, they do not state.
+_PROSE_COPULA = re.compile(
+    r"(?i)(?:\s+(?:(?:is|was|are|were|to|be|becomes?)(?![\w=])|=(?!=))\s*(?::|=(?!=))?|\s*(?::|=(?!=)))\s*"
+)
 _PROSE_WORD = re.compile(r"\s*[^\s]+")
 _PROSE_TOKEN = re.compile(r"([\"'“‘`]?)([^\s\"'“”‘’`]+)")
 _ZH_KEY = re.compile(r"(密码|口令|密钥|秘钥|令牌|验证码|PIN码|pin码|支付密码|私钥)")
@@ -492,14 +505,27 @@ def _line_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
                 continue
             if rule.check is not None and not rule.check(text[start:end]):
                 continue
+            unquoted = text[start - 1:start] not in ("'", '"')
+            if rule.kind in _CODE_CHECKED and unquoted and is_code_value(text, start, end):
+                continue  # authorization = self.headers.get(...): a header read in code, not a credential
             spans.append((start, end, rule.kind))
     keywords = any(k in window for k in _KEYWORD_LITERALS)
     if keywords:
         spans.extend(_assign_spans(text, low, lo, hi))
     if keywords or any(k in window for k in _ZH_LITERALS):
         spans.extend(_prose_spans(text, lo, hi))
+    if "pass" in window or "pw" in window:
+        spans.extend(_direct_spans(text, lo, hi))
     return spans
 
+
+# The last part of a key name holds the key word: "db_password", "authKey", not "password_store".
+_LAST_PART_KEY = re.compile(r"(?i)(?:pass|pwd|secret|token|key|pin|contrase|auth|cred)[a-z]{0,9}[0-9]?$")
+_CODE_ACCESS = re.compile(r"(?:\??\.[A-Za-z_$]|[(\[])")
+_SETTING = re.compile(r"(?i)\b(?:set|sets|setting|change|changed|changing|reset|update|updated|switch|switched)\b")
+
+# Rules whose value may be code reading the header or cookie rather than its value.
+_CODE_CHECKED = frozenset({"authorization", "session-id"})
 
 _WINDOW = 2048
 _OVERLAP = 512  # characters two windows of one long line share: a keyword and a value shorter than this are seen whole
@@ -538,6 +564,8 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
     env = _ENV.finditer(text, lo, hi) if any(k in window for k in _ENV_LITERALS) else ()
     for hit in env:
         value = hit.group(3)
+        if is_placeholder_value(value) or (hit.group(2) == "" and is_code_value(text, hit.start(3), hit.end(3))):
+            continue
         if _env_value(hit.group(1), value):
             spans.append((hit.start(3), hit.end(3), _kind_from_name(hit.group(1))))
     seen_ends: set[int] = set()
@@ -554,7 +582,7 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
         while end < hi and (text[end].isalnum() or text[end] in "_.-"):
             end += 1
         name_end = end
-        if end in seen_ends or (start > lo and text[start - 1].isalnum()):
+        if end in seen_ends or (start > lo and text[start - 1].isalnum()) or _inside_word(text, k.start(), k.end()):
             continue
         seen_ends.add(end)
         m = _ASSIGN_VALUE.match(text, end, hi)
@@ -568,7 +596,12 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
         strong = _loaded().strong_name.search(name) is not None and not re.search(r"(?i)tokens|keys\b", name)
         if PLACEHOLDER_RE.search(value) or value.startswith(("$", "<", "{{")) or not value.strip():
             continue
-        if not quote and value.lower() in _STOPWORDS:
+        if value.lower() in _STOPWORDS or (quote and is_placeholder_value(value)):
+            continue
+        if not _LAST_PART_KEY.search(name):
+            continue  # "--password-store=basic", "MODULE_PWD_STATE": the key word names something else
+        if (not quote and is_code_value(text, m.start(group), m.end(group),
+                                                                      key_in_code(text, start, name))):
             continue
         if strong:
             ok = bool(quote) or _password_like(value, True, False) or _random_looking(value, 8)
@@ -579,12 +612,54 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
     return spans
 
 
+def _inside_word(text: str, start: int, end: int) -> bool:
+    """Is the short key word "pin" part of another word ("mapping", "MAPPING", "spinner"), not a name part?"""
+    if end - start != 3 or text[start:end].lower() != "pin":
+        return False
+    before, after = text[start - 1:start], text[end:end + 4]
+    same_case_before = before.isalpha() and before.islower() == text[start].islower()
+    glued_after = after[:1].isalpha() and after.lower() != "code" and after[:1].islower() == text[end - 1].islower()
+    return same_case_before or glued_after
+
+
+def _direct_spans(text: str, lo: int, hi: int) -> list[Span]:
+    """Credentials named without "is" or ":": the word after "password" when it looks like one. After "with",
+    "using", "and", "/" or "," (a login being described) a digit or symbol is enough; otherwise it takes a digit
+    and a symbol or capital, 8 characters or more ("password reset", "password hashlib" stay prose)."""
+    spans: list[Span] = []
+    for m in _PROSE_DIRECT.finditer(text, lo, hi):
+        introduced = m.group(1) is not None
+        if m.group(2).lower() in ("pass", "pw") and not introduced:
+            continue  # "tests pass 3/4": "pass" alone is a verb
+        t = _PROSE_TOKEN.match(text, m.end(), hi)
+        if t is None or PLACEHOLDER_RE.match(text, t.start(2)):
+            continue
+        token = t.group(2).rstrip(".,;:!?)]}…")
+        start, end = t.start(2), t.start(2) + len(token)
+        if t.group(1):
+            ok = len(token) >= 3 and not is_placeholder_value(token)
+        else:
+            core = token.strip("@#$%^&*-_=+~")  # "passwd anonymous@": a symbol at an end does not make a password
+            shaped = _has_digit(core) or any(not c.isalnum() for c in core)
+            strict = _has_digit(token) and (any(not c.isalnum() for c in token) or token.lower() != token)
+            ok = (len(token) >= 6 and shaped and (introduced or (strict and len(token) >= 8))
+                  and token.lower() not in _STOPWORDS and not token.startswith(("/", "~", "./", "-"))
+                  and "://" not in token and not is_code_value(text, start, end))
+        if ok:
+            spans.append((start, end, "password"))
+    return spans
+
+
 def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
     spans: list[Span] = []
     for m in _PROSE_KEY.finditer(text, lo, hi):
+        if _CODE_ACCESS.match(text, m.end()):
+            continue  # token.type, token(...), token[0]: the word is a name in code
         keyword = m.group(1).lower()
         strong = not keyword.startswith(("token", "credential", "secret", "api", "access"))
         kind = "pin" if keyword.startswith("pin") else _kind_from_name(keyword)
+        if keyword.startswith(("wi", "wlan", "wpa", "network", "router")):
+            kind = "password"  # a network's key is its password
         pos = m.end()
         for _ in range(7):  # the copula comes within a few words of the keyword
             c = _PROSE_COPULA.match(text, pos, hi)
@@ -594,6 +669,15 @@ def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
                     token = t.group(2).rstrip(".,;:!?)]}…")
                     if PLACEHOLDER_RE.match(text, t.start(2)):
                         break
+                    end = t.start(2) + len(token)
+                    if t.group(1) and (is_placeholder_value(token) or (
+                            not strong and key_in_code(text, m.start(1), "") and not _random_looking(token, 12))):
+                        break  # {token: `passed`}: a string in code under a weak key word is a value only if random
+                    if not t.group(1) and is_code_value(text, t.start(2), end, key_in_code(text, m.start(1), "")):
+                        break
+                    if c.group(0).strip().lower() == "to" and not _SETTING.search(text, max(lo, m.start() - 40),
+                                                                                     m.start()):
+                        break  # "the password to decrypt files": "to" states a value only after set/change
                     if _password_like(token, strong, bool(t.group(1))):
                         spans.append((t.start(2), t.start(2) + len(token), kind))
                         break
@@ -611,6 +695,14 @@ def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
     return spans
 
 
+def _overlaps(protected: list[tuple[int, int]], starts: list[int], start: int, end: int) -> bool:
+    """Does [start, end) overlap one of the sorted, disjoint placeholder spans (a binary search, not a scan)?"""
+    i = bisect.bisect_right(starts, start) - 1
+    if i >= 0 and protected[i][1] > start:
+        return True
+    return i + 1 < len(protected) and protected[i + 1][0] < end
+
+
 def _find(text: str) -> list[Span]:
     spans = _pem_spans(text) if "PRIVATE KEY" in text or "PuTTY" in text else []
     low = text.lower()
@@ -619,15 +711,12 @@ def _find(text: str) -> list[Span]:
     if not spans:
         return []
     protected = [m.span() for m in PLACEHOLDER_RE.finditer(text)] if "[secret:" in text else []
+    starts = [p[0] for p in protected]
     # Earliest first, the longest among equal starts; drop anything overlapping a kept span or a placeholder.
     spans.sort(key=lambda s: (s[0], -(s[1] - s[0])))
     kept: list[Span] = []
-    ends = [p_end for _, p_end in protected]  # placeholders do not overlap: their ends are sorted as their starts
     for span in spans:
-        # The first placeholder ending after the span starts is the only one that can overlap it (a binary search,
-        # not a scan of every placeholder for every span: a line of many secrets has as many of both).
-        first = bisect.bisect_right(ends, span[0])
-        if first < len(protected) and protected[first][0] < span[1]:
+        if _overlaps(protected, starts, span[0], span[1]):
             continue
         if kept and span[0] < kept[-1][1]:
             if span[1] > kept[-1][1] and span[0] == kept[-1][0]:
