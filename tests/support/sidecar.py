@@ -129,7 +129,9 @@ class InProcessSidecar:
         return cls(settings, _Pipe(writer), reader, req_r, resp_w)
 
     async def wait(self) -> int:
-        return await asyncio.wrap_future(self._exit)
+        # Shielded: a caller's timeout must not cancel the thread's exit future (wrap_future passes a cancellation on
+        # to it, and every later wait would then fail at once instead of waiting for the thread).
+        return await asyncio.shield(asyncio.wrap_future(self._exit))
 
     def kill(self) -> None:
         """A thread cannot be killed: end its input, which stops `serve` as stdin EOF stops the process."""
