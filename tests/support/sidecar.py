@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import io
 import json
 import os
 import signal
@@ -34,6 +35,7 @@ class RpcFailure(Exception):
 
 
 PROCESS_ONLY_ENV = frozenset({"STRATAGATE_TOKENS_CACHE", "STRATAGATE_LOG_LEVEL"})
+DENSE_OFF = frozenset({"0", "off", "false", "no", "n", "f"})  # as search/dense.py reads STRATAGATE_DENSE
 """Variables the sidecar reads from its process environment rather than from its Settings: a test that sets one
 needs its own process."""
 
@@ -105,8 +107,12 @@ class InProcessSidecar:
     def _run(self, settings: Any, in_fd: int, out_fd: int) -> None:
         from stratagate.rpc.server import serve
 
+        async def main() -> int:
+            self._loop = asyncio.get_running_loop()
+            return await serve(settings, in_fd=in_fd, out_fd=out_fd)
+
         try:
-            code = asyncio.run(serve(settings, in_fd=in_fd, out_fd=out_fd))
+            code = asyncio.run(main())
         except BaseException as exc:  # reported as the exit code; the test sees the error through its reply
             print(f"in-process sidecar failed: {exc!r}", file=sys.stderr)
             code = 1
@@ -127,6 +133,24 @@ class InProcessSidecar:
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
         # The server thread owns req_r and resp_w from here (serve wraps and closes them).
         return cls(settings, _Pipe(writer), reader, req_r, resp_w)
+
+    def tasks(self) -> str:
+        """The sidecar loop's pending tasks with their stacks (for a sidecar that does not stop)."""
+        loop = getattr(self, "_loop", None)
+        if loop is None or loop.is_closed():
+            return "(no loop)"
+
+        async def report() -> str:
+            out = io.StringIO()
+            for task in asyncio.all_tasks():
+                if task is not asyncio.current_task():
+                    task.print_stack(file=out)
+            return out.getvalue()
+
+        try:
+            return asyncio.run_coroutine_threadsafe(report(), loop).result(timeout=5)
+        except Exception as exc:
+            return f"(no report: {exc!r})"
 
     async def wait(self) -> int:
         # Shielded: a caller's timeout must not cancel the thread's exit future (wrap_future passes a cancellation on
@@ -169,15 +193,18 @@ class SidecarClient:
         process: bool = False,
     ) -> SidecarClient:
         """A sidecar on DB (None: the default path) with ENV over this process's environment (its own STRATAGATE_*
-        dropped) and ARGS after `serve`. In this process unless PROCESS, or ENV sets what only a process reads."""
+        dropped) and ARGS after `serve`. In this process unless PROCESS, or ENV sets what only a process reads or turns
+        the dense channel on; in this process the dense channel is off unless ENV says otherwise."""
         env = dict(env or {})
         in_process = (
             not process
             and db is not None
             and all(k.startswith("STRATAGATE_") and k not in PROCESS_ONLY_ENV for k in env)
+            # The dense channel's model, caches and threads are the process's: a test that turns it on gets one.
+            and env.get("STRATAGATE_DENSE", "off").strip().lower() in DENSE_OFF
         )
         if in_process:
-            settings = _serve_settings(db, env, args or [])
+            settings = _serve_settings(db, {"STRATAGATE_DENSE": "off", **env}, args or [])
             client = cls(await InProcessSidecar.start(settings), host_handler)
             await client.call("system.ping", timeout=60)
             return client
@@ -318,6 +345,16 @@ class SidecarClient:
                 async with asyncio.timeout(15):
                     await self.proc.wait()
             except TimeoutError:
+                if isinstance(self.proc, InProcessSidecar):
+                    # A thread cannot be killed: it is given up, as kill gives up a process, and what it was still
+                    # waiting for is printed (shown with the test's output).
+                    print(f"in-process sidecar did not stop within 15 s; given up. Its tasks:\n{self.proc.tasks()}",
+                          file=sys.stderr)
+                    self._reader.cancel()
+                    self._stderr.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await self._reader
+                    return 0
                 self.proc.kill()
                 await self.proc.wait()
         await self._reader
