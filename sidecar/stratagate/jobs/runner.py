@@ -164,8 +164,11 @@ class JobRunner:
                 due = await self._safe_next_due()
                 if due is not None:
                     timeout = max(0.0, due - time.time())
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancellation that arrives as the wake
+            # event is set, and stop() then waited for this loop forever (its next timeout, again and again).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._wake.wait()
 
     async def _watch(self, last_version: int | None = None) -> None:
         """Poll ``PRAGMA data_version`` (another process committed: maybe jobs for us), refresh our leases, and take
