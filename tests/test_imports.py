@@ -446,3 +446,37 @@ def test_cli_import_reports_struck_items(tmp_path: Path):
     lines = done.stdout.splitlines()
     assert "skipped_struck: 1 (line 1)" in lines
     assert "partly_struck (struck words left out): line 2" in lines
+
+
+async def test_a_long_import_gives_the_event_loop_back(tmp_path: Path) -> None:
+    """Readers are served during a long import: the admission yields to the loop every few items, so a task that
+    counts its turns on the loop advances while the import runs, not only after it."""
+    from stratagate.events.admit import YIELD_EVERY
+
+    count = YIELD_EVERY * 12
+    text = "\n".join(f"- Service {i} runs on port {10000 + i} behind the {i % 7}th proxy" for i in range(count))
+    batch = parse_text(text, "markdown", "long.md")
+    db = Database(tmp_path / "m.db")
+    await db.open()
+    turns = 0
+    importing = True
+
+    async def ticker() -> None:
+        nonlocal turns
+        while importing:
+            turns += 1
+            await asyncio.sleep(0)
+
+    try:
+        task = asyncio.create_task(ticker())
+        await asyncio.sleep(0)
+        before = turns
+        report = await run_import(db, "long", batch)
+        during = turns - before
+        importing = False
+        await task
+    finally:
+        await db.close()
+    assert len(report["inserted"]) + len(report["merged"]) == count
+    # One turn per yield at least (more where a statement or the source's redaction ran off the loop).
+    assert during >= count // YIELD_EVERY - 1

@@ -121,6 +121,29 @@ def test_secrets_inside_arbitrary_text(prefix: str, entry: dict[str, Any], suffi
     assert redact_text(once) == once
 
 
+_SHORT_SECRET = st.sampled_from([e["prose"] for e in ENTRIES] + [e["secret"] for e in ENTRIES])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=40) | _SHORT_SECRET | st.sampled_from(sorted(S._ALL_TRIGGERS)), max_size=6))
+def test_the_trigger_prefilter_and_the_clean_cache_change_no_answer(parts: list[str]) -> None:
+    """The shortcut for texts without any trigger word and the memo of short clean texts are only shortcuts: the
+    spans found are those of the full rule pass, first call and repeated."""
+    text = " ".join(parts)
+    fast = S._find(text)
+    everything = S.re.compile("")  # matches every text: the prefilter never answers
+    original = S._ANY_TRIGGER
+    S._ANY_TRIGGER = everything
+    try:
+        assert S._find(text) == fast
+        full = S._redact_once(text)
+    finally:
+        S._ANY_TRIGGER = original
+    assert redact_text(text) == redact_text(text)
+    if full == text:
+        assert redact_text(text) == text
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=30),
                     lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=12), kids, max_size=4),

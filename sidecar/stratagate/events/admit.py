@@ -49,6 +49,7 @@ repeats, an import's inactive items and duplicate files, remember's argument val
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -70,6 +71,8 @@ from stratagate.storage.db import Actor, audit
 from stratagate.storage.sqlconn import Connection
 
 TITLE_CHARS = 80
+YIELD_EVERY = 16
+"""Candidates admitted between two yields to the event loop (an item costs about a millisecond)."""
 SUMMARY_CHARS = 300
 
 Projector = Callable[[Connection, EventRow, frozenset[int]], Awaitable[dict[str, Any]]]
@@ -351,8 +354,16 @@ async def _admit_one(conn: Connection, opts: Options, raw: Candidate) -> Outcome
 
 
 async def admit(conn: Connection, candidates: list[Candidate], options: Options) -> Admission:
-    """Admit ``candidates`` in order inside the caller's transaction (an error rolls all of it back)."""
-    outcomes = [await _admit_one(conn, options, c) for c in candidates]
+    """Admit ``candidates`` in order inside the caller's transaction (an error rolls all of it back).
+
+    A long batch (an import of thousands of items) gives the event loop back every ``YIELD_EVERY`` candidates: its
+    statements run on the loop, and readers (the Memory page, recall) must not wait for the whole batch. Writers
+    still wait for the transaction, as they must."""
+    outcomes = []
+    for i, candidate in enumerate(candidates):
+        if i and i % YIELD_EVERY == 0:
+            await asyncio.sleep(0)
+        outcomes.append(await _admit_one(conn, options, candidate))
     result = Admission(outcomes=outcomes, namespace_id=options.namespace_id)
     inserted = [o.event.id for o in outcomes if o.result == "inserted" and o.event is not None]
     if inserted and options.projector is None:

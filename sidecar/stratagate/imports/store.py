@@ -8,6 +8,7 @@ through an import report.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -165,7 +166,8 @@ async def run_import(
     ``allow_duplicate_name`` is how the caller spells that switch in the duplicate error (the CLI: a flag)."""
     check_scope(scope)
     now = datetime.now(UTC)
-    source_text, source_name, source_sha256 = _stored_source(batch)
+    # Redacting a source of up to 20 MiB is blocking work: the event loop keeps serving meanwhile.
+    source_text, source_name, source_sha256 = await asyncio.to_thread(_stored_source, batch)
     async with db.transaction() as conn:
         ns = await ensure_namespace(conn, namespace)
         existing = await _active_import_with(conn, ns, source_sha256)

@@ -483,6 +483,12 @@ _ZH_LITERALS = ("密码", "口令", "密钥", "秘钥", "令牌", "验证码", "
 
 
 _ALL_TRIGGERS = frozenset(t for ts in _TRIGGERS.values() if ts for t in ts)
+# Every word that can make ``_line_spans`` look further, as one pattern: most texts (dict keys, titles, ordinary
+# prose) hold none and no long run, and then one C-speed search answers instead of ~100 substring checks and a pass
+# over every rule. It must list every literal ``_line_spans`` tests below.
+_ANY_TRIGGER = re.compile(
+    "|".join(re.escape(t) for t in sorted({*_ALL_TRIGGERS, *_KEYWORD_LITERALS, *_ZH_LITERALS, "pass", "pw"}))
+)
 
 
 def _line_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
@@ -490,6 +496,8 @@ def _line_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
     so one keyword in a long tool result does not make every rule scan all of it."""
     window = low[lo:hi]
     long_run = _LONG_RUN.search(text, lo, hi) is not None
+    if not long_run and _ANY_TRIGGER.search(window) is None:
+        return []
     present = {t for t in _ALL_TRIGGERS if t in window}
     spans: list[Span] = []
     for rule in _loaded().rules:
@@ -740,12 +748,23 @@ def _redact_once(text: str) -> str:
     return "".join(out)
 
 
+# Short texts found clean, remembered: JSON keys and field values repeat in every audit row and tool record. Only
+# clean texts are kept, so the per-database placeholder key plays no part; the set is emptied when full.
+_CLEAN: dict[str, None] = {}
+_CLEAN_MAX_LEN = 200
+_CLEAN_MAX = 8192
+
+
 def redact_text(text: str) -> str:
     """``text`` with every secret replaced by ``[secret:<kind>#<hash>]``. Never raises; idempotent."""
-    if not text:
+    if not text or text in _CLEAN:
         return text
     try:
         out = _redact_once(text)
+        if out is text and len(text) <= _CLEAN_MAX_LEN:
+            if len(_CLEAN) >= _CLEAN_MAX:
+                _CLEAN.clear()
+            _CLEAN[text] = None
         for _ in range(4):  # a replacement can expose a neighbour to another rule: run to a fixpoint
             if out == text:
                 return out
