@@ -11,15 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from stratagate.dsh.events import (
-    RawEvent,
-    is_human,
-    is_replacement,
-    own_tool,
-    parse_arguments,
-    result_call_id,
-    text_of_blocks,
-)
+from stratagate.dsh.events import RawEvent, is_human, own_tool, parse_arguments, result_call_id, text_of_blocks
 
 HUMAN_MAX = 4000
 TOOL_ROUND_MAX = 2000
@@ -108,7 +100,7 @@ def tool_round_text(log: list[RawEvent], limit: int = TOOL_ROUND_MAX) -> str:
             call = {"name": "" if data.get("name") is None else str(data["name"]), "args": " ".join(args), "result": ""}
             calls.append(call)
             by_call["" if data.get("callId") is None else str(data["callId"])] = call
-        elif event.type == "tool/result" and not is_replacement(event):  # a card is not the round's output
+        elif event.type == "tool/result":
             message = got if isinstance(got := data.get("message"), dict) else {}
             if (found := by_call.get(result_call_id(message))) is not None:
                 found["result"] = text_of_blocks(message.get("content"))
