@@ -8,13 +8,14 @@ through DSH's ``decompress`` tool. Checked:
 
 * every captured tool record (``messages`` rows of role ``tool``) is a call the scripted model issued, by call id and
   name, and every issued call (but the plugin's own tools) is captured once: the replacement ``tool/result`` events
-  the engine appended (and the checkpoints of its folds and blocks) are not turn content;
+  the engine appended for its cards, and the checkpoints of its folds and blocks and of DSH's own summaries (the stock
+  engine runs as the last resort on this window), are not turn content; each turn's user text is its prompt only;
 * ``decompress`` (full) of every landed card, fold and block gives back each original tool output byte for byte,
   or says how many placeholders it holds;
 * a sealed block's L4 and L3 show each bash call's exit code and first output line; a landed card shows the command.
 
 With ``STRATAGATE_RECORD_LANDINGS=<dir>`` the test also writes the session's log there (the recorder,
-scripts/record-landing-fixtures.py, turns it into tests/fixtures/dsh/landings/).
+scripts/record-landing-fixtures.py, turns it into tests/fixtures/dsh-landings/).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from support.context_agent import (
 )
 from support.dsh import DshHome
 from support.dsh_model import is_agent_request, messages
-from support.dsh_web import running_web
+from support.dsh_web import plan_deadline_patch, running_web
 from support.model_server import ScriptedModelServer
 
 WINDOW = 24_000
@@ -224,13 +225,12 @@ def check_views(
 def test_a_session_with_landings_captures_only_the_agents_calls(
     web_stratagate: DshHome, model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
-    started = time.monotonic()
     web_stratagate.set_window(WINDOW, 4096)
     web_stratagate.extra_env["STRATAGATE_BLOCK_TURNS"] = str(BLOCK_TURNS)
     work = workspace(tmp_path / "project", logs=TURNS + 2, sources=TURNS + 2)
     agent = scripted_session()
     model_server.default = agent
-    with running_web(web_stratagate, work) as web:
+    with running_web(web_stratagate, work, patches=[plan_deadline_patch(web_stratagate)]) as web:
         session = web.create_session(work)
         for turn in agent.turns:
             session.send(turn.prompt, timeout=120, requests=lambda: len(model_server.requests))
@@ -262,6 +262,13 @@ def test_a_session_with_landings_captures_only_the_agents_calls(
     assert not extra and not missing, (f"{sum(extra.values())} captured records the agent did not make",
                                        sorted(extra)[:5], "missing", sorted(missing)[:5])
     assert sum(expected.values()) == sum(1 for _, name, _ in agent.calls if name not in OWN_TOOLS)
+    # ... and the user text of each turn is the human's prompt only (no checkpoint, card or injected text).
+    users = web_stratagate.query(
+        "SELECT m.content FROM messages m JOIN sessions s ON s.id = m.session_id JOIN turns t ON t.id = m.turn_id"
+        " WHERE s.key = ? AND m.role = 'user' ORDER BY t.seq, m.position",
+        (session.id,),
+    )
+    assert [r["content"] for r in users] == [t.prompt for t in agent.turns]
 
     # decompress through DSH's tool (the last turn): a card gives back the original output, and says so.
     (restore_call,) = [args for _, name, args in agent.calls if name == "decompress"]
@@ -277,5 +284,3 @@ def test_a_session_with_landings_captures_only_the_agents_calls(
     original = originals(log)
     check_restores(restored, original)
     check_views(web_stratagate, session.id, original, restored)
-    print(f"session with {TURNS} turns: {len(replaced)} replacements, {sum(captured.values())} tool records")
-    print(f"elapsed {time.monotonic() - started:.1f}s")
