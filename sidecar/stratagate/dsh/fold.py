@@ -3,10 +3,10 @@
 The rules (formerly shim-js/fold.js): replacements are not turn content (the context engine's cards, folds, digests
 and block views, DSH's own summaries and pruned results: every event DSH marks with an object ``surfaceOp``); the
 user text is the turn's human prompts only (no injected context, runtime-context snapshots or compaction
-checkpoints); the assistant text is every step's text (no reasoning); every
-tool call is kept with parsed arguments, its result (DSH's canonical value when the shim saw one, else the rendered
-text) and its error flag, except the plugin's own ``memory_*`` tools; a call left without result is an error; the
-times come from the events; the receipt is ``dsh:<session>:turn:<n>``, so re-sending a turn is idempotent.
+checkpoints); the assistant text is every step's text (no reasoning); every tool call is kept with parsed arguments,
+its result (DSH's canonical value when the shim saw one, else the rendered text) and its error flag, except the
+plugin's own tools; a call left without result is an error; the times come from the events; the receipt is
+``dsh:<session>:turn:<n>``, so re-sending a turn is idempotent.
 """
 
 from __future__ import annotations
