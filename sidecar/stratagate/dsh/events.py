@@ -91,5 +91,15 @@ def result_call_id(message: Any) -> str:
     return ""
 
 
+def is_replacement(event: RawEvent) -> bool:
+    """An event that rewrites earlier history instead of adding to it: DSH marks every replacement with an object
+    ``surfaceOp`` (``{op: 'replace', start, end}``; a new message is ``'append'``). The context engine lands its
+    cards that way (a ``tool/result`` re-sent under the replaced call's id, its text the card) and its folds, digests
+    and block views as checkpoints (a ``user/message``); DSH's own compaction and tool-result pruner do the same.
+    None of them is something the agent or the human said in this turn."""
+    extra = event.model_extra or {}
+    return isinstance(extra.get("surfaceOp"), dict)
+
+
 def own_tool(name: Any) -> bool:
     return isinstance(name, str) and (name.startswith(OWN_TOOL_PREFIX) or name in OWN_TOOL_NAMES)

@@ -1,10 +1,12 @@
 """Fold one DSH turn's raw events (its ``turn/start`` … ``turn/end``) into the ``turn.capture`` params.
 
-The rules (formerly shim-js/fold.js): the user text is the turn's human prompts only (no injected context,
-runtime-context snapshots or compaction checkpoints); the assistant text is every step's text (no reasoning); every
-tool call is kept with parsed arguments, its result (DSH's canonical value when the shim saw one, else the rendered
-text) and its error flag, except the plugin's own ``memory_*`` tools; a call left without result is an error; the
-times come from the events; the receipt is ``dsh:<session>:turn:<n>``, so re-sending a turn is idempotent.
+The rules (formerly shim-js/fold.js): replacements are not turn content (the context engine's cards, folds, digests
+and block views, DSH's own summaries and pruned results: every event DSH marks with an object ``surfaceOp``); the
+user text is the turn's human prompts only (no injected context, runtime-context snapshots or compaction
+checkpoints); the assistant text is every step's text (no reasoning); every tool call is kept with parsed arguments,
+its result (DSH's canonical value when the shim saw one, else the rendered text) and its error flag, except the
+plugin's own tools; a call left without result is an error; the times come from the events; the receipt is
+``dsh:<session>:turn:<n>``, so re-sending a turn is idempotent.
 """
 
 from __future__ import annotations
@@ -15,7 +17,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from stratagate.dsh.events import RawEvent, is_human, own_tool, parse_arguments, result_call_id, text_of_blocks
+from stratagate.dsh.events import (
+    RawEvent,
+    is_human,
+    is_replacement,
+    own_tool,
+    parse_arguments,
+    result_call_id,
+    text_of_blocks,
+)
 
 DEFAULT_MAX_CAPTURE_BYTES = 7 * 1024 * 1024
 """The largest folded turn kept whole (bigger ones lose the longest tool results first, with a visible marker)."""
@@ -51,6 +61,8 @@ class _Turn:
 
     def add(self, event: RawEvent) -> None:
         data = event.data
+        if is_replacement(event):  # a card for an earlier call would read as a call of this turn named "unknown"
+            return
         if event.type == "turn/start":
             self.turn = data.get("turn", self.turn) if data.get("turn") is not None else self.turn
             self.started_at = event.time if event.time is not None else self.started_at
@@ -89,7 +101,7 @@ class _Turn:
 
     def _record_of(self, call_id: str) -> dict[str, Any]:
         record = self.by_call.get(call_id)
-        if record is None:  # a result without its call (the plugin loaded mid-turn): keep it
+        if record is None:  # a result without its call (a partial event list): the agent's output still, keep it
             record = {"name": "unknown", "arguments": None, "result": None, "is_error": False}
             if call_id:
                 record["call_id"] = call_id
