@@ -254,7 +254,7 @@ async def _erase_everywhere(
         await _rebuild_block(conn, ns, block_id, max_attempts, count)
     counts: dict[str, Any] = {
         "messages": len(erased), "blocks": len(blocks), "words": len(words),
-        "tool_records": len(tools - message_ids), "audit_blanked": await blank_block_audits(conn, blocks),
+        "tool_records": len(tools), "audit_blanked": await blank_block_audits(conn, blocks),
     }
     counts |= await blank_archive(conn, ns, scrub, blocks)
     counts["rewritten"] = await _scrub_everywhere(conn, scrub)

@@ -1,7 +1,8 @@
 """The words of a text that could single it out: what erase removes from tool records and forget hides echoes by.
 
 A word is a *candidate* when it is a word run of the text (``text/terms.py``'s word pattern; a CJK run is one word)
-that is not a stopword (English and Chinese, ``text/terms.py``), not one of the frequent words below, at least
+that is not a stopword (English and Chinese, ``text/terms.py``; a run holding CJK characters, written without
+spaces, is one word of at least two characters), not one of the frequent words below, at least
 ``MIN_CHARS`` characters long, and not a short number (fewer than ``MIN_DIGITS`` digits: "3", "42" and "2024"-like
 counts are everywhere). Callers add what only they know: erase keeps a candidate only when the namespace rarely holds
 it (stratagate/erase/words.py), forget only within the turn the fact was said in (events/forgotten.py).
@@ -29,7 +30,34 @@ FREQUENT_EN = frozenset(
     took top true try trying turn two type use used uses using want wants way ways well went whole without word
     words work working works world yeah year years yet code data value values output result results error errors
     message messages command commands folder path issue issues project user users memory today tomorrow yesterday
-    week month morning evening night now new old true false none null yes okay sure done""".split()
+    week month morning evening night now new old true false none null yes okay sure done
+    key keys option options door doors room house place home live lives living life family friend friends
+    man men woman women child children boy girl mother father brother sister son daughter wife husband
+    water food money car road street city town country state school class group team company business
+    job office room book books story page pages letter table chair bed window box bag phone email address
+    question questions answer answers problem problems reason reasons result side area part parts level
+    form line order power light night hour hours minute minutes second seconds morning afternoon evening
+    monday tuesday wednesday thursday friday saturday sunday january february march april june july august
+    september october november december spring summer autumn winter weather rain sun
+    red blue green yellow black white brown orange purple pink grey gray colour color colours colors
+    small large big little short long high low young old early late hard easy simple clear sure ready
+    open close closed start started stop stopped begin began finish finished keep keeps kept leave left
+    bring brought buy bought pay paid sell sold send sent show shown move moved play played turn turned
+    live lived believe hold held happen happened write wrote written sit stand lose lost meet met include
+    continue learn learned change changed lead understand watch follow followed create created speak spoke
+    allow add added spend spent grow grew offer offered remember love loved consider appear appeared wait
+    serve die sent expect build built stay fall cut reach kill remain suggest raise pass passed report
+    decide pull prefer prefers preferred said says tell told ask asked call called went gone going come
+    came give gave given find found think thought know knew known see saw seen look looked want wanted
+    like liked need needed feel felt try tried use used work worked seem seemed put set run ran read
+    near far across along around behind beside inside outside upon within without every each both either
+    neither another other others such same different important possible public private real sure whole
+    able again also always never often sometimes usually already almost enough just only quite rather
+    really still then there here today together very well yet maybe perhaps instead however although
+    things thing something anything everything nothing someone anyone everyone nobody people person
+    number numbers system systems program programs service services version versions update updates
+    change changes step steps plan plans list lists name names term terms case cases point points
+    fix fixed bug bugs build builds release releases check checks config setting settings default""".split()
 )
 
 
@@ -39,12 +67,11 @@ def candidates(text: str) -> list[str]:
     for match in _WORD.finditer(text or ""):
         word = match.group(0).lower().replace("’", "'")
         word = word[:-2] if word.endswith("'s") else word
-        for part in _CJK.split(word):  # a Latin run stuck to a CJK run is two words
-            if _keep(part):
-                out.setdefault(part, None)
-        for run in _CJK.findall(word):
-            if len(run) >= 2 and run not in STOPWORDS_ZH:
-                out.setdefault(run, None)
+        if _CJK.search(word):  # no spaces: the whole run is the word (as whole-word matching sees it)
+            if len(word) >= 2 and word not in STOPWORDS_ZH:
+                out.setdefault(word, None)
+        elif _keep(word):
+            out.setdefault(word, None)
     return list(out)
 
 
