@@ -1,11 +1,12 @@
 """The words of a text that could single it out: what erase removes from tool records and forget hides echoes by.
 
-A word is a *candidate* when it is a word run of the text (``text/terms.py``'s word pattern; a CJK run is one word)
-that is not a stopword (English and Chinese, ``text/terms.py``; a run holding CJK characters, written without
-spaces, is one word of at least two characters), not one of the frequent words below, at least
-``MIN_CHARS`` characters long, and not a short number (fewer than ``MIN_DIGITS`` digits: "3", "42" and "2024"-like
-counts are everywhere). Callers add what only they know: erase keeps a candidate only when the namespace rarely holds
-it (stratagate/erase/words.py), forget only within the turn the fact was said in (events/forgotten.py).
+A word is a *candidate* when it is a word run of the text (``text/terms.py``'s word pattern, lower-cased, a
+possessive "'s" dropped) that is not a stopword (English and Chinese, ``text/terms.py``), not one of the frequent
+English words below (words that say little about any one fact: "note", "file", "keep", "today"…), at least
+``MIN_CHARS`` characters long and not a number of fewer than ``MIN_DIGITS`` digits ("3", "42" are everywhere). A run
+holding CJK characters (written without spaces) is one word of at least two characters. Callers add what only they
+know: erase keeps a candidate only when the namespace rarely holds it (stratagate/erase/words.py), forget looks for
+it only within the turn the fact was said in (events/forgotten.py).
 """
 
 from __future__ import annotations
@@ -31,15 +32,11 @@ FREQUENT_EN = frozenset(
     words work working works world yeah year years yet code data value values output result results error errors
     message messages command commands folder path issue issues project user users memory today tomorrow yesterday
     week month morning evening night now new old true false none null yes okay sure done
-    key keys option options door doors room house place home live lives living life family friend friends
-    man men woman women child children boy girl mother father brother sister son daughter wife husband
+    key keys option options door doors room house place home live lives living life family
     water food money car road street city town country state school class group team company business
     job office room book books story page pages letter table chair bed window box bag phone email address
     question questions answer answers problem problems reason reasons result side area part parts level
     form line order power light night hour hours minute minutes second seconds morning afternoon evening
-    monday tuesday wednesday thursday friday saturday sunday january february march april june july august
-    september october november december spring summer autumn winter weather rain sun
-    red blue green yellow black white brown orange purple pink grey gray colour color colours colors
     small large big little short long high low young old early late hard easy simple clear sure ready
     open close closed start started stop stopped begin began finish finished keep keeps kept leave left
     bring brought buy bought pay paid sell sold send sent show shown move moved play played turn turned
