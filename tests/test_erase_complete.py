@@ -26,15 +26,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import model_env, turn
+from stratagate.text.distinctive import FREQUENT_EN, candidates, holds
+from stratagate.text.terms import STOPWORDS_EN
 from support.model_server import ScriptedModelServer, tool_call
 from support.sidecar import SidecarClient
 from support.surfaces import SurfaceBuilder, apply_ops, output_text, plan_params
 from test_events_explicit import run_cli
 from test_events_extraction import EXTRACT, Script, draft, forced_tool, job_note, user_msg
 from test_forget_erase import next_summary
-
-from stratagate.text.distinctive import FREQUENT_EN, candidates, holds
-from stratagate.text.terms import STOPWORDS_EN
 
 NS = "proj"
 COMMON = "pipeline"

@@ -15,7 +15,7 @@ events say (narrative, summary, quotes, source quotes, as term sequences). Views
 
 Block views and raw message search both ask ``message_event``, so they hide the same messages.
 
-Stored data never changes: restoring the event brings every view back. Erased events (stratagate/erase.py) are not
+Stored data never changes: restoring the event brings every view back. Erased events (stratagate/erase/) are not
 listed: their text is gone and their messages already say ``[erased]``.
 """
 
