@@ -45,6 +45,7 @@ _TEMPLATES = (
     "The {COMMON} for {A} deploys from the {B} rack near {C} every Tuesday.",
     "Remember that {A} prefers the {B} option, and the {COMMON} lives in {C}.",
     "Our landlord {A} said the {COMMON} code is {N} for the {B} door at {C}.",
+    "{A}的钥匙放在{C}的{B}柜子里， {COMMON} 不用管。",
 )
 
 
@@ -57,7 +58,7 @@ def sentence(seed: int) -> tuple[str, list[str]]:
     rng = random.Random(seed)
     words = {"A": made_up(rng, 3).capitalize(), "B": made_up(rng, 3), "C": made_up(rng, 4).capitalize(),
              "N": str(rng.randint(10_000, 99_999)), "COMMON": COMMON}
-    text = rng.choice(_TEMPLATES).format(**words)
+    text = _TEMPLATES[seed % len(_TEMPLATES)].format(**words)
     return text, [w for k, w in words.items() if k != "COMMON" and w in text]
 
 
@@ -125,10 +126,17 @@ async def build(client: SidecarClient, model: Model, said: str, words: list[str]
     return {"event": hit["id"], "block": block, "layer": layer["ref"]}
 
 
-def stored(db: Path) -> str:
-    """Every byte of the database, its -wal and its -shm, lower-cased (latin-1: a byte per character)."""
-    data = b"".join(Path(f"{db}{s}").read_bytes() for s in ("", "-wal", "-shm") if Path(f"{db}{s}").exists())
-    return data.decode("latin-1").lower()
+def stored(db: Path) -> bytes:
+    """Every byte of the database, its -wal and its -shm."""
+    return b"".join(Path(f"{db}{s}").read_bytes() for s in ("", "-wal", "-shm") if Path(f"{db}{s}").exists())
+
+
+def in_bytes(data: bytes, text: str) -> bool:
+    """Whether the bytes hold ``text`` in UTF-8: ASCII any case, as a whole word when it is a candidate word."""
+    if not text.isascii():
+        return text.encode() in data
+    haystack = data.decode("latin-1").lower()
+    return holds(haystack, text.lower()) if text in candidates(text) else text.lower() in haystack
 
 
 def tables_holding(db: Path, word: str) -> list[str]:
@@ -191,7 +199,12 @@ async def erase(path: str, client: SidecarClient, db: Path, event: str, env: dic
     return client
 
 
-@pytest.mark.parametrize(("path", "seed"), [("tool", 11), ("rpc", 23), ("cli", 37), ("tool", 41)])
+def test_the_sentences_vary():
+    made = [sentence(seed) for seed in (5, 10, 11, 22, 33, 44)]
+    assert len({s for s, _ in made}) == len(made) and any(not s.isascii() for s, _ in made)
+
+
+@pytest.mark.parametrize(("path", "seed"), [("tool", 10), ("rpc", 11), ("cli", 22), ("tool", 33), ("rpc", 44)])
 async def test_erase_leaves_no_copy_and_sends_nothing_again(
     path: str, seed: int, tmp_path: Path, model_server: ScriptedModelServer
 ):
@@ -236,9 +249,10 @@ async def test_erase_leaves_no_copy_and_sends_nothing_again(
         await client.close()
     assert logs, "the sidecar logged (DEBUG)"
     assert_gone("".join(logs), said, "the sidecar's log")
+    data = stored(db)
+    assert not in_bytes(data, said), tables_holding(db, said)
     for word in distinctive(said):
-        assert not holds(stored(db), word), tables_holding(db, word)
-    assert_gone(stored(db), said, "the database files")
+        assert not in_bytes(data, word), tables_holding(db, word)
     conn = sqlite3.connect(db)
     try:
         for table in ("context_nodes", "context_layers"):

@@ -7,6 +7,8 @@ import json
 import re
 from typing import Any
 
+from stratagate.text.distinctive import pattern
+
 ERASED = "[erased]"
 ERASED_JSON = json.dumps(ERASED)
 MIN_SCRUB_CHARS = 8  # shorter strings are too common to replace everywhere they occur
@@ -58,7 +60,7 @@ class Scrubber:
         for t in sorted(self.texts, key=len, reverse=True):
             value = re.sub(re.escape(t), ERASED, value, flags=re.IGNORECASE)
         for w in sorted(self.words, key=len, reverse=True):
-            value = re.sub(rf"(?<!\w){re.escape(w)}(?!\w)", ERASED, value, flags=re.IGNORECASE)
+            value = pattern(w).sub(ERASED, value)
         return value
 
     def value(self, value: Any) -> Any:

@@ -3,15 +3,20 @@
 A word is a *candidate* when it is a word run of the text (``text/terms.py``'s word pattern, lower-cased, a
 possessive "'s" dropped) that is not a stopword (English and Chinese, ``text/terms.py``), not one of the frequent
 English words below (words that say little about any one fact: "note", "file", "keep", "today"…), at least
-``MIN_CHARS`` characters long and not a number of fewer than ``MIN_DIGITS`` digits ("3", "42" are everywhere). A run
-holding CJK characters (written without spaces) is one word of at least two characters. Callers add what only they
-know: erase keeps a candidate only when the namespace rarely holds it (stratagate/erase/words.py), forget looks for
-it only within the turn the fact was said in (events/forgotten.py).
+``MIN_CHARS`` characters long and not a number of fewer than ``MIN_DIGITS`` digits ("3", "42" are everywhere).
+
+CJK text has no spaces: each CJK run of at least two characters is one word (found anywhere), and a Latin word
+written against it is a word of its own ("Kalo的钥匙" holds "kalo" and "的钥匙"); a Latin word's ends may touch CJK
+but no other letter or digit.
+
+Callers add what only they know: erase keeps a candidate only when the namespace rarely holds it
+(stratagate/erase/words.py); forget looks for it only within the turn the fact was said in (events/forgotten.py).
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from stratagate.text.terms import _CJK, _WORD, STOPWORDS_EN, STOPWORDS_ZH
 
@@ -58,17 +63,23 @@ FREQUENT_EN = frozenset(
 )
 
 
+_CJK_RANGES = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+_LATIN_WORD_CHAR = f"[^\\W_{_CJK_RANGES}]"
+"""A word character that is not CJK: what may not touch a word's ends (CJK text runs on without spaces)."""
+
+
 def candidates(text: str) -> list[str]:
     """The candidate words of ``text``, lower-cased, in first-seen order."""
     out: dict[str, None] = {}
     for match in _WORD.finditer(text or ""):
         word = match.group(0).lower().replace("’", "'")
         word = word[:-2] if word.endswith("'s") else word
-        if _CJK.search(word):  # no spaces: the whole run is the word (as whole-word matching sees it)
-            if len(word) >= 2 and word not in STOPWORDS_ZH:
-                out.setdefault(word, None)
-        elif _keep(word):
-            out.setdefault(word, None)
+        for part in _CJK.split(word):  # a Latin word written against CJK text is a word of its own
+            if _keep(part):
+                out.setdefault(part, None)
+        for run in _CJK.findall(word):
+            if len(run) >= 2 and run not in STOPWORDS_ZH:
+                out.setdefault(run, None)
     return list(out)
 
 
@@ -78,6 +89,15 @@ def _keep(word: str) -> bool:
     return not (word.isdigit() and len(word) < MIN_DIGITS)
 
 
+@lru_cache(maxsize=4096)
+def pattern(word: str) -> re.Pattern[str]:
+    """``word`` as a whole word, any case: no Latin letter or digit may touch a Latin word's ends (CJK may: no
+    spaces there); a CJK word anywhere."""
+    if _CJK.search(word):
+        return re.compile(re.escape(word), re.IGNORECASE)
+    return re.compile(rf"(?<!{_LATIN_WORD_CHAR}){re.escape(word)}(?!{_LATIN_WORD_CHAR})", re.IGNORECASE)
+
+
 def holds(text: str, word: str) -> bool:
     """Whether ``text`` holds ``word`` as a whole word (case-insensitive)."""
-    return re.search(rf"(?<![^\W_]){re.escape(word)}(?![^\W_])", text, flags=re.IGNORECASE) is not None
+    return pattern(word).search(text) is not None
