@@ -26,6 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import model_env, turn
+from stratagate.events import lexicon
 from stratagate.text.distinctive import FREQUENT_EN, candidates, holds
 from stratagate.text.terms import STOPWORDS_EN
 from support.model_server import ScriptedModelServer, tool_call
@@ -37,13 +38,14 @@ from test_forget_erase import next_summary
 
 NS = "proj"
 COMMON = "pipeline"
-"""In the sentence and in many other messages of the namespace: not distinctive, so never blanked."""
+"""In the sentence and in many other messages of the namespace: not distinctive, so never blanked (nor is a lexicon
+name such as "Python", said once elsewhere)."""
 FIXTURES = Path(__file__).parent / "fixtures" / "dsh" / "tools"
 _SYLLABLES = "ka lo mir sen tru vash pel dor quin zab ret hul nog fis tam bre"
 _TEMPLATES = (
     "My cousin {A} keeps the {B} {COMMON} key in {C}.",
     "The {COMMON} for {A} deploys from the {B} rack near {C} every Tuesday.",
-    "Remember that {A} prefers the {B} option, and the {COMMON} lives in {C}.",
+    "Remember that {A} prefers the {B} option for Python, and the {COMMON} lives in {C}.",
     "Our landlord {A} said the {COMMON} code is {N} for the {B} door at {C}.",
     "{A}的钥匙放在{C}的{B}柜子里， {COMMON} 不用管。",
 )
@@ -93,6 +95,9 @@ async def build(client: SidecarClient, model: Model, said: str, words: list[str]
         res = await client.call("turn.capture", turn(i, session="s9", user=f"The {COMMON} failed again on run {i}.",
                                                      assistant=f"I restarted the {COMMON} (run {i})."))
         await job_note(client, res["sealed_block_ids"][0], kind="block_summary")
+    res = await client.call("turn.capture", turn(6, session="s9", user="Python tests are slow today.",
+                                                 assistant="Profiling them."))
+    await job_note(client, res["sealed_block_ids"][0], kind="block_summary")
     model.durable = True
     model.answers.append(lambda p: {"events": [draft(said, user_msg(p), title=said[:60], quotes=[said])]})
     tools = [
@@ -154,7 +159,8 @@ def tables_holding(db: Path, word: str) -> list[str]:
 
 
 def distinctive(said: str) -> list[str]:
-    return [w for w in candidates(said) if w != COMMON]
+    """The sentence's distinctive words by the documented rule (the namespace holds no other copy of them)."""
+    return [w for w in candidates(said) if w != COMMON and lexicon.lookup(w) is None]
 
 
 def assert_reached_everywhere(db: Path, words: list[str]) -> None:
@@ -238,6 +244,8 @@ async def test_erase_leaves_no_copy_and_sends_nothing_again(
         # A word the namespace uses widely is not the memory's: the other messages keep it.
         common = await client.tool(NS, "s9", "memory_search_raw", {"query": COMMON, "limit": 20})
         assert len(common["hits"]) >= 10
+        lexicon_name = await client.tool(NS, "s9", "memory_search_raw", {"query": "python tests slow"})
+        assert any("Python tests are slow" in json.dumps(h) for h in lexicon_name["hits"])  # a lexicon name stays
         after = model_server.requests[sent_before:]
         assert after, "the block was summarised again"
         for i, request in enumerate(after):

@@ -17,17 +17,28 @@ Erasing an event ``evt_N``:
   results become ``[erased]``, their ``message_fts`` rows and vectors are deleted. Messages are *blanked, not
   deleted*: captured messages are otherwise never changed nor deleted, and keeping the row keeps turn positions,
   block boundaries, provenance rows and evidence references valid, and shows in L5 where something was erased;
-- the blocks holding those messages: L5/L4/L3 re-rendered from the remaining messages, L0–L2 cleared, the block
-  set back to ``pending`` and its ``block_summary`` job re-queued so the model summarises what is left;
+- its *distinctive words* (erase/words.py: the words of the event's texts, quotes and what its source messages
+  said that are no stopword, frequent word, short number or lexicon name, held by no other event and by at most a
+  few other messages of the namespace, so a widely used word never blanks everything that says it): every tool
+  record holding one is blanked like the messages above (an agent's ``cat`` or ``grep`` that printed the fact); a
+  user or assistant message holding one has each such word replaced by ``[erased]`` (the rest of it stays);
+- the blocks holding any of those messages, or whose stored views hold the text or a word: L5/L4/L3 re-rendered
+  from the remaining messages, L0–L2 cleared, the block set back to ``pending`` and its ``block_summary`` job
+  re-queued so the model summarises what is left; the title, tags and summaries in the block's audit rows
+  (``block.summarized`` …) become ``[erased]`` (a summary may say the fact in words no string match finds);
+- the context archive (erase/archive.py): archived nodes and cards, folds, digests and block layers that hold the
+  text or a word, or were built from a blanked node or a re-summarised block, keep their rows with their text
+  replaced by an ``[erased: …]`` line (``decompress`` says so);
 - an import's source text: the item's wording is cut out of ``imports.source_text`` and the SHA-256 recomputed;
 - graph facts it alone supported (already archived by the forget) lose their value, and nodes that only it named
   (not the project, the user or a lexicon name) are renamed ``[erased nod_N]`` with their aliases removed;
 - the duplicates maintenance merged into it (open merges, stratagate/maintenance/): each is erased the same way;
-- every other copy of the text in audit rows, retrieval batches, evidence assessments, use receipts, import
-  reports, projection results and job errors is replaced by ``[erased]``.
+- every other copy of the text, and each distinctive word, in audit rows, retrieval batches, evidence
+  assessments, use receipts, import reports, projection results, job errors and the context engine's session state
+  is replaced by ``[erased]``.
 
 It leaves a content-free audit entry (``event.erased``), an ``erasures`` row and the tombstone. Erasing a message
-``msg_N`` runs the same cascade for that one message, without an event.
+``msg_N`` runs the same cascade for that one message (its distinctive words from its content), without an event.
 
 Deleted bytes must not linger in the file: the transaction runs with ``PRAGMA secure_delete = ON`` (freed cells and
 pages are zeroed), the full-text indexes are merged (``optimize``: old segments holding the terms are freed), and
