@@ -64,9 +64,15 @@ def sentence(seed: int) -> tuple[str, list[str]]:
     return text, [w for k, w in words.items() if k != "COMMON" and w in text]
 
 
+PARAPHRASE = "hideaway"
+"""A tag the scripted model adds when the block holds the fact: a summary in other words than the sentence's."""
+
+
 class Model(Script):
     """The extraction script, plus summaries whose title and tags repeat the block's user line (as a real model's
-    would): the ``block.summarized`` audit row then carries the words."""
+    would): the ``block.summarized`` audit row then carries the words, and a paraphrase no string match finds."""
+
+    marker = ""
 
     def __call__(self, body: dict[str, Any]) -> Any:
         name = forced_tool(body)
@@ -75,8 +81,9 @@ class Model(Script):
         payload = json.loads(body["messages"][-1]["content"])
         lines = [ln.removeprefix("│ ") for ln in payload["transcript"].splitlines()]
         said = next((ln[6:] for ln in lines if ln.startswith("User: ")), "empty")
+        paraphrase = [PARAPHRASE] if self.marker and self.marker in payload["transcript"] else []
         return tool_call(name, {
-            "title": said[:80], "tags": candidates(said)[:6] or ["talk"],
+            "title": said[:80], "tags": [*candidates(said)[:5], *paraphrase] or ["talk"],
             "summary": f"The user said: {said[:200]}", "key_facts": [said[:300]], "has_durable_facts": self.durable,
         })
 
@@ -174,8 +181,9 @@ def assert_reached_everywhere(db: Path, words: list[str]) -> None:
             "SELECT count(*) FROM audit_log WHERE action = 'block.summarized' AND instr(lower(after), ?) > 0",
             "SELECT count(*) FROM messages WHERE role = 'tool' AND instr(lower(tool_result), ?) > 0",
             "SELECT count(*) FROM messages WHERE role = 'assistant' AND content = ? || ' noted.'",
+            "SELECT count(*) FROM audit_log WHERE action = 'block.summarized' AND instr(after, ?) > 0",
         ):
-            arg = words[0] if "noted" in sql else word
+            arg = words[0] if "noted" in sql else PARAPHRASE if "instr(after" in sql else word
             assert conn.execute(sql, (arg,)).fetchone()[0] >= 1, sql
     finally:
         conn.close()
@@ -216,6 +224,7 @@ async def test_erase_leaves_no_copy_and_sends_nothing_again(
 ):
     said, words = sentence(seed)
     model = Model()
+    model.marker = words[0]
     model_server.default = model
     db = tmp_path / "memory.db"
     env = model_env(model_server, STRATAGATE_LOG_LEVEL="DEBUG")
@@ -259,6 +268,7 @@ async def test_erase_leaves_no_copy_and_sends_nothing_again(
     assert_gone("".join(logs), said, "the sidecar's log")
     data = stored(db)
     assert not in_bytes(data, said), tables_holding(db, said)
+    assert not in_bytes(data, PARAPHRASE), tables_holding(db, PARAPHRASE)  # the old summary's audit row is blanked
     for word in distinctive(said):
         assert not in_bytes(data, word), tables_holding(db, word)
     conn = sqlite3.connect(db)
