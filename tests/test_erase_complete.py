@@ -278,6 +278,8 @@ async def test_erase_leaves_no_copy_and_sends_nothing_again(
             assert rows, table  # kept: refs stay valid
             assert_gone(json.dumps(rows, ensure_ascii=False), said, table)
         assert conn.execute("SELECT count(*) FROM privileged_writes").fetchone()[0] == 0
+        with pytest.raises(sqlite3.IntegrityError, match="archived context nodes are immutable"):
+            conn.execute("UPDATE context_nodes SET text = 'changed'")  # only inside an erase
     finally:
         conn.close()
 

@@ -36,7 +36,7 @@ from stratagate.text.terms import quote as fts_quote
 MAX_ELSEWHERE = 8
 """A word held by more messages than this, besides the erased ones, is common in the namespace: not distinctive."""
 
-_SUMMARY_KEYS = frozenset({"title", "tags", "summary", "l0", "l1", "l2", "l0_title", "l0_tags", "key_facts_text"})
+_SUMMARY_KEYS = frozenset({"title", "tags", "summary", "l0_title", "l0_tags", "l1", "l2"})
 """Audit detail keys of a block's summary that carry model-written text about the block."""
 
 
@@ -164,7 +164,8 @@ def _blank_summary(raw: str | None) -> str | None:
         return raw
     if not isinstance(data, dict) or not _SUMMARY_KEYS & data.keys():
         return raw
+    blanked = dict(data)
     for key in _SUMMARY_KEYS & data.keys():
         value = data[key]
-        data[key] = [ERASED] * min(len(value), 1) if isinstance(value, list) else ERASED if value else value
-    return json.dumps(data, ensure_ascii=False, sort_keys=True)
+        blanked[key] = [ERASED] * min(len(value), 1) if isinstance(value, list) else ERASED if value else value
+    return raw if blanked == data else json.dumps(blanked, ensure_ascii=False, sort_keys=True)
