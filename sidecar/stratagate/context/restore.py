@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from stratagate.blocks.views import get_block
 from stratagate.context.queries_views import layers, nodes
 from stratagate.context.records import Layer, Node, session_ref
+from stratagate.erase.scrubber import ERASED_ARCHIVE
 from stratagate.errors import NOT_FOUND, DomainError
 from stratagate.events.forgotten import load, shown_view
 from stratagate.protocol.types import Result
@@ -313,6 +314,9 @@ async def decompress(
     what = f"{len(parts)} part{'s' if len(parts) != 1 else ''}"
     # Said in every note: whether the text is the original byte for byte or holds placeholders where secrets were.
     honest = f" The text is {placeholder_clause(secrets)}." if secrets else ""
+    erased = sum(1 for p in pieces if p.text == ERASED_ARCHIVE)
+    if erased:  # an erase blanked it (stratagate/erase/archive.py): nothing of the original is left to restore
+        honest += f" {erased} of the {what} {'was' if erased == 1 else 'were'} erased for good and cannot be restored."
     if args.to_file:
         path = restore_path(data_dir, namespace, session, ref, args.full)
         write_private(path, text)
@@ -324,7 +328,9 @@ async def decompress(
             f'decompress("{ref}", to_file=true) writes the whole text to a file.{honest}'
         )
         return DecompressResult(**result, text=text[:INLINE_CAP], chars=len(text), truncated=True, note=note)
-    if kind == "card" or (kind == "raw"):
+    if erased and kind in ("card", "raw"):
+        note = f"{ref}: erased for good; the original cannot be restored."
+    elif kind == "card" or (kind == "raw"):
         note = f"{ref}: the original output, {placeholder_clause(secrets)}."
     elif args.full:
         note = f"{ref}: the {what} it replaced, as originally seen.{honest}"

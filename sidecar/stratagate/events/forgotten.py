@@ -7,10 +7,15 @@ events say (narrative, summary, quotes, source quotes, as term sequences). Views
 
 - a message is hidden when it is a source of a forgotten event or restates one (it contains one of the event's
   statements as a contiguous run of search terms, or is a near-duplicate of one: events/store.py ``near_same``);
+- a message is hidden when it echoes one: it is in the same turn as one of the event's source messages and holds
+  one of the event's distinctive words (``text/distinctive.py``; lexicon names excluded), like an assistant's
+  "Teal noted." after "my favourite colour is teal";
 - a model-written L0 title, L1 sentence or L2 line is dropped when it restates a forgotten event the same way
   (titles count here too: a summary title is short, like an event title).
 
-Stored data never changes: restoring the event brings every view back. Erased events (stratagate/erase.py) are not
+Block views and raw message search both ask ``message_event``, so they hide the same messages.
+
+Stored data never changes: restoring the event brings every view back. Erased events (stratagate/erase/) are not
 listed: their text is gone and their messages already say ``[erased]``.
 """
 
@@ -26,10 +31,12 @@ from stratagate import ids
 from stratagate.blocks.render import render_l0, render_l2, render_l3, render_l4, render_l5
 from stratagate.blocks.source import SourceMessage
 from stratagate.blocks.views import BlockRow, block_messages, view_text
+from stratagate.events import lexicon
 from stratagate.events.store import near_same
 from stratagate.events.visibility import where_any_session
 from stratagate.safety.inert import inert
 from stratagate.storage.db import Database
+from stratagate.text.distinctive import candidates, holds
 from stratagate.text.terms import terms
 
 MIN_TERMS = 3  # a statement shorter than this (in search terms) is too generic to hide anything by itself
@@ -98,6 +105,7 @@ class Forgotten:
     """The forgotten events of one namespace as one viewer sees them."""
 
     sources: dict[int, int] = field(default_factory=dict)  # message id → forgotten event id
+    echoes: dict[int, int] = field(default_factory=dict)  # message id → the event it echoes in a source's turn
     statements: list[Statement] = field(default_factory=list)  # narrative, summary, quotes, source quotes
     titles: list[Statement] = field(default_factory=list)
     shown: dict[int, bool] = field(default_factory=dict)  # event id → may the viewer see its id
@@ -129,6 +137,8 @@ class Forgotten:
         mid = int(message.id if isinstance(message, SourceMessage) else message["id"])
         if mid in self.sources:
             return self.sources[mid]
+        if mid in self.echoes:
+            return self.echoes[mid]
         if isinstance(message, SourceMessage):
             text = message_text(
                 message.role, message.content, message.tool_name, message.tool_arguments, message.tool_result
@@ -192,7 +202,32 @@ async def load(conn: Any, namespace_id: int | None, viewer_session: int | None, 
         )
         for m in found:
             out.sources.setdefault(int(m["id"]), calls[str(m["tool_call_id"])])
+    await _load_echoes(fetch, out, {int(r["id"]): [r["title"], *(st.text for st in out.statements
+                                                                   if st.event_id == int(r["id"]))] for r in rows})
     return out
+
+
+async def _load_echoes(fetch: Any, out: Forgotten, texts: dict[int, list[str | None]]) -> None:
+    """Messages in the turn of a forgotten event's source message that hold one of its distinctive words."""
+    words = {
+        eid: [w for w in candidates("\n".join(t for t in ts if t)) if lexicon.lookup(w) is None]
+        for eid, ts in texts.items()
+    }
+    sources = list(out.sources)
+    for chunk in (sources[i : i + 500] for i in range(0, len(sources), 500)):
+        rows = await fetch(
+            "SELECT m.id, m.role, m.content, m.tool_name, m.tool_arguments, m.tool_result, s.id AS source_id"
+            " FROM messages s JOIN messages m ON m.turn_id = s.turn_id AND m.id != s.id"
+            f" WHERE s.id IN ({','.join('?' * len(chunk))})",
+            chunk,
+        )
+        for r in rows:
+            mid, eid = int(r["id"]), out.sources[int(r["source_id"])]
+            if mid in out.sources or mid in out.echoes:
+                continue
+            text = message_text(r["role"], r["content"], r["tool_name"], r["tool_arguments"], r["tool_result"])
+            if any(holds(text, w) for w in words.get(eid, [])):
+                out.echoes[mid] = eid
 
 
 def _add(into: list[Statement], event_id: int, texts: Sequence[str | None]) -> None:

@@ -226,7 +226,7 @@ async def copy_sources(conn: Connection, from_event: int, to_event: int) -> list
 
 
 async def erased(conn: Connection, namespace_id: int, event_id: int) -> bool:
-    """Was this event erased for good (stratagate/erase.py writes an ``erasures`` row, in the event's own namespace:
+    """Was this event erased for good (stratagate/erase/ writes an ``erasures`` row, in the event's own namespace:
     a user-tier event of another namespace is looked up there)?"""
     row = await (
         await conn.execute(

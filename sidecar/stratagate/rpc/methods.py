@@ -136,7 +136,7 @@ async def jobs_retry(app: App, p: JobsRetryParams) -> dict[str, Any]:
 
 @method("memory.erase", params=EraseParams, result=EraseResult)
 async def memory_erase(app: App, p: EraseParams) -> dict[str, Any]:
-    """Erase an event (evt_N) or a captured message (msg_N) for good; see erase.py."""
+    """Erase an event (evt_N) or a captured message (msg_N) for good; see stratagate/erase/."""
     if app.tokens_ready is not None:
         await app.tokens_ready  # blocks are re-rendered and re-counted
     return await erase_subject(app.db, p.namespace, p.id, "user", max_attempts=app.settings.job_max_attempts)

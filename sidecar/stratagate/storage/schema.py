@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from stratagate.storage.schema_context import CONTEXT_SQL
 from stratagate.storage.schema_dense import DENSE_SQL
+from stratagate.storage.schema_erase import ERASE_SQL
 from stratagate.storage.schema_evidence import EVIDENCE_SQL
 from stratagate.storage.schema_leases import LEASES_SQL
 from stratagate.storage.schema_maintain import MAINTAIN_SQL
@@ -337,6 +338,6 @@ CREATE TABLE graph_projection(
 
 MIGRATIONS: list[str] = [
     MIGRATION_1, MIGRATION_2, MIGRATION_3, EVIDENCE_SQL, DENSE_SQL, PRIVACY_SQL, LEASES_SQL, CONTEXT_SQL, MAINTAIN_SQL,
-    RECALL_SQL,
+    RECALL_SQL, ERASE_SQL,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

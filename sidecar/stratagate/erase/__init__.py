@@ -17,17 +17,28 @@ Erasing an event ``evt_N``:
   results become ``[erased]``, their ``message_fts`` rows and vectors are deleted. Messages are *blanked, not
   deleted*: captured messages are otherwise never changed nor deleted, and keeping the row keeps turn positions,
   block boundaries, provenance rows and evidence references valid, and shows in L5 where something was erased;
-- the blocks holding those messages: L5/L4/L3 re-rendered from the remaining messages, L0–L2 cleared, the block
-  set back to ``pending`` and its ``block_summary`` job re-queued so the model summarises what is left;
+- its *distinctive words* (erase/words.py: the words of the event's texts, quotes and what its source messages
+  said that are no stopword, frequent word, short number or lexicon name, held by no other event and by at most a
+  few other messages of the namespace, so a widely used word never blanks everything that says it): every tool
+  record holding one is blanked like the messages above (an agent's ``cat`` or ``grep`` that printed the fact); a
+  user or assistant message holding one has each such word replaced by ``[erased]`` (the rest of it stays);
+- the blocks holding any of those messages, or whose stored views hold the text or a word: L5/L4/L3 re-rendered
+  from the remaining messages, L0–L2 cleared, the block set back to ``pending`` and its ``block_summary`` job
+  re-queued so the model summarises what is left; the title, tags and summaries in the block's audit rows
+  (``block.summarized`` …) become ``[erased]`` (a summary may say the fact in words no string match finds);
+- the context archive (erase/archive.py): archived nodes and cards, folds, digests and block layers that hold the
+  text or a word, or were built from a blanked node or a re-summarised block, keep their rows with their text
+  replaced by an ``[erased: …]`` line (``decompress`` says so);
 - an import's source text: the item's wording is cut out of ``imports.source_text`` and the SHA-256 recomputed;
 - graph facts it alone supported (already archived by the forget) lose their value, and nodes that only it named
   (not the project, the user or a lexicon name) are renamed ``[erased nod_N]`` with their aliases removed;
 - the duplicates maintenance merged into it (open merges, stratagate/maintenance/): each is erased the same way;
-- every other copy of the text in audit rows, retrieval batches, evidence assessments, use receipts, import
-  reports, projection results and job errors is replaced by ``[erased]``.
+- every other copy of the text, and each distinctive word, in audit rows, retrieval batches, evidence
+  assessments, use receipts, import reports, projection results, job errors and the context engine's session state
+  is replaced by ``[erased]``.
 
 It leaves a content-free audit entry (``event.erased``), an ``erasures`` row and the tombstone. Erasing a message
-``msg_N`` runs the same cascade for that one message, without an event.
+``msg_N`` runs the same cascade for that one message (its distinctive words from its content), without an event.
 
 Deleted bytes must not linger in the file: the transaction runs with ``PRAGMA secure_delete = ON`` (freed cells and
 pages are zeroed), the full-text indexes are merged (``optimize``: old segments holding the terms are freed), and
@@ -45,6 +56,15 @@ from typing import Any
 from stratagate import ids
 from stratagate.blocks.render import seal_views
 from stratagate.blocks.source import ROW_COLUMNS, from_row
+from stratagate.erase.archive import blank_archive
+from stratagate.erase.scrubber import ERASED, ERASED_JSON, Scrubber, is_erased
+from stratagate.erase.words import (
+    blank_block_audits,
+    distinctive_words,
+    holding_blocks,
+    holding_messages,
+    scrub_message_words,
+)
 from stratagate.errors import Invalid, NotFound
 from stratagate.events import forgotten as forgotten_mod
 from stratagate.events import lexicon, store, visibility
@@ -57,72 +77,6 @@ from stratagate.storage.sqlconn import Connection
 from stratagate.text.terms import quote as fts_quote
 from stratagate.timeutil import now_iso
 
-ERASED = "[erased]"
-ERASED_JSON = json.dumps(ERASED)
-MIN_SCRUB_CHARS = 8  # shorter strings are too common to replace everywhere they occur
-
-
-async def is_erased(conn: Any, namespace_id: int, subject: str) -> bool:
-    fetch = getattr(conn, "execute_fetchall", None) or conn.fetchall
-    rows = await fetch(
-        "SELECT 1 FROM erasures WHERE namespace_id = ? AND subject_id = ? LIMIT 1", (namespace_id, subject)
-    )
-    return bool(list(rows))
-
-
-class Scrubber:
-    """Replaces every copy of the erased strings (plain, and as they appear escaped inside JSON text)."""
-
-    def __init__(self) -> None:
-        self.texts: set[str] = set()
-        self.words: set[str] = set()  # node names: replaced only as whole words
-
-    def add(self, text: str | None) -> None:
-        if text and len(text.strip()) >= MIN_SCRUB_CHARS and text != ERASED:
-            self.texts.add(text)
-            self.texts.add(text.strip())
-
-    def add_word(self, text: str | None) -> None:
-        if text and len(text.strip()) >= 3:
-            self.words.add(text.strip())
-
-    def needles(self) -> list[str]:
-        out: set[str] = set()
-        for t in [*self.texts, *self.words]:
-            out.add(t)
-            out.add(json.dumps(t, ensure_ascii=False)[1:-1])
-            out.add(json.dumps(t)[1:-1])
-        return sorted(out, key=len, reverse=True)
-
-    def text(self, value: str) -> str:
-        """Case-insensitive: a search query or a lower-cased key holds the same words."""
-        for t in sorted(self.texts, key=len, reverse=True):
-            value = re.sub(re.escape(t), ERASED, value, flags=re.IGNORECASE)
-        for w in sorted(self.words, key=len, reverse=True):
-            value = re.sub(rf"(?<!\w){re.escape(w)}(?!\w)", ERASED, value, flags=re.IGNORECASE)
-        return value
-
-    def value(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, list):
-            return [self.value(v) for v in value]
-        if isinstance(value, dict):
-            return {self.text(k) if isinstance(k, str) else k: self.value(v) for k, v in value.items()}
-        return value
-
-    def stored(self, raw: str) -> str:
-        """A stored column: JSON text is rewritten value by value (its escaping stays valid), else as text."""
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            return self.text(raw)
-        if isinstance(data, str | int | float) or data is None:
-            return self.text(raw)
-        rewritten = json.dumps(self.value(data), ensure_ascii=False, sort_keys=True)
-        return rewritten if rewritten != json.dumps(data, ensure_ascii=False, sort_keys=True) else raw
-
-
 # (table, key column, text columns) rewritten wherever an erased string occurs.
 _SCRUBBED: list[tuple[str, str, tuple[str, ...]]] = [
     ("audit_log", "id", ("before", "after")),
@@ -133,6 +87,7 @@ _SCRUBBED: list[tuple[str, str, tuple[str, ...]]] = [
     ("graph_projection", "event_id", ("result",)),
     ("graph_batches", "id", ("reason",)),
     ("jobs", "id", ("last_error",)),
+    ("context_sessions", "session_id", ("state",)),
 ]
 
 
@@ -216,12 +171,15 @@ async def _erase_event(
     await conn.execute("UPDATE event_sources SET quote = ? WHERE event_id = ?", (ERASED, ev.id))
     await conn.execute("DELETE FROM event_fts WHERE rowid = ?", (ev.id,))
     await conn.execute("DELETE FROM embeddings WHERE kind = 'event' AND item_id = ?", (ev.id,))
-    counts |= await _erase_messages(conn, ns, sorted(message_ids), scrub, max_attempts, count)
-    counts["rewritten"] = await _scrub_everywhere(conn, scrub)
     # Duplicates maintenance merged into it hold the same words: they are copies of this memory, erased with it.
     duplicates = [
         d for d in await open_duplicates_of(conn, ev.id) if not await is_erased(conn, ns, ids.make("evt", d))
     ]
+    said = [await _said(conn, ns, mid) for mid in sorted(forgotten.sources)]
+    words = await distinctive_words(
+        conn, ns, [*scrub.texts, *said], message_ids, {ev.id, *duplicates}
+    )
+    counts |= await _erase_everywhere(conn, ns, message_ids, words, scrub, max_attempts, count)
     for duplicate in duplicates:
         await _erase_event(conn, ns, duplicate, actor, None, max_attempts, count)
     if duplicates:
@@ -246,8 +204,8 @@ async def _erase_message(
     )
     scrub = Scrubber()
     scrub.add(row["content"])
-    counts = await _erase_messages(conn, ns, [key], scrub, max_attempts, count)
-    counts["rewritten"] = await _scrub_everywhere(conn, scrub)
+    words = await distinctive_words(conn, ns, [row["content"]], {key}, set())
+    counts = await _erase_everywhere(conn, ns, {key}, words, scrub, max_attempts, count)
     return await _record(conn, ns, "message", ids.make("msg", key), store.fingerprint(text), actor, counts)
 
 
@@ -281,11 +239,42 @@ async def _restating_messages(conn: Connection, ns: int, forgotten: forgotten_mo
     return found
 
 
-async def _erase_messages(
-    conn: Connection, ns: int, message_ids: list[int], scrub: Scrubber, max_attempts: int, count: Any
+async def _said(conn: Connection, ns: int, message_id: int) -> str:
+    """What a source message said in words (a user or assistant message; a tool record's words are not the fact's)."""
+    row = await (await conn.execute(
+        "SELECT role, content FROM messages WHERE id = ? AND namespace_id = ?", (message_id, ns)
+    )).fetchone()
+    return str(row["content"]) if row is not None and row["role"] != "tool" else ""
+
+
+async def _erase_everywhere(
+    conn: Connection, ns: int, message_ids: set[int], words: list[str], scrub: Scrubber, max_attempts: int,
+    count: Any,
 ) -> dict[str, Any]:
-    """Blank the messages (content and tool payloads), drop their search rows and vectors, and rebuild the blocks
-    that hold them. Erase is the one exception to 'captured messages are immutable'."""
+    """Blank the messages and the tool records holding a distinctive word, take the words out of other messages,
+    rebuild every block that held any of it (its summary audit rows blanked), then the context archive and every
+    other stored copy."""
+    for word in words:
+        scrub.add_word(word)
+    tools, others = await holding_messages(conn, ns, words)
+    erased = sorted(message_ids | tools)
+    blocks = await _erase_messages(conn, ns, erased, scrub)
+    blocks |= await scrub_message_words(conn, ns, others - set(erased), scrub)
+    blocks |= await holding_blocks(conn, ns, scrub)
+    for block_id in sorted(blocks):
+        await _rebuild_block(conn, ns, block_id, max_attempts, count)
+    counts: dict[str, Any] = {
+        "messages": len(erased), "blocks": len(blocks), "words": len(words),
+        "tool_records": len(tools), "audit_blanked": await blank_block_audits(conn, blocks),
+    }
+    counts |= await blank_archive(conn, ns, scrub, blocks)
+    counts["rewritten"] = await _scrub_everywhere(conn, scrub)
+    return counts
+
+
+async def _erase_messages(conn: Connection, ns: int, message_ids: list[int], scrub: Scrubber) -> set[int]:
+    """Blank the messages (content and tool payloads), drop their search rows and vectors; returns the blocks that
+    hold them. Erase is the one exception to 'captured messages are immutable'."""
     blocks: set[int] = set()
     for mid in message_ids:
         row = await (
@@ -312,9 +301,7 @@ async def _erase_messages(
         await conn.execute("DELETE FROM embeddings WHERE kind = 'message' AND item_id = ?", (mid,))
         # Other events quoting this message keep their own text; the quote was a copy of the message.
         await conn.execute("UPDATE event_sources SET quote = ? WHERE message_id = ?", (ERASED, mid))
-    for block_id in sorted(blocks):
-        await _rebuild_block(conn, ns, block_id, max_attempts, count)
-    return {"messages": len(message_ids), "blocks": len(blocks)}
+    return blocks
 
 
 async def _rebuild_block(conn: Connection, ns: int, block_id: int, max_attempts: int, count: Any) -> None:
