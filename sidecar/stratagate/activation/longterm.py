@@ -81,14 +81,13 @@ def _merge(*rankings: list[EventRow]) -> list[EventRow]:
 
 
 def topic(queries: list[str]) -> frozenset[str]:
-    """The terms relevance is judged against: the human message's, or the recent turns' when the message has none
-    ("go ahead", "继续"). An unrelated message gets nothing, whatever the turns before it were about: those turns are
-    still in the host's history."""
-    for query in queries:
-        found = relevance.text_terms(query)
-        if found:
-            return found
-    return frozenset()
+    """The terms relevance is judged against: the human message's, or the recent turns' when the message says
+    nothing specific enough to be about anything ("ok, go ahead", "继续"). An unrelated message gets nothing, whatever
+    the turns before it were about: those turns are still in the host's history."""
+    human = relevance.text_terms(queries[0]) if queries else frozenset()
+    if relevance.relevant(human, human) or len(queries) < 2:
+        return human
+    return relevance.text_terms(queries[1])
 
 
 async def _ranked_events(
