@@ -82,7 +82,8 @@ async def test_only_current_facts_lead_to_neighbours(tmp_path: Path, expansion: 
         claim = {"subject": "Atlas", "subject_kind": "project", "predicate": "uses", "object_kind": "tool"}
         old = await client.tool(NS, "s1", "memory_remember", {"text": "Atlas builds with webpack.",
                                                               "claims": [claim | {"object": "webpack"}]})
-        await client.tool(NS, "s1", "memory_remember", {"text": "Atlas builds with vite now.", "supersedes": [old["id"]],
+        await client.tool(NS, "s1", "memory_remember", {"text": "Atlas builds with vite now.",
+                                                        "supersedes": [old["id"]],
                                                         "claims": [claim | {"object": "vite"}]})
         await client.tool(NS, "s1", "memory_remember", {"text": "Atlas is owned by Quinn.", "claims": [
             {"subject": "Quinn", "subject_kind": "person", "predicate": "works_on", "object": "Atlas",
