@@ -5,6 +5,7 @@ tests/fixtures/recall/floor_corpus.json (the floor was chosen on the other half)
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import turn
 from stratagate.activation import relevance
 from stratagate.safety.secrets import PLACEHOLDER_RE
 from stratagate.text.specificity import weight
@@ -89,8 +91,6 @@ async def test_a_secret_placeholder_never_makes_an_event_relevant(memory: tuple[
 
 async def test_context_turns_only_speak_for_a_prompt_without_words(memory: tuple[SidecarClient, dict[str, str]]):
     client, ids = memory
-    from conftest import turn
-
     await client.call("turn.capture", turn(1, namespace=NS, session="s3", user="The checkout API and Redis again.",
                                            assistant="Redis holds the checkout sessions."))
     ask = {"namespace": NS, "session": "s3"}
@@ -123,7 +123,8 @@ def test_the_score_is_a_sum_of_bounded_weights(query: list[str], item: list[str]
     q = relevance.text_terms(" ".join(query))
     d = relevance.text_terms(" ".join(item))
     assert all(0.0 <= weight(t) <= 1.0 for t in q | d)
-    assert relevance.score(q, d) == relevance.score(d, q) <= len(q & d)
+    assert math.isclose(relevance.score(q, d), relevance.score(d, q))  # symmetric (up to the order of the sum)
+    assert relevance.score(q, d) <= len(q & d) + 1e-9
     assert relevance.score(q, frozenset()) == 0
 
 
