@@ -13,8 +13,8 @@ a redacted event relevant. The event's type and the dates it was mentioned are n
 is not about every plan).
 
 ``FLOOR`` was chosen on the calibration half of tests/fixtures/recall/floor_corpus.json (related and unrelated
-prompts, EN and ZH, against a small project memory) and checked on its held-out half: docs/benchmarks.md, "Recall:
-a relevance floor".
+prompts, EN and ZH, against a small project memory) and checked on its held-out half: docs/benchmarks.md, "The
+relevance floor".
 """
 
 from __future__ import annotations
