@@ -21,13 +21,9 @@ COMMON_ZIPF = 6.0
 
 @lru_cache(maxsize=1)
 def _zipf() -> dict[str, float]:
-    table: dict[str, float] = {}
-    text = resources.files("stratagate.text").joinpath("word_frequency.tsv").read_text(encoding="utf-8")
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            term, _, zipf = line.partition("\t")
-            table[term] = float(zipf)
-    return table
+    """term → Zipf frequency; the file is "term<TAB>zipf" lines and terms hold no whitespace (read in one split)."""
+    fields = resources.files("stratagate.text").joinpath("word_frequency.tsv").read_text(encoding="utf-8").split()
+    return dict(zip(fields[0::2], map(float, fields[1::2]), strict=True))
 
 
 def weight(term: str) -> float:
