@@ -2,7 +2,9 @@
 
 Rules (each one tested):
 - Relevance: the current human message ranks first, then the last two captured turns of the session (their words
-  only: no role labels, no tool JSON). A query that matches nothing recalls nothing (no recency fallback).
+  only: no role labels, no tool JSON). A query that matches nothing recalls nothing (no recency fallback), and a
+  match below the relevance floor (activation/relevance.py: one ordinary shared word, a secret placeholder) is no
+  match: an unrelated prompt gets no long-term event or node.
 - Admission (`admission_order`): active safety-critical events always; pinned events not relevant to the step take
   at most half of the 4 slots (safety and identity first); relevant events fill the rest. All within 900 tokens.
 - Nothing stale poses as current: a superseded event only appears when pinned, labelled with its status and
@@ -22,6 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stratagate.activation import nodes as graph_recall
+from stratagate.activation import relevance
+from stratagate.activation.nodes import NODES_TITLE
 from stratagate.capture import queries as capture_queries
 from stratagate.events import queries as event_queries
 from stratagate.events import store as events
@@ -29,19 +34,15 @@ from stratagate.events import visibility
 from stratagate.events.models import EventRow
 from stratagate.events.visibility import Viewer
 from stratagate.evidence.weights import event_weights
-from stratagate.graph import read as graph_read
-from stratagate.graph import store as graph
 from stratagate.safety.inert import Named, heading
 from stratagate.search.fusion import rrf
 from stratagate.storage.sqlconn import Connection
 from stratagate.text.terms import fts_query
 
 MAX_EVENTS = 4
-MAX_NODES = 4
 MAX_TOKENS = 900
 CONTEXT_TURNS = 2
 CANDIDATES = 12
-FACTS_PER_NODE = 6
 SUMMARY_CHARS = 320
 REPLACED_TITLE_CHARS = 60
 CURRENT = ["active", "disputed"]
@@ -79,16 +80,28 @@ def _merge(*rankings: list[EventRow]) -> list[EventRow]:
     return list(out.values())
 
 
+def topic(queries: list[str]) -> frozenset[str]:
+    """The terms relevance is judged against: the human message's, or the recent turns' when the message says
+    nothing specific enough to be about anything ("ok, go ahead", "继续"). An unrelated message gets nothing, whatever
+    the turns before it were about: those turns are still in the host's history."""
+    human = relevance.text_terms(queries[0]) if queries else frozenset()
+    if relevance.relevant(human, human) or len(queries) < 2:
+        return human
+    return relevance.text_terms(queries[1])
+
+
 async def _ranked_events(
     conn: Connection, ns: int | None, sess: int | None, queries: list[str], viewer: Viewer
 ) -> list[EventRow]:
-    """Matches of the human message (weight 2) and of the recent turns (weight 1), fused by reciprocal rank, then
-    scaled by each event's long-term weight as seen from this session (read only: nothing is reinforced here)."""
+    """Matches of the human message (weight 2) and of the recent turns (weight 1) that pass the relevance floor
+    against the step's ``topic``, fused by reciprocal rank, then scaled by each event's long-term weight as seen from
+    this session (read only: nothing is reinforced here)."""
     rankings: list[list[int]] = []
     fusion_weights: list[float] = []
     rows: dict[int, EventRow] = {}
+    about = topic(queries)
     for query, importance in zip(queries, (2.0, 1.0), strict=False):
-        match = fts_query(query) if query.strip() else None
+        match = fts_query(relevance.clean(query)) if query.strip() else None
         if match is None:
             continue
         # Superseded events are searched too and stand for their current successor at their rank: "do we still use
@@ -96,6 +109,8 @@ async def _ranked_events(
         hits = await events.search(conn, ns, sess, match, [*CURRENT, "superseded"], None, CANDIDATES)
         ranking: list[int] = []
         for ev, _ in hits:
+            if not relevance.event_relevant(about, ev):
+                continue  # below the floor: a shared ordinary word or a secret placeholder is no relevance
             current = await _current_version(conn, ev, viewer) if ev.status == "superseded" else ev
             if current is not None and current.id not in ranking:
                 ranking.append(current.id)
@@ -205,29 +220,7 @@ def _event_body(ev: EventRow, short: bool) -> str:
     return f"{ev.title}\n{summary}"
 
 
-async def _node_entry(
-    conn: Connection, node: graph.NodeRow, sess: int | None, quote: Callable[[str], str], shown: set[str],
-    r: graph_read.Renderer,
-) -> tuple[str, list[str]] | None:
-    """A node with its current facts (and their ids); facts already shown under another node are not repeated."""
-    state = [f for f in await graph_read.current_state(conn, node, sess, r) if f["id"] not in shown]
-    if not state:
-        return None
-    lines = []
-    for fact in state[:FACTS_PER_NODE]:
-        line = fact["statement"]
-        if fact.get("valid_from"):
-            line += f" (since {_day(fact['valid_from'])})"
-        if fact["status"] == "disputed":
-            line += " — DISPUTED, not settled"
-        lines.append(line)
-    label = f"{node.kind} · {node.category}" if node.category else node.kind
-    entry = heading(node.public_id, label, Named(node.name)) + "\n" + quote("\n".join(lines))
-    return entry, [f["id"] for f in state[:FACTS_PER_NODE]]
-
-
 EVENTS_TITLE = "Long-term memory relevant to this step (events):"
-NODES_TITLE = "Knowledge graph, current state (facts held today; disputed ones marked):"
 
 Chosen = tuple[EventRow, EventRow | None]
 """An event to show and, for a superseded one, the current version it is labelled with."""
@@ -292,49 +285,6 @@ async def _event_entries(
     return entries, used if entries else 0
 
 
-async def _graph_nodes(conn: Connection, ns: int, sess: int | None, queries: list[str]) -> dict[int, graph.NodeRow]:
-    """The namespace's nodes matching the queries (the graph is per namespace: no user tier there)."""
-    nodes: dict[int, graph.NodeRow] = {}
-    for query in [q for q in queries if q.strip()]:
-        match = fts_query(query)
-        if match is None:
-            continue
-        for node, _ in await graph_read.search(conn, ns, sess, match, None, CANDIDATES):
-            nodes.setdefault(node.id, node)
-    return nodes
-
-
-async def _node_entries(
-    conn: Connection,
-    nodes: dict[int, graph.NodeRow],
-    sess: int | None,
-    count: Callable[[str], int],
-    quote: Callable[[str], str],
-    room: int,
-    shown_out: list[str],
-) -> list[str]:
-    """Up to ``MAX_NODES`` node entries that fit ``room`` tokens with the title, their ids appended to
-    ``shown_out``; a fact shown under one node is not repeated under another."""
-    node_used = count(NODES_TITLE) + 1
-    node_entries: list[str] = []
-    shown: set[str] = set()
-    renderer = graph_read.Renderer(conn)  # node names read once per render, not once per node shown
-    for node in nodes.values():
-        if len(node_entries) >= MAX_NODES:
-            break
-        rendered = await _node_entry(conn, node, sess, quote, shown, renderer)
-        if rendered is None:
-            continue
-        entry, fact_ids = rendered
-        cost = count(entry) + 1
-        if node_used + cost <= room:
-            node_entries.append(entry)
-            node_used += cost
-            shown_out.append(node.public_id)
-            shown.update(fact_ids)
-    return node_entries
-
-
 def _sections(entries: list[str], node_entries: list[str]) -> list[str]:
     sections = []
     if entries:
@@ -383,8 +333,8 @@ async def render_longterm(
     safety = [ev for ev in await _safety(conn, ns, sess) if not in_open_turns(ev)]
     chosen = await _choose(conn, admission_order(safety, ranked, pinned), viewer, in_open_turns)
     entries, used = await _event_entries(conn, chosen, viewer, count, quote, budget, out.event_ids)
-    nodes = await _graph_nodes(conn, ns, sess, queries) if ns is not None else {}
-    node_entries = await _node_entries(conn, nodes, sess, count, quote, budget - used, out.node_ids)
+    nodes = await graph_recall.matched_nodes(conn, ns, sess, queries, topic(queries)) if ns is not None else []
+    node_entries = await graph_recall.node_entries(conn, nodes, sess, count, quote, budget - used, out.node_ids)
     _fit(out, entries, node_entries, count, budget)
     return out
 

@@ -179,17 +179,48 @@ async def search(
     return out
 
 
+async def current_facts(conn: Connection, node: NodeRow, session_id: int | None) -> list[FactRow]:
+    """Active and disputed facts touching the node (out and in edges) that the caller may see, whose window holds
+    now: what is true today (one indexed query)."""
+    now = to_iso(datetime.now(UTC))
+    return [
+        fact for fact in await store.current_facts_of_node(conn, node.id)
+        if fact.visible_to(session_id) and holds_at(fact, now)
+    ]
+
+
+async def briefs(facts: list[FactRow], r: Renderer) -> list[dict[str, Any]]:
+    await r.prefetch(facts)
+    return [await r.brief(fact.id, fact.state()) for fact in facts]
+
+
 async def current_state(
     conn: Connection, node: NodeRow, session_id: int | None, r: Renderer
 ) -> list[dict[str, Any]]:
     """Active facts (disputed ones labelled) whose window holds now: what is true today."""
-    now = to_iso(datetime.now(UTC))
-    held = [
-        fact for fact in await store.current_facts_of_node(conn, node.id)
-        if fact.visible_to(session_id) and holds_at(fact, now)
-    ]
-    await r.prefetch(held)
-    return [await r.brief(fact.id, fact.state()) for fact in held]
+    return await briefs(await current_facts(conn, node, session_id), r)
+
+
+def neighbours(node_id: int, facts: list[FactRow]) -> list[int]:
+    """The nodes one of ``facts`` links ``node_id`` to (the other end of each edge), in fact order, each once."""
+    out: dict[int, None] = {}
+    for fact in facts:
+        if fact.object_id is None:
+            continue  # an attribute ("deadline: 2026-03-15"), not an edge
+        other = fact.object_id if fact.node_id == node_id else fact.node_id
+        if other != node_id:
+            out.setdefault(other, None)
+    return list(out)
+
+
+async def index_terms(conn: Connection, node_ids: list[int]) -> dict[int, str]:
+    """The search terms each node is indexed with (names, aliases, kind, category, current facts), in one query."""
+    if not node_ids:
+        return {}
+    rows = await conn.execute_fetchall(
+        f"SELECT rowid, terms FROM graph_fts WHERE rowid IN ({', '.join('?' for _ in node_ids)})", node_ids
+    )
+    return {int(r[0]): str(r[1]) for r in rows}
 
 
 async def believed_at(

@@ -17,6 +17,7 @@ from stratagate.events import lexicon
 from stratagate.events.claims import PROJECT, USER
 from stratagate.events.models import EventRow
 from stratagate.events.store import normalise
+from stratagate.safety.secrets import PLACEHOLDER_RE
 from stratagate.storage.db import Actor, audit
 from stratagate.storage.sqlconn import Connection
 from stratagate.text.terms import fts_document
@@ -420,5 +421,8 @@ async def reindex_node(conn: Connection, node_id: int) -> None:
             other = await get_node(conn, int(other_id))
             if other is not None:
                 parts.extend([other.name, other.category or ""])
+    # A secret placeholder in a value is a redaction, not what the node is about: "[secret:token#1a2b]" must not
+    # make the node match "token" or "secret".
+    text = PLACEHOLDER_RE.sub(" ", "\n".join(parts))
     await conn.execute("DELETE FROM graph_fts WHERE rowid = ?", (node_id,))
-    await conn.execute("INSERT INTO graph_fts(rowid, terms) VALUES (?, ?)", (node_id, fts_document("\n".join(parts))))
+    await conn.execute("INSERT INTO graph_fts(rowid, terms) VALUES (?, ?)", (node_id, fts_document(text)))

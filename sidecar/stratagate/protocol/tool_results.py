@@ -315,6 +315,7 @@ class NodeHit(Result):
     aliases: list[str]
     current_state: list[FactBrief]
     score: Number | None = None
+    via: str | None = None  # a neighbour's: the matched node it is one current fact away from
 
 
 class SearchGraphResult(Result):

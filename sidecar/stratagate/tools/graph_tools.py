@@ -12,6 +12,7 @@ from stratagate.events.claims import NodeKind
 from stratagate.graph import read, store
 from stratagate.protocol import ToolContext, tool
 from stratagate.protocol.tool_results import ExpandNodeResult, SearchGraphResult
+from stratagate.storage.sqlconn import Connection
 from stratagate.tools.scope import UNSEARCHABLE, query_match, scope_keys
 
 
@@ -23,6 +24,11 @@ class SearchGraphArgs(BaseModel):
     )
     kind: NodeKind | None = Field(None, description="Only nodes of this kind.")
     limit: int = Field(6, ge=1, le=20, description="Maximum number of nodes (1–20).")
+    expand: bool = Field(
+        True,
+        description="Fill the slots the matches leave with their neighbours: nodes one current fact away from a "
+        "match (listed after every match, with `via`).",
+    )
 
 
 class ExpandNodeArgs(BaseModel):
@@ -67,20 +73,47 @@ async def search_graph(ctx: ToolContext, args: SearchGraphArgs) -> dict[str, Any
     ns, sess = await scope_keys(conn, ctx)
     if ns is None:
         return result
-    for node, score in await read.search(conn, ns, sess, match, args.kind, args.limit):
-        r = read.Renderer(conn)
-        hit: dict[str, Any] = {
-            "id": node.public_id,
-            "name": node.name,
-            "kind": node.kind,
-            "category": node.category,
-            "aliases": await store.aliases(conn, node.id),
-            "current_state": await read.current_state(conn, node, sess, r),
-        }
-        if score is not None:
-            hit["score"] = round(score, 4)
-        result["hits"].append(hit)
+    r = read.Renderer(conn)
+    direct = await read.search(conn, ns, sess, match, args.kind, args.limit)
+    linked: dict[int, str] = {}  # neighbour → the match it was reached from
+    for node, score in direct:
+        facts = await read.current_facts(conn, node, sess)
+        result["hits"].append(await _hit(conn, node, facts, r, score))
+        for other in read.neighbours(node.id, facts):
+            linked.setdefault(other, node.public_id)
+    # One hop: neighbours rank below every match (half the weakest match's score) and only fill free slots.
+    scores = [score for _, score in direct if score is not None]
+    hop_score = min(scores) * HOP_SCORE if scores else None
+    shown = {node.id for node, _ in direct}
+    for node_id, via in linked.items() if args.expand else ():
+        if len(result["hits"]) >= args.limit:
+            break
+        neighbour = await r.node(node_id)
+        if node_id in shown or neighbour is None or (args.kind is not None and neighbour.kind != args.kind):
+            continue
+        hit = await _hit(conn, neighbour, await read.current_facts(conn, neighbour, sess), r, hop_score)
+        result["hits"].append(hit | {"via": via})
     return result
+
+
+HOP_SCORE = 0.5
+"""A neighbour's score as a share of the weakest direct match's."""
+
+
+async def _hit(
+    conn: Connection, node: store.NodeRow, facts: list[store.FactRow], r: read.Renderer, score: float | None
+) -> dict[str, Any]:
+    hit: dict[str, Any] = {
+        "id": node.public_id,
+        "name": node.name,
+        "kind": node.kind,
+        "category": node.category,
+        "aliases": await store.aliases(conn, node.id),
+        "current_state": await read.briefs(facts, r),
+    }
+    if score is not None:
+        hit["score"] = round(score, 4)
+    return hit
 
 
 @tool(

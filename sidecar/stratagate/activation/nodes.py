@@ -1,0 +1,129 @@
+"""The graph part of long-term recall: at most 4 nodes with their current facts, within what the events left of the
+900-token budget.
+
+- Direct matches: nodes whose index (names, aliases, kind, category, current facts) matches the step's queries, in
+  BM25 order, kept only above the relevance floor (activation/relevance.py) against the step's topic.
+- One hop (``EXPAND``): the nodes a shown direct match is linked to by a current fact ("Alice works on Atlas" leads
+  from Alice to Atlas, whose own facts say what Atlas depends on). They rank below every direct match, in the order
+  of the node they were reached from, and share the same 4 slots and token budget; facts already shown under another
+  node are not repeated. The neighbour ids come from the facts read to render the direct match: the hop costs no
+  query beyond reading each neighbour's own facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from stratagate.activation import relevance
+from stratagate.graph import read as graph_read
+from stratagate.graph import store as graph
+from stratagate.graph.store import FactRow
+from stratagate.safety.inert import Named, heading
+from stratagate.storage.sqlconn import Connection
+from stratagate.text.terms import fts_query
+
+MAX_NODES = 4
+CANDIDATES = 12
+FACTS_PER_NODE = 6
+EXPAND = True
+"""One-hop expansion on (measured before turning it on: docs/benchmarks.md, "One-hop graph expansion")."""
+NODES_TITLE = "Knowledge graph, current state (facts held today; disputed ones marked):"
+
+
+def _day(stamp: str | None) -> str | None:
+    return stamp[:10] if stamp else None
+
+
+async def matched_nodes(
+    conn: Connection, ns: int, sess: int | None, queries: list[str], about: frozenset[str]
+) -> list[graph.NodeRow]:
+    """The namespace's nodes matching the queries, best first, that pass the relevance floor against ``about`` (the
+    graph is per namespace: no user tier there)."""
+    nodes: dict[int, graph.NodeRow] = {}
+    for query in [q for q in queries if q.strip()]:
+        match = fts_query(relevance.clean(query))
+        if match is None:
+            continue
+        for node, _ in await graph_read.search(conn, ns, sess, match, None, CANDIDATES):
+            nodes.setdefault(node.id, node)
+    indexed = await graph_read.index_terms(conn, list(nodes))
+    return [
+        node for node in nodes.values()
+        if relevance.relevant(about, frozenset(indexed.get(node.id, "").split()))
+    ]
+
+
+@dataclass
+class _Entry:
+    text: str
+    fact_ids: list[str]
+    linked: list[int]
+
+
+async def _entry(
+    conn: Connection, node: graph.NodeRow, sess: int | None, quote: Callable[[str], str], shown: set[str],
+    r: graph_read.Renderer,
+) -> _Entry | None:
+    """A node with its current facts (and their ids) and the nodes those facts link it to; facts already shown under
+    another node are not repeated (None when nothing is left to show)."""
+    facts: list[FactRow] = await graph_read.current_facts(conn, node, sess)
+    state = [f for f in await graph_read.briefs(facts, r) if f["id"] not in shown]
+    if not state:
+        return None
+    lines = []
+    for fact in state[:FACTS_PER_NODE]:
+        line = fact["statement"]
+        if fact.get("valid_from"):
+            line += f" (since {_day(fact['valid_from'])})"
+        if fact["status"] == "disputed":
+            line += " — DISPUTED, not settled"
+        lines.append(line)
+    label = f"{node.kind} · {node.category}" if node.category else node.kind
+    text = heading(node.public_id, label, Named(node.name)) + "\n" + quote("\n".join(lines))
+    return _Entry(text, [f["id"] for f in state[:FACTS_PER_NODE]], graph_read.neighbours(node.id, facts))
+
+
+async def node_entries(
+    conn: Connection,
+    nodes: list[graph.NodeRow],
+    sess: int | None,
+    count: Callable[[str], int],
+    quote: Callable[[str], str],
+    room: int,
+    shown_out: list[str],
+    expand: bool | None = None,
+) -> list[str]:
+    """Up to ``MAX_NODES`` node entries that fit ``room`` tokens with the title, their ids appended to
+    ``shown_out``: the direct matches first, then (``expand``) their one-hop neighbours."""
+    expand = EXPAND if expand is None else expand
+    used = count(NODES_TITLE) + 1
+    entries: list[str] = []
+    shown: set[str] = set()
+    renderer = graph_read.Renderer(conn)  # node names read once per render, not once per node shown
+
+    async def add(node: graph.NodeRow) -> list[int]:
+        """Show the node if it fits; the nodes its facts link it to (none when it was not shown)."""
+        nonlocal used
+        entry = await _entry(conn, node, sess, quote, shown, renderer)
+        if entry is None or used + count(entry.text) + 1 > room:
+            return []
+        entries.append(entry.text)
+        used += count(entry.text) + 1
+        shown_out.append(node.public_id)
+        shown.update(entry.fact_ids)
+        return entry.linked
+
+    hop: dict[int, None] = {}
+    for node in nodes:
+        if len(entries) >= MAX_NODES:
+            break
+        hop.update(dict.fromkeys(await add(node)))
+    direct = {node.id for node in nodes}
+    for node_id in [n for n in hop if n not in direct] if expand else []:
+        if len(entries) >= MAX_NODES:
+            break
+        neighbour = await renderer.node(node_id)
+        if neighbour is not None:
+            await add(neighbour)
+    return entries

@@ -1,0 +1,84 @@
+"""The relevance floor of activation: below it a non-pinned, non-safety event or graph node is not injected.
+
+An item is relevant to a prompt when the specificity the two share (``text/specificity.py``: the sum, over the
+prompt's terms the item holds, of how rare each term is in everyday language) reaches ``FLOOR``. One rare word
+("readme", "prototype", "Redis") is enough; one ordinary word is not ("keep", "short", "main", "store": "Who owns the
+Eiffel Tower?" is not about "Alice owns the payments service"); two fairly common ones are ("deploy … production").
+The score depends on the prompt and the item only, never on how many items the memory holds.
+
+What counts as the item's words: its title, summary, narrative, tags, quotes, participants and the categories of the
+things it names ("pnpm" → "package manager"), as its search index has them, minus secret placeholders: a
+``[secret:kind#hash]`` is a redaction, not something the event is about, so "tell me a secret" or a hash never makes
+a redacted event relevant. The event's type and the dates it was mentioned are not its topic either ("plan a trip"
+is not about every plan).
+
+``FLOOR`` was chosen on the calibration half of tests/fixtures/recall/floor_corpus.json (related and unrelated
+prompts, EN and ZH, against a small project memory) and checked on its held-out half: docs/benchmarks.md, "The
+relevance floor".
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from stratagate.events import lexicon
+from stratagate.events.models import EventRow
+from stratagate.safety.secrets import PLACEHOLDER_RE
+from stratagate.text.specificity import overlap
+from stratagate.text.terms import terms
+
+FLOOR = 0.65
+"""The shared specificity an item needs (calibrated: between the best unrelated match, 0.59, and the weakest
+related one kept, 0.74, on the calibration prompts)."""
+
+
+def clean(text: str) -> str:
+    """``text`` without its secret placeholders."""
+    return PLACEHOLDER_RE.sub(" ", text) if "[secret:" in text else text
+
+
+@lru_cache(maxsize=4096)
+def text_terms(text: str) -> frozenset[str]:
+    """The distinct terms of a text with its secret placeholders taken out (cached: prompts and items repeat)."""
+    return frozenset(terms(clean(text)))
+
+
+def event_text(ev: EventRow) -> str:
+    """What an event is about, in words: its search text without type, dates or placeholders."""
+    named = clean("\n".join([ev.title, ev.narrative, *ev.tags]))
+    categories = lexicon.category_terms(named)
+    for claim in ev.claims:
+        for key in ("object", "subject"):
+            known = lexicon.lookup(str(claim.get(key) or ""))
+            if known is not None:
+                categories.extend(c for c in lexicon.labels(known.category) if c not in categories)
+        if claim.get("slot"):
+            categories.extend(c for c in lexicon.labels(str(claim["slot"])) if c not in categories)
+    return "\n".join([*categories, ev.title, ev.summary, ev.narrative, *ev.tags, *ev.quotes, *ev.participants])
+
+
+def score(query: frozenset[str], item: frozenset[str]) -> float:
+    return overlap(query, item)
+
+
+def relevant(query: frozenset[str], item: frozenset[str]) -> bool:
+    return score(query, item) >= FLOOR
+
+
+_EVENT_TERMS: dict[tuple[int, str, str, str], frozenset[str]] = {}
+_MAX_CACHED = 4096
+
+
+def event_terms(ev: EventRow) -> frozenset[str]:
+    """``event_text``'s terms, kept per event version: activation reads the same few events step after step."""
+    key = (ev.id, ev.updated_at, ev.title, ev.summary)
+    found = _EVENT_TERMS.get(key)
+    if found is None:
+        if len(_EVENT_TERMS) >= _MAX_CACHED:
+            _EVENT_TERMS.clear()
+        found = _EVENT_TERMS[key] = frozenset(terms(clean(event_text(ev))))
+    return found
+
+
+def event_relevant(query: frozenset[str], ev: EventRow) -> bool:
+    return relevant(query, event_terms(ev))
