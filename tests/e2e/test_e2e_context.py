@@ -32,7 +32,7 @@ from support.context_agent import (
     tool_texts,
     workspace,
 )
-from support.dsh import DshHome
+from support.dsh import DshHome, originals_by_call
 from support.dsh_model import content_text, is_agent_request, messages
 from support.dsh_web import Turn, WebSession, plan_deadline_patch, running_web
 from support.model_server import ScriptedModelServer, count_tokens
@@ -78,20 +78,6 @@ def agent_bodies(server: ScriptedModelServer, turn: Turn) -> list[tuple[int, dic
 def landed_in(turn: Turn) -> bool:
     """Whether anything replaced history during the turn (a card's tool/result replace or a checkpoint)."""
     return any(isinstance(e.get("surfaceOp"), dict) for e in turn.events)
-
-
-def originals_by_call(log: list[dict[str, Any]]) -> dict[str, str]:
-    """callId → the text of the ORIGINAL tool/result (the appended one, not a replacement) from the session log."""
-    out: dict[str, str] = {}
-    for e in log:
-        if e.get("type") != "tool/result" or isinstance(e.get("surfaceOp"), dict):
-            continue
-        for part in (e.get("data") or {}).get("message", {}).get("content") or []:
-            if part.get("type") == "tool-result":
-                out[str(part.get("toolCallId"))] = "".join(
-                    c.get("text", "") for c in part.get("content") or [] if c.get("type") == "text"
-                )
-    return out
 
 
 def card_call_ids(log: list[dict[str, Any]]) -> dict[str, str]:

@@ -44,7 +44,7 @@ from support.context_agent import (
     last_tool_text,
     workspace,
 )
-from support.dsh import DshHome
+from support.dsh import DshHome, originals_by_call
 from support.dsh_model import is_agent_request, messages
 from support.dsh_web import plan_deadline_patch, running_web
 from support.model_server import ScriptedModelServer
@@ -114,20 +114,6 @@ def captured_turns(home: DshHome, session: str) -> int:
     rows = home.query("SELECT count(*) AS n FROM turns t JOIN sessions s ON s.id = t.session_id WHERE s.key = ?",
                       (session,))
     return int(rows[0]["n"])
-
-
-def originals(log: list[dict[str, Any]]) -> dict[str, str]:
-    """call id → the text of the tool result DSH appended (not a replacement)."""
-    out: dict[str, str] = {}
-    for e in log:
-        if e.get("type") != "tool/result" or isinstance(e.get("surfaceOp"), dict):
-            continue
-        for part in (e.get("data") or {}).get("message", {}).get("content") or []:
-            if part.get("type") == "tool-result":
-                out[str(part.get("toolCallId"))] = "".join(
-                    c.get("text", "") for c in part.get("content") or [] if c.get("type") == "text"
-                )
-    return out
 
 
 async def restore_all(db_path: Path, session: str, data_dir: Path) -> list[tuple[Layer, DecompressResult]]:
@@ -276,11 +262,11 @@ def test_a_session_with_landings_captures_only_the_agents_calls(
     restored_by_host = json.loads(last_tool_text(last_bodies[-1]))
     card_call = next(e["data"]["message"]["content"][0]["toolCallId"] for e in log if isinstance(
         e.get("surfaceOp"), dict) and e["type"] == "tool/result" and f'id={restore_call["id"]} ' in json.dumps(e))
-    assert restored_by_host["text"] == originals(log)[card_call], restored_by_host["note"]
+    assert restored_by_host["text"] == originals_by_call(log)[card_call], restored_by_host["note"]
     assert placeholder_clause(restored_by_host["placeholders"]) in restored_by_host["note"], restored_by_host["note"]
 
     # Every landed card, fold and block restores the originals; blocks and cards show what each bash call did.
     restored = asyncio.run(restore_all(web_stratagate.db_path, session.id, tmp_path / "restores"))
-    original = originals(log)
+    original = originals_by_call(log)
     check_restores(restored, original)
     check_views(web_stratagate, session.id, original, restored)

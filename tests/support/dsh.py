@@ -566,3 +566,17 @@ def wait_http_json(
                     return status, body
         time.sleep(0.2)  # polling an HTTP endpoint until it is ready
     raise AssertionError(f"{url} was not ready before the deadline (last: {last})")
+
+
+def originals_by_call(log: list[dict[str, Any]]) -> dict[str, str]:
+    """callId → the text of the ORIGINAL tool/result (the appended one, not a replacement) from the session log."""
+    out: dict[str, str] = {}
+    for e in log:
+        if e.get("type") != "tool/result" or isinstance(e.get("surfaceOp"), dict):
+            continue
+        for part in (e.get("data") or {}).get("message", {}).get("content") or []:
+            if part.get("type") == "tool-result":
+                out[str(part.get("toolCallId"))] = "".join(
+                    c.get("text", "") for c in part.get("content") or [] if c.get("type") == "text"
+                )
+    return out

@@ -46,14 +46,7 @@ def text_terms(text: str) -> frozenset[str]:
 def event_text(ev: EventRow) -> str:
     """What an event is about, in words: its search text without type, dates or placeholders."""
     named = clean("\n".join([ev.title, ev.narrative, *ev.tags]))
-    categories = lexicon.category_terms(named)
-    for claim in ev.claims:
-        for key in ("object", "subject"):
-            known = lexicon.lookup(str(claim.get(key) or ""))
-            if known is not None:
-                categories.extend(c for c in lexicon.labels(known.category) if c not in categories)
-        if claim.get("slot"):
-            categories.extend(c for c in lexicon.labels(str(claim["slot"])) if c not in categories)
+    categories = lexicon.kinds_named(named, ev.claims)
     return "\n".join([*categories, ev.title, ev.summary, ev.narrative, *ev.tags, *ev.quotes, *ev.participants])
 
 

@@ -9,6 +9,7 @@ in it supersedes the old one. Other categories (languages, databases) can hold s
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -180,3 +181,17 @@ def category_terms(text: str) -> list[str]:
             if label not in cats:
                 cats.append(label)
     return cats
+
+
+def kinds_named(named: str, claims: list[dict[str, Any]]) -> list[str]:
+    """What the things named in ``named`` and in ``claims`` are ("npm" → "package manager"), each once: the words
+    that let a search by kind find every member."""
+    kinds = category_terms(named)
+    for claim in claims:
+        for key in ("object", "subject"):
+            known = lookup(str(claim.get(key) or ""))
+            if known is not None:
+                kinds.extend(c for c in labels(known.category) if c not in kinds)
+        if claim.get("slot"):
+            kinds.extend(c for c in labels(str(claim["slot"])) if c not in kinds)
+    return kinds

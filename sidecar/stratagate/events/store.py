@@ -89,14 +89,7 @@ def _json(value: Any) -> str:
 def _fts_text(ev: NewEvent) -> str:
     # What the things named are ("npm" → "package manager"): a search by kind finds every member.
     named = "\n".join([ev.title, ev.narrative, *ev.tags])
-    categories = lexicon.category_terms(named)
-    for claim in ev.claims:
-        for key in ("object", "subject"):
-            known = lexicon.lookup(str(claim.get(key) or ""))
-            if known is not None:
-                categories.extend(c for c in lexicon.labels(known.category) if c not in categories)
-        if claim.get("slot"):
-            categories.extend(c for c in lexicon.labels(str(claim["slot"])) if c not in categories)
+    categories = lexicon.kinds_named(named, ev.claims)
     # Field weights by repetition (one FTS column): a word in the title counts 3×, in the summary 2×, BM25's
     # term-frequency saturation keeps it from swamping the rest. Occurrence and mention dates become date tokens.
     dates = [d[:10] for d in (ev.happened_start, ev.mentioned_at) if d]
