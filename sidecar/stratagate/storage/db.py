@@ -39,6 +39,7 @@ log = logging.getLogger("stratagate.storage")
 # Topics a write announces with on_commit(); listeners subscribe with Database.listen().
 JOBS_QUEUED = "jobs.queued"  # a job became due (new, re-queued, retried): wake the runner. Argument: None.
 ITEMS_ADDED = "items.added"  # rows that get embeddings were added. Argument: the namespace id.
+TURN_CAPTURED = "turn.captured"  # a new turn was stored. Argument: its session id.
 
 def on_commit(conn: Connection, topic: str, arg: Hashable = None) -> None:
     """Inside ``Database.transaction()``: tell the database's ``topic`` listeners ``arg`` once the transaction has

@@ -1,0 +1,7 @@
+"""Migration 11: open tails. ``turns_unsealed`` holds only turns not yet in a block (a few per live session), so
+the idle sweep (blocks/tail.py) finds sessions whose open turns went idle without reading the rest of ``turns``.
+"""
+
+TAIL_SQL = """
+CREATE INDEX turns_unsealed ON turns(session_id, captured_at) WHERE block_id IS NULL;
+"""
