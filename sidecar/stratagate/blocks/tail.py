@@ -43,14 +43,17 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+IDLE_SQL = (
+    "SELECT session_id FROM turns WHERE block_id IS NULL AND session_id > ?"
+    " GROUP BY session_id HAVING MAX(captured_at) < ? ORDER BY session_id LIMIT ?"
+)
+"""Sessions with open turns whose newest was captured before a time: a covering scan of the partial index
+``turns_unsealed`` (open turns only), never of ``turns``."""
+
+
 async def idle_sessions(conn: Connection, before: str, limit: int, after: int = 0) -> list[int]:
-    """Sessions (id > ``after``) with open turns, the newest captured before ``before``: one pass over the partial
-    index of open turns (EXPLAIN QUERY PLAN: a covering scan of ``turns_unsealed``)."""
-    rows = await conn.execute_fetchall(
-        "SELECT session_id FROM turns WHERE block_id IS NULL AND session_id > ?"
-        " GROUP BY session_id HAVING MAX(captured_at) < ? ORDER BY session_id LIMIT ?",
-        (after, before, limit),
-    )
+    """Sessions (id > ``after``) with open turns, the newest captured before ``before``."""
+    rows = await conn.execute_fetchall(IDLE_SQL, (after, before, limit))
     return [int(r[0]) for r in rows]
 
 

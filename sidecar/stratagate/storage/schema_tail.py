@@ -3,5 +3,6 @@ the idle sweep (blocks/tail.py) finds sessions whose open turns went idle withou
 """
 
 TAIL_SQL = """
-CREATE INDEX turns_unsealed ON turns(session_id, captured_at) WHERE block_id IS NULL;
+-- block_id is in the index (always NULL there) so the sweep reads the index alone (a covering index).
+CREATE INDEX turns_unsealed ON turns(session_id, captured_at, block_id) WHERE block_id IS NULL;
 """
