@@ -187,7 +187,7 @@ class App:
 
     async def _sweep_tails(self) -> None:
         if self.tokens_ready is not None:
-            await self.tokens_ready  # sealing counts the views' tokens
+            await asyncio.shield(self.tokens_ready)  # sealing counts tokens (shielded: stop() cancels this task)
         await self.tails.run()
 
     def model_route(self) -> str:

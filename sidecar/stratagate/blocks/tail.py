@@ -93,10 +93,14 @@ class TailSealer:
         if isinstance(session_id, int):
             self.touched.add(session_id)
 
+    def _submit(self, session_id: int, reason: str, before: str | None = None) -> asyncio.Future[list[int]]:
+        async def work(conn: Connection) -> list[int]:
+            return await seal_session(conn, session_id, self.settings, self.count, reason, before)
+
+        return self.db.group.submit(work)
+
     async def _seal(self, session_id: int, reason: str, before: str | None = None) -> list[int]:
-        return await self.db.group.submit(
-            lambda conn: seal_session(conn, session_id, self.settings, self.count, reason, before)
-        )
+        return await self._submit(session_id, reason, before)
 
     async def close(self, session_id: int) -> list[int]:
         """DSH closed the session: seal its tail now."""
@@ -139,10 +143,7 @@ class TailSealer:
         pending = sorted(self.touched)
         deadline = time.monotonic() + budget_s
         while pending and time.monotonic() < deadline:
-            session_id = pending[0]
-            write = self.db.group.submit(
-                lambda conn, s=session_id: seal_session(conn, s, self.settings, self.count, "shutdown")
-            )
+            write = self._submit(pending[0], "shutdown")
             try:
                 await asyncio.wait_for(asyncio.shield(write), timeout=deadline - time.monotonic() + budget_s)
             except TimeoutError:
