@@ -148,6 +148,22 @@ async def test_close_seals_the_tail_and_later_turns_start_a_new_block(tmp_path: 
         await client.close()
 
 
+async def test_a_short_block_decays_like_any_other(tmp_path: Path):
+    client = await SidecarClient.start(tmp_path / "m.db", env=ZERO)
+    try:
+        await capture_session(client, 2)  # turns 1–6 (full), 7–8 (the tail)
+        await client.call("session.seal_idle", {"now": later(11)})
+        for i in range(9, 15):
+            await client.call("turn.capture", turn(i))
+        await client.settled()
+        listing = await blocks(client)
+        # λ = 0.30: a block with two newer ready blocks shows L4, with one L5; the short block counts as one.
+        assert [(b["turns"], b["age"], b["level"]) for b in listing["blocks"]] == [
+            ([1, 6], 2, 4), ([7, 8], 1, 5), ([9, 14], 0, 5)]
+    finally:
+        await client.close()
+
+
 async def test_shutdown_seals_open_tails_and_the_next_start_summarises_them(tmp_path: Path):
     db = tmp_path / "m.db"
     client = await SidecarClient.start(db, env=ZERO)
@@ -291,3 +307,27 @@ async def _run_ops(path: Path, block_turns: int, ops: list[Op]) -> None:
 def test_every_turn_ends_in_exactly_one_block(block_turns: int, ops: list[Op]):
     with tempfile.TemporaryDirectory() as tmp:
         asyncio.run(_run_ops(Path(tmp) / "m.db", block_turns, [*ops, ("shutdown", 0)]))
+
+
+async def test_the_context_engine_lands_a_short_block_like_any_other(tmp_path: Path):
+    from support.surfaces import build_surface, plan_params
+
+    client = await SidecarClient.start(tmp_path / "m.db", env=ZERO)
+    try:
+        for i in range(1, 9):
+            await client.call("turn.capture", turn(i))
+        (short,) = (await client.call("session.seal_idle", {"now": later(11)}))["sealed_block_ids"]
+        for i in range(9, 15):
+            await client.call("turn.capture", turn(i))
+        await client.settled()
+        built = build_surface(turns=17, rounds_per_turn=2, output_tokens=900)
+        result = await client.call("context.plan", plan_params(built, window=40_000))
+        ops = {op["ref"]: op for op in result["ops"] if op["kind"] == "block"}
+        assert short in ops, result["decision"]
+        # It covers its own DSH turns exactly (7 and 8), whole rounds.
+        first = next(i for i, e in enumerate(built.events) if "Turn 7:" in json.dumps(e["data"]))
+        after = next(i for i, e in enumerate(built.events) if "Turn 9:" in json.dumps(e["data"]))
+        assert (ops[short]["start"], ops[short]["end"]) == (built.events[first]["seq"], built.events[after - 1]["seq"])
+        assert ops[short]["text"].startswith(f"[stratagate:block id={short} level=L")
+    finally:
+        await client.close()
