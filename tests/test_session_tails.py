@@ -331,3 +331,34 @@ async def test_the_context_engine_lands_a_short_block_like_any_other(tmp_path: P
         assert ops[short]["text"].startswith(f"[stratagate:block id={short} level=L")
     finally:
         await client.close()
+
+
+def test_shutdown_out_of_time_leaves_the_tails_for_the_next_start(tmp_path: Path):
+    async def run() -> None:
+        path = tmp_path / "m.db"
+        db = Database(path)
+        await db.open()
+        settings_ = Settings(db=path)
+        sealer = TailSealer(db, settings_, len)
+        db.listen(TURN_CAPTURED, sealer.captured)
+        try:
+            for s in ("a", "b"):
+                for n in (1, 2):
+                    await capture_turn(db, settings_, CaptureParams(namespace="ns", session=s, receipt=f"{s}{n}",
+                                                                    user="hello"), len)
+            assert await sealer.at_shutdown(budget_s=0) == 2  # no time left: nothing written, nothing lost
+            assert await db.scalar("SELECT COUNT(*) FROM turns WHERE block_id IS NULL") == 4
+        finally:
+            await db.close()
+        # The next start: a sealer that never saw these sessions seals them once they are idle.
+        db = Database(path)
+        await db.open()
+        try:
+            sealer = TailSealer(db, settings_, len, clock=lambda: datetime.now(UTC) + timedelta(minutes=11))
+            assert sealer.touched == set() and await sealer.at_shutdown() == 0
+            assert len(await sealer.sweep()) == 2
+            assert await db.scalar("SELECT COUNT(*) FROM turns WHERE block_id IS NULL") == 0
+        finally:
+            await db.close()
+
+    asyncio.run(run())
