@@ -171,6 +171,9 @@ async def test_shutdown_seals_open_tails_and_the_next_start_summarises_them(tmp_
         for i in (1, 2, 3, 4, 5, 6, 7, 8):
             await client.call("turn.capture", turn(i))
         await client.call("turn.capture", turn(1, session="s2"))
+        # No job in flight at the stop: an in-process sidecar's interrupted job would look alive to the next one
+        # (same pid) until its lease ran out.
+        await client.settled()
     finally:
         await client.close()
     assert db_rows(db, "SELECT COUNT(*) FROM turns WHERE block_id IS NULL") == [(0,)]
@@ -358,6 +361,44 @@ def test_shutdown_out_of_time_leaves_the_tails_for_the_next_start(tmp_path: Path
             assert sealer.touched == set() and await sealer.at_shutdown() == 0
             assert len(await sealer.sweep()) == 2
             assert await db.scalar("SELECT COUNT(*) FROM turns WHERE block_id IS NULL") == 0
+        finally:
+            await db.close()
+
+    asyncio.run(run())
+
+
+# --- a write cancelled at BEGIN or before its COMMIT leaves no transaction behind (shutdown writes after it) ---------
+
+
+@pytest.mark.parametrize(("cut", "grouped"), [("BEGIN IMMEDIATE", False), ("COMMIT", False), ("BEGIN IMMEDIATE", True)])
+def test_a_cancelled_transaction_leaves_the_writer_clean(tmp_path: Path, cut: str, grouped: bool):
+    async def run() -> None:
+        db = Database(tmp_path / "m.db")
+        await db.open()
+        writer = db.writer
+        real = writer.execute
+
+        async def cancelled_at(sql: str, parameters: Any = ()) -> Any:
+            if sql == cut:
+                if cut.startswith("BEGIN"):
+                    await real(sql, parameters)  # it ran in the connection, the caller was cancelled after
+                raise asyncio.CancelledError
+            return await real(sql, parameters)
+
+        try:
+            writer.execute = cancelled_at  # type: ignore[method-assign]
+            with pytest.raises(asyncio.CancelledError):
+                if grouped:
+                    await db.group.submit(lambda conn: conn.execute("INSERT INTO meta(key, value) VALUES ('cut', '1')"))
+                else:
+                    async with db.transaction() as conn:
+                        await conn.execute("INSERT INTO meta(key, value) VALUES ('cut', '1')")
+            writer.execute = real  # type: ignore[method-assign]
+            assert not writer.in_transaction
+            assert await db.scalar("SELECT COUNT(*) FROM meta WHERE key = 'cut'") == 0
+            async with db.transaction() as conn:  # the next write (a shutdown seal) starts as usual
+                await conn.execute("INSERT INTO meta(key, value) VALUES ('next', '1')")
+            assert await db.scalar("SELECT value FROM meta WHERE key = 'next'") == "1"
         finally:
             await db.close()
 
