@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from stratagate.blocks.seal import seal_open_turns
 from stratagate.config import Settings
-from stratagate.storage.db import Database
+from stratagate.storage.db import Database, StorageError
 from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import to_iso
 
@@ -87,6 +88,17 @@ class TailSealer:
         self.clock = clock
         self.touched: set[int] = set()
         """Sessions this process captured a turn into: the ones shutdown seals."""
+        self._storage_failing = False
+
+    def _failed(self, exc: Exception, what: str) -> None:
+        """A seal that could not be written leaves its turns open (sealed by a later sweep or the next start). Storage
+        trouble (a full disk, the size cap) is said once, in one line, until a sweep succeeds again."""
+        if isinstance(exc, sqlite3.Error | StorageError):
+            if not self._storage_failing:
+                log.warning("%s: %s; the open turns stay open and are sealed later", what, exc)
+            self._storage_failing = True
+        else:
+            log.exception("%s failed", what)
 
     def captured(self, session_id: object) -> None:
         """After-commit listener of captured turns (``TURN_CAPTURED``: the session id)."""
@@ -129,10 +141,11 @@ class TailSealer:
         while True:
             try:
                 sealed = await self.sweep()
+                self._storage_failing = False
                 if sealed:
                     log.info("sealed %d idle session tail(s)", len(sealed))
-            except Exception:  # the next sweep tries again; nothing is lost, the turns stay open
-                log.exception("idle tail sweep failed")
+            except Exception as exc:  # the next sweep tries again; nothing is lost, the turns stay open
+                self._failed(exc, "sealing idle session tails")
             minutes = self.settings.session_idle_minutes
             await asyncio.sleep(min(SWEEP_EVERY_S, max(1.0, minutes * 15.0)) if minutes > 0 else SWEEP_EVERY_S)
 
@@ -149,8 +162,8 @@ class TailSealer:
             except TimeoutError:
                 write.cancel()
                 break
-            except Exception:  # the turns stay open: the next start seals them
-                log.exception("sealing a session tail at shutdown failed")
+            except Exception as exc:  # the turns stay open: the next start seals them
+                self._failed(exc, "sealing session tails at shutdown")
                 break
             self.touched.discard(pending.pop(0))
         if pending:
