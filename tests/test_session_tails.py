@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import model_env, turn
-from stratagate.blocks.tail import IDLE_SQL, TailSealer
+from stratagate.blocks.tail import IDLE_SQL, SWEEP_BATCH, TailSealer
 from stratagate.capture.models import CaptureParams
 from stratagate.capture.store import capture_turn
 from stratagate.config import Settings
@@ -399,6 +399,30 @@ def test_a_cancelled_transaction_leaves_the_writer_clean(tmp_path: Path, cut: st
             async with db.transaction() as conn:  # the next write (a shutdown seal) starts as usual
                 await conn.execute("INSERT INTO meta(key, value) VALUES ('next', '1')")
             assert await db.scalar("SELECT value FROM meta WHERE key = 'next'") == "1"
+        finally:
+            await db.close()
+
+    asyncio.run(run())
+
+
+def test_the_sweep_pages_through_many_idle_sessions(tmp_path: Path):
+    async def run() -> None:
+        path = tmp_path / "m.db"
+        db = Database(path)
+        await db.open()
+        settings_ = Settings(db=path, block_turns=3)
+        try:
+            sessions = SWEEP_BATCH * 2 + 5
+            for s in range(sessions):
+                for n in range(1, 2 + s % 2):  # one or two open turns each
+                    params = CaptureParams(namespace="ns", session=f"s{s}", receipt=f"{s}:{n}", user=f"turn {n}")
+                    await capture_turn(db, settings_, params, len)
+            sealer = TailSealer(db, settings_, len)
+            assert await sealer.sweep(datetime.now(UTC) + timedelta(minutes=9)) == []
+            sealed = await sealer.sweep(datetime.now(UTC) + timedelta(minutes=11))
+            assert len(sealed) == sessions == await db.scalar("SELECT COUNT(*) FROM blocks")
+            assert await db.scalar("SELECT COUNT(*) FROM turns WHERE block_id IS NULL") == 0
+            assert await db.scalar("SELECT COUNT(*) FROM jobs WHERE kind = 'block_summary'") == sessions
         finally:
             await db.close()
 
