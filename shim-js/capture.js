@@ -4,29 +4,35 @@
 // already-folded params and are delivered with `turn.capture`.
 // Transient failures (sidecar starting, crashed, busy, disk full) are retried; a turn the sidecar rejects as
 // invalid (-32602) is moved to spool/rejected.jsonl so it cannot block the turns behind it.
+// A session DSH disposed is spooled as a close record (`session.close`) behind that session's turns, so the sidecar
+// seals the session's open tail once every turn of it is stored.
 
 import { fitLine, lineBudget } from './line.js'
 import { requestKey } from './namespaces.js'
 import { RpcError } from './sidecar-process.js'
 
 const INVALID_PARAMS = -32602
+const METHOD_NOT_FOUND = -32601
 const MAX_ATTEMPTS = 5
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref?.())
 
 /** Spool id of a capture record: its session turn (or, for an earlier version's record, its receipt) and request. */
 export function captureId(rec) {
-  const turn = rec.raw ? `${rec.raw.session}#${rec.raw.turn}` : rec.params.receipt
+  const turn = rec.close ? `${rec.close.session}#close` : rec.raw ? `${rec.raw.session}#${rec.raw.turn}` : rec.params.receipt
   return `${turn}|${requestKey(rec.resolve)}`
 }
 
 /** What a record is called in logs. */
 function describe(rec) {
+  if (rec.close) return `close of session ${rec.close.session}`
   return rec.raw ? `turn ${rec.raw.turn} of session ${rec.raw.session}` : rec.params.receipt
 }
 
-/** The RPC call that delivers a record: raw events (folded by the sidecar), or an earlier version's folded params. */
+/** The RPC call that delivers a record: raw events (folded by the sidecar), a session's close, or an earlier
+ * version's folded params. */
 export function captureCall(rec, namespace, env = process.env) {
+  if (rec.close) return { method: 'session.close', params: { namespace, session: rec.close.session } }
   if (!rec.raw) return { method: 'turn.capture', params: fitLine({ namespace, ...rec.params }, lineBudget(env)) }
   const { turn: _turn, ...raw } = rec.raw
   return { method: 'turn.capture_raw', params: fitLine({ namespace, ...raw }, lineBudget(env)) }
@@ -62,7 +68,7 @@ export class CaptureQueue {
     return this.spool.depth
   }
 
-  /** Spool a turn ({resolve, raw: {session, turn, events, canonical, origin, capture_subagents}}) and deliver it. Throws only if the spool cannot be written. */
+  /** Spool a turn ({resolve, raw: {session, turn, events, canonical, origin, capture_subagents}}) or a session's close ({resolve, close: {session}}) and deliver it. Throws only if the spool cannot be written. */
   enqueue(rec) {
     this.spool.append(captureId(rec), rec)
     this.kick()
@@ -153,12 +159,18 @@ export class CaptureQueue {
         const ack = await this.sidecar.call(method, params, { timeoutMs: 60_000 })
         this.spool.ack(next.id)
         this.attempts.delete(next.id)
-        if (ack?.captured !== false) this.captured++
         this.noteTried(next.id)
+        if (next.rec.close) continue // not a turn: nothing captured, nobody to tell
+        if (ack?.captured !== false) this.captured++
         try {
           this.onCaptured(ack, next.rec)
         } catch {}
       } catch (error) {
+        if (next.rec.close && error instanceof RpcError && error.code === METHOD_NOT_FOUND) {
+          this.spool.ack(next.id) // a sidecar without session.close: its idle sweep seals the tail instead
+          this.noteTried(next.id)
+          continue
+        }
         const attempts = (this.attempts.get(next.id) ?? 0) + 1
         this.attempts.set(next.id, attempts)
         this.lastError = `capture of ${describe(next.rec)}: ${error.message}`

@@ -139,6 +139,11 @@ export function apply(ctx, rawConfig) {
     turns.forget(session)
     stepInbox.forget(session)
     contextEngine.forget(session)
+    try {
+      runtime.closeSession(session) // the sidecar seals the session's last turns into a (short) block
+    } catch (error) {
+      log.error(`could not spool the close of ${session?.id}: ${error?.stack ?? error}`)
+    }
   })
 
   const lang = () => uiLanguage(ctx.get('settings'))

@@ -208,6 +208,17 @@ export class Runtime {
   }
 
   /**
+   * DSH disposed the session: spool its close behind its turns, so the sidecar seals the session's open tail (the
+   * last turns that do not fill a block) once they are stored. A session never captured is left alone there.
+   */
+  closeSession(session) {
+    const id = sessionIdOf(session)
+    if (!id) return false
+    this.captures.enqueue({ resolve: resolveRequest(this.config, session), close: { session: id } })
+    return true
+  }
+
+  /**
    * The sidecar once Python setup finished (waiting at most `timeoutMs`), or a clear error. During the first-start
    * install it fails at once: waiting minutes inside a model step helps nobody.
    */

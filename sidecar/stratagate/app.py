@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from stratagate import __version__, tokens, user_settings, wiring
+from stratagate.blocks.tail import TailSealer
 from stratagate.config import Settings
 from stratagate.jobs import pipeline
 from stratagate.jobs.queue import latest_failure
@@ -23,7 +24,7 @@ from stratagate.search import dense
 from stratagate.search.vectors import DenseIndex
 from stratagate.stalls import StallMonitor
 from stratagate.storage import counts as stored
-from stratagate.storage.db import ITEMS_ADDED, Database
+from stratagate.storage.db import ITEMS_ADDED, TURN_CAPTURED, Database
 from stratagate.storage.schema import SCHEMA_VERSION
 from stratagate.tokens import count_tokens
 from stratagate.tools.catalog import build_registry
@@ -114,6 +115,10 @@ class App:
         # Rows that get vectors were committed (capture, events): queue their embedding, in the background.
         self.db.listen(ITEMS_ADDED, self.dense.notice)
         self.maintenance = Maintenance(self.db, settings)  # one pass at a time: the method and the scheduled job
+        # Open session tails become short blocks when idle, closed or at shutdown (blocks/tail.py).
+        self.tails = TailSealer(self.db, settings, count_tokens)
+        self.db.listen(TURN_CAPTURED, self.tails.captured)
+        self._sweeping: asyncio.Task[None] | None = None
         deps = pipeline.StageDeps(
             db=self.db,
             settings=settings,
@@ -162,15 +167,28 @@ class App:
         except Exception:
             log.exception("scheduling maintenance at start failed")
         await self.dense.start()
+        if jobs:  # the sweep seals at once what went idle while the sidecar was down, then every minute or so
+            self._sweeping = asyncio.create_task(self._sweep_tails(), name="tail sweep")
         log.info("stratagate %s ready (db=%s, pid=%d)", __version__, self.settings.db, os.getpid())
 
     async def stop(self) -> None:
         # The warm-ups only build caches in memory: a stop right after start does not wait for them (they run in
         # daemon threads, so the process exits at once instead of outliving the host's grace period).
         await self.dense.close()
+        if self._sweeping is not None:
+            self._sweeping.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._sweeping
         await self.runner.stop()
+        if self.tails.touched and self.tokens_ready is not None and self.tokens_ready.done():
+            await self.tails.at_shutdown()  # bounded; what is left is sealed after the next start
         await self.db.close()
         self.stalls.stop()
+
+    async def _sweep_tails(self) -> None:
+        if self.tokens_ready is not None:
+            await asyncio.shield(self.tokens_ready)  # sealing counts tokens (shielded: stop() cancels this task)
+        await self.tails.run()
 
     def model_route(self) -> str:
         if self.settings.zero_model:

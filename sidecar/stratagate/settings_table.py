@@ -112,6 +112,13 @@ class Settings(BaseModel):
                            zh="每个封存区块包含的轮数；命令行 `--block-turns`")
     block_decay_lambda: float = row(0.30, gt=0, le=10, en="decay per newer ready block",
                                     zh="每多一个更新的就绪区块时的衰减系数")
+    # The open tail (fewer turns than a block) is sealed as a short block after this idle time, when DSH closes the
+    # session, and at shutdown (blocks/tail.py).
+    session_idle_minutes: float = row(
+        10.0, ge=0, le=7 * 24 * 60, plugin="sessionIdleMinutes",
+        en="minutes without a new turn after which a session's last turns (fewer than a block) are sealed as a short "
+           "block (0: only when DSH closes the session and at shutdown)",
+        zh="会话多少分钟没有新轮次后，把不足一个区块的最后几轮封存为短区块（0：只在 DSH 关闭会话和关机时封存）")
 
     model_base_url: str | None = row(
         None, en="direct OpenAI-compatible route; when unset, model calls go to DSH via `host.llm.complete`",

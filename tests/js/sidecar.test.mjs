@@ -267,3 +267,29 @@ describe('sidecar process lifecycle (real sidecar)', () => {
     assert.ok(Date.now() - t0 < 5000)
   })
 })
+
+describe('a disposed session (real sidecar)', () => {
+  it('is closed behind its turns through the spool: the sidecar seals the open tail into a short block', async () => {
+    const { sidecar } = start({ env: { STRATAGATE_BLOCK_TURNS: '6', STRATAGATE_MODEL_ROUTE: 'none' } })
+    try {
+      await sidecar.whenReady({ timeoutMs: 30_000 })
+      const spool = new Spool(join(tempDir(), 'spool'))
+      spool.open()
+      const namespaceOf = async (req) => (await sidecar.call(methodFor(req), req)).namespace
+      const queue = new CaptureQueue({ spool, sidecar, namespace: namespaceOf, log: quietLog })
+      const resolve = { mode: 'project', session: 'tail-s', cwd: '/work/proj-tail' }
+      const raw = { session: 'tail-s', turn: 1, events: eventsOfTurn(makeLog(), 1), canonical: {}, origin: null, capture_subagents: false }
+      queue.enqueue({ resolve, raw })
+      queue.enqueue({ resolve, close: { session: 'tail-s' } })
+      assert.equal(spool.depth, 2, 'the close is spooled behind the turn')
+      assert.equal(await queue.drain(60_000), true)
+      assert.equal(queue.captured, 1, 'a close is no captured turn')
+      const namespace = await namespaceOf(resolve)
+      const listing = await sidecar.call('tools.call', { namespace, session: 'tail-s', name: 'memory_get_blocks', arguments: {} })
+      assert.deepEqual(listing.blocks.map((b) => b.turns), [[1, 1]])
+      assert.equal(listing.open_turns, 0)
+    } finally {
+      await sidecar.stop()
+    }
+  })
+})

@@ -2,7 +2,7 @@
 // the step material for recall, and the line-size bound. No memory rules are tested here because none are here.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { captureCall } from '../../shim-js/capture.js'
+import { captureCall, captureId } from '../../shim-js/capture.js'
 import { clipStrings, fitLine } from '../../shim-js/line.js'
 import { callIdsOf, currentTurnOf, eventsOfTurn, FORWARDED, sessionOrigin, stepMaterial, TurnBuffer } from '../../shim-js/turns.js'
 import { makeLog, SESSION, SUBAGENT } from './fixtures.mjs'
@@ -67,6 +67,14 @@ describe('capture calls', () => {
     })
     const params = { session: 's', receipt: 'dsh:s:turn:1', user: 'u', assistant: '', tools: [] }
     assert.deepEqual(captureCall({ resolve: {}, params }, 'ns', {}), { method: 'turn.capture', params: { namespace: 'ns', ...params } })
+  })
+
+  it('send a disposed session\'s close with session.close, spooled under its own id', () => {
+    const rec = { resolve: { mode: 'project', session: 's' }, close: { session: 's' } }
+    assert.deepEqual(captureCall(rec, 'ns', {}), { method: 'session.close', params: { namespace: 'ns', session: 's' } })
+    const turn = { resolve: rec.resolve, raw: { session: 's', turn: 1, events: [] } }
+    assert.match(captureId(rec), /^s#close\|/)
+    assert.notEqual(captureId(rec), captureId(turn))
   })
 
   it('stay below the sidecar line limit, cutting the longest strings with a marker', () => {

@@ -1,12 +1,15 @@
-"""Cutting blocks: every N complete turns of a session become one block, sealed in the capture transaction.
+"""Cutting blocks: every N complete turns of a session become one block, sealed in the capture transaction; the
+session's open tail (fewer than N turns) becomes one short block when the session goes idle, is closed, or the
+sidecar shuts down (blocks/tail.py).
 
 L5/L4/L3 are computed here by code, before any model call; the block starts 'pending' and a
-block_summary job asks the model for L0–L2 later.
+block_summary job asks the model for L0–L2 later. A short block is a block like any other.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from stratagate import ids
 from stratagate.blocks.render import seal_views
@@ -15,6 +18,14 @@ from stratagate.jobs.queue import BLOCK_SUMMARY, enqueue
 from stratagate.storage.db import audit
 from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
+
+
+async def _open_turns(conn: Connection, session_id: int) -> list[Any]:
+    return list(
+        await conn.execute_fetchall(
+            "SELECT id, seq FROM turns WHERE session_id = ? AND block_id IS NULL ORDER BY seq", (session_id,)
+        )
+    )
 
 
 async def seal_full_runs(
@@ -26,60 +37,86 @@ async def seal_full_runs(
     max_attempts: int,
 ) -> list[int]:
     """Seal as many full blocks as the session's open turns allow; return the new block keys."""
-    open_turns = await conn.execute_fetchall(
-        "SELECT id, seq FROM turns WHERE session_id = ? AND block_id IS NULL ORDER BY seq", (session_id,)
-    )
+    open_turns = await _open_turns(conn, session_id)
     sealed: list[int] = []
     while len(open_turns) >= block_turns:
         run, open_turns = open_turns[:block_turns], open_turns[block_turns:]
-        turn_ids = [r["id"] for r in run]
-        marks = ",".join("?" * len(turn_ids))
-        rows = await conn.execute_fetchall(
-            f"SELECT {ROW_COLUMNS} FROM messages m JOIN turns t ON t.id = m.turn_id"
-            f" WHERE m.turn_id IN ({marks}) ORDER BY t.seq, m.position",
-            turn_ids,
-        )
-        views = seal_views([from_row(r) for r in rows], count)
-        seq_row = await (
-            await conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM blocks WHERE session_id = ?", (session_id,))
-        ).fetchone()
-        seq = int(seq_row[0])
-        cur = await conn.execute(
-            "INSERT INTO blocks(namespace_id, session_id, seq, first_turn, last_turn, status, sealed_at,"
-            " l5_tokens, l4, l4_tokens, l3, l3_tokens, anchor_level, anchor_pos)"
-            " VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, 5, ?)",
-            (
-                namespace_id,
-                session_id,
-                seq,
-                run[0]["seq"],
-                run[-1]["seq"],
-                now_iso(),
-                views.l5_tokens,
-                views.l4,
-                views.l4_tokens,
-                views.l3,
-                views.l3_tokens,
-                seq,
-            ),
-        )
-        block_id = int(cur.lastrowid or 0)
-        await conn.execute(f"UPDATE turns SET block_id = ? WHERE id IN ({marks})", [block_id, *turn_ids])
-        await enqueue(conn, namespace_id, BLOCK_SUMMARY, block_id, max_attempts)
-        await audit(
-            conn,
-            namespace_id,
-            "capture",
-            "block.sealed",
-            "block",
-            ids.make("blk", block_id),
-            None,
-            {
-                "seq": seq,
-                "turns": [run[0]["seq"], run[-1]["seq"]],
-                "status": "pending",
-                "tokens": {"l5": views.l5_tokens, "l4": views.l4_tokens, "l3": views.l3_tokens},
-            },
-        )
-        sealed.append(block_id)
+        sealed.append(await _seal_run(conn, namespace_id, session_id, run, count, max_attempts, "full"))
     return sealed
+
+
+async def seal_open_turns(
+    conn: Connection,
+    namespace_id: int,
+    session_id: int,
+    block_turns: int,
+    count: Callable[[str], int],
+    max_attempts: int,
+    reason: str,
+) -> list[int]:
+    """Seal every open turn of the session: full runs first, then what is left as one short block. Inside the
+    caller's transaction, so a turn is sealed once whoever asks (capture, idle sweep, close, shutdown)."""
+    open_turns = await _open_turns(conn, session_id)
+    sealed: list[int] = []
+    while open_turns:
+        run, open_turns = open_turns[:block_turns], open_turns[block_turns:]
+        kind = "full" if len(run) == block_turns else reason
+        sealed.append(await _seal_run(conn, namespace_id, session_id, run, count, max_attempts, kind))
+    return sealed
+
+
+async def _seal_run(
+    conn: Connection,
+    namespace_id: int,
+    session_id: int,
+    run: list[Any],
+    count: Callable[[str], int],
+    max_attempts: int,
+    reason: str,
+) -> int:
+    """One block of ``run`` (consecutive open turns of the session); ``reason`` says why it was cut: ``full``, or
+    ``idle`` / ``close`` / ``shutdown`` for a tail."""
+    turn_ids = [r["id"] for r in run]
+    marks = ",".join("?" * len(turn_ids))
+    rows = await conn.execute_fetchall(
+        f"SELECT {ROW_COLUMNS} FROM messages m JOIN turns t ON t.id = m.turn_id"
+        f" WHERE m.turn_id IN ({marks}) ORDER BY t.seq, m.position",
+        turn_ids,
+    )
+    views = seal_views([from_row(r) for r in rows], count)
+    seq_row = await (
+        await conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM blocks WHERE session_id = ?", (session_id,))
+    ).fetchone()
+    seq = int(seq_row[0])
+    cur = await conn.execute(
+        "INSERT INTO blocks(namespace_id, session_id, seq, first_turn, last_turn, status, sealed_at,"
+        " l5_tokens, l4, l4_tokens, l3, l3_tokens, anchor_level, anchor_pos)"
+        " VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, 5, ?)",
+        (
+            namespace_id,
+            session_id,
+            seq,
+            run[0]["seq"],
+            run[-1]["seq"],
+            now_iso(),
+            views.l5_tokens,
+            views.l4,
+            views.l4_tokens,
+            views.l3,
+            views.l3_tokens,
+            seq,
+        ),
+    )
+    block_id = int(cur.lastrowid or 0)
+    await conn.execute(f"UPDATE turns SET block_id = ? WHERE id IN ({marks})", [block_id, *turn_ids])
+    await enqueue(conn, namespace_id, BLOCK_SUMMARY, block_id, max_attempts)
+    detail: dict[str, Any] = {
+        "seq": seq,
+        "turns": [run[0]["seq"], run[-1]["seq"]],
+        "status": "pending",
+        "tokens": {"l5": views.l5_tokens, "l4": views.l4_tokens, "l3": views.l3_tokens},
+    }
+    if reason != "full":
+        detail["tail"] = reason
+    await audit(conn, namespace_id, "capture", "block.sealed", "block", ids.make("blk", block_id), None, detail)
+    return block_id

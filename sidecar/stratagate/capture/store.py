@@ -15,7 +15,7 @@ from stratagate.capture.order import current_place
 from stratagate.config import Settings
 from stratagate.errors import STORAGE_ERROR, DomainError
 from stratagate.safety.secrets import redact_text, redact_value
-from stratagate.storage.db import ITEMS_ADDED, Database, StorageError, audit, on_commit
+from stratagate.storage.db import ITEMS_ADDED, TURN_CAPTURED, Database, StorageError, audit, on_commit
 from stratagate.storage.lookup import ensure_namespace, ensure_session
 from stratagate.storage.sqlconn import Connection
 from stratagate.text.messages import search_text
@@ -122,6 +122,7 @@ async def _capture(
     )
     turn_id = int(cur.lastrowid or 0)
     on_commit(conn, ITEMS_ADDED, namespace_id)  # the new messages get vectors after the commit (search/vectors.py)
+    on_commit(conn, TURN_CAPTURED, session_id)  # shutdown seals this session's open tail (blocks/tail.py)
     rows = _message_rows(p, captured_at)
     for position, row in enumerate(rows):
         cur = await conn.execute(

@@ -84,7 +84,11 @@ STAGES: tuple[Stage, ...] = (
         subject="block id",
         handler="stratagate.blocks.summarize:job_handler",
         follow_ups=(EVENT_EXTRACTION,),
-        queued_by=("turn.capture (a sealed block)", "memory_erase / memory_forget erase=true (a rebuilt block)"),
+        queued_by=(
+            "turn.capture (a sealed block)",
+            "a session tail sealed: idle, session.close, shutdown (a short block)",
+            "memory_erase / memory_forget erase=true (a rebuilt block)",
+        ),
         recover="stratagate.blocks.summarize:requeue_fallbacks",
         recovers="re-queued at start (and after a model success) while its block has fallback views: the upgrade",
     ),

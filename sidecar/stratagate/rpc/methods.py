@@ -1,7 +1,7 @@
 """The JSON-RPC methods: handlers registered with ``@method`` (protocol/registry.py) and the dispatch table built
 from them. This module imports every RPC handler module (rpc/imports.py, rpc/evidence.py, rpc/context_views.py,
-rpc/maintenance.py, rpc/namespace_settings.py), so once it is imported the protocol table holds every method;
-params are validated and results typed by protocol/adapter.py."""
+rpc/maintenance.py, rpc/namespace_settings.py, rpc/sessions.py), so once it is imported the protocol table holds every
+method; params are validated and results typed by protocol/adapter.py."""
 
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ from stratagate.rpc import (  # noqa: F401  (they register @method)
     imports,
     maintenance,
     namespace_settings,
+    sessions,
 )
 from stratagate.tokens import count_tokens
 

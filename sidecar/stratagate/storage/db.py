@@ -39,6 +39,7 @@ log = logging.getLogger("stratagate.storage")
 # Topics a write announces with on_commit(); listeners subscribe with Database.listen().
 JOBS_QUEUED = "jobs.queued"  # a job became due (new, re-queued, retried): wake the runner. Argument: None.
 ITEMS_ADDED = "items.added"  # rows that get embeddings were added. Argument: the namespace id.
+TURN_CAPTURED = "turn.captured"  # a new turn was stored. Argument: its session id.
 
 def on_commit(conn: Connection, topic: str, arg: Hashable = None) -> None:
     """Inside ``Database.transaction()``: tell the database's ``topic`` listeners ``arg`` once the transaction has
@@ -311,7 +312,11 @@ class Database:
         the listeners after COMMIT succeeded (and forgotten on rollback)."""
         async with self._write_lock:
             conn = self.writer
-            await conn.execute("BEGIN IMMEDIATE")
+            try:
+                await conn.execute("BEGIN IMMEDIATE")
+            except asyncio.CancelledError:
+                await _rollback(conn)  # the BEGIN may still complete in the connection's thread
+                raise
             signals: dict[tuple[str, Hashable], None] = {}
             conn.signals = signals
             try:
@@ -325,6 +330,11 @@ class Database:
                 except sqlite3.Error as exc:
                     await _rollback(conn)
                     raise StorageError(f"commit failed, nothing was written: {exc}") from exc
+                except asyncio.CancelledError:
+                    # Cancelled before the COMMIT reached the connection's thread: undone here (a no-op when it did
+                    # reach it), so the writer is never left inside a transaction once the lock is released.
+                    await _rollback(conn)
+                    raise
             finally:
                 conn.signals = None
         self.committed_now(signals)
@@ -373,12 +383,15 @@ class Database:
 
 async def _rollback(conn: Connection) -> None:
     # SQLite already rolled back on errors such as SQLITE_FULL; a second ROLLBACK would raise
-    # "no transaction is active" and hide the real error.
-    if conn.in_transaction:
-        try:
-            await conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
+    # "no transaction is active" and hide the real error. Checked in the connection's thread, after any statement
+    # still running there: a cancelled caller's BEGIN may complete after the cancellation (then it is undone here,
+    # instead of leaving the writer inside a transaction nobody owns).
+    def undo(raw: sqlite3.Connection) -> None:
+        if raw.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                raw.execute("ROLLBACK")
+
+    await conn.run(undo)
 
 
 async def _run_script(conn: Connection, script: str) -> None:

@@ -86,6 +86,9 @@ class GroupCommit:
                 for _work, future in pending:
                     _fail(future, exc)
                 return []
+            except asyncio.CancelledError:
+                await _rollback(conn)  # the BEGIN may still complete in the connection's thread
+                raise
             try:
                 for index, (work, future) in enumerate(pending):
                     signals: dict[tuple[str, Hashable], None] = {}
