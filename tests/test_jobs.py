@@ -105,3 +105,47 @@ async def test_retry_all_failed_jobs_of_a_namespace(tmp_path: Path, model_server
         assert not (await client.call("jobs.list", {"namespace": "proj", "status": "failed"}))["jobs"]
     finally:
         await client.close()
+
+
+async def test_a_job_claimed_but_not_started_at_stop_is_given_back(tmp_path: Path, monkeypatch) -> None:
+    """stop() right after a claim cancels a job task that never ran: the row goes back to 'queued' with its attempt
+    given back, not left 'running' until its lease runs out."""
+    import asyncio
+
+    from stratagate.capture.store import ensure_namespace
+    from stratagate.jobs import queue
+    from stratagate.jobs.runner import JobRunner
+    from stratagate.storage.db import Database
+
+    db = Database(tmp_path / "memory.db")
+    await db.open()
+    async with db.transaction() as conn:
+        ns = await ensure_namespace(conn, "proj")
+        job_id = await queue.enqueue(conn, ns, "never", 1, 20)
+    claimed = asyncio.Event()
+    real_claim = queue.claim_due
+
+    async def claim_due(*args, **kw):
+        jobs = await real_claim(*args, **kw)
+        if jobs:
+            # The test's waiter is scheduled now, before the runner creates the job's task: FIFO, so stop() runs
+            # between the claim and the task's first step.
+            claimed.set()
+        return jobs
+
+    ran: list[int] = []
+
+    async def handler(job) -> None:
+        ran.append(job.id)
+
+    monkeypatch.setattr(queue, "claim_due", claim_due)
+    job_runner = JobRunner(db, {"never": handler}, concurrency=1, backoff_base=0.01, backoff_cap=0.02)
+    await job_runner.start()
+    try:
+        await claimed.wait()
+        await job_runner.stop()
+        row = await db.fetchone("SELECT status, attempts FROM jobs WHERE id = ?", (job_id,))
+    finally:
+        await db.close()
+    assert ran == []
+    assert row is not None and row["status"] == "queued" and row["attempts"] == 0

@@ -151,6 +151,9 @@ class JobRunner:
                         self._db, free, owner=self._owner, max_attempts=self._max_attempts
                     )
                     for job in claimed:
+                        # Counted as running from the claim, not from the task's first step: a stop() in between
+                        # cancels a task that never ran, and its row must still be given back.
+                        self._running_jobs.add(job.id)
                         task = asyncio.create_task(self._execute(job), name=f"job-{job.id}")
                         self._inflight.add(task)
                         task.add_done_callback(self._inflight.discard)
