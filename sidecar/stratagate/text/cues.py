@@ -439,6 +439,11 @@ def is_question(sentence: str) -> bool:
     return bool(_QUESTION.search(sentence)) and not _REQUEST.search(sentence)
 
 
+def is_hypothetical(sentence: str) -> bool:
+    """A hypothetical, a musing or someone else's words ("what if we used Bun", "he said we should migrate")."""
+    return bool(_HYPOTHETICAL.search(sentence.replace("’", "'")))
+
+
 def classify(sentence: str) -> Cue | None:
     """The first row of the table the sentence matches, or None (questions and pasted blobs never match)."""
     if not sentence.strip() or len(sentence) > MAX_SENTENCE or is_question(sentence):
