@@ -70,7 +70,10 @@ _REPORTED = re.compile(
     r"told me|mentioned|claims?)\b|"
     r"^\s*(?-i:[A-Z][a-z]+)\s+(?:said|says|thinks|suggested|suggests|reckons|asked|told me|mentioned|claims?)\b|"
     r"^(?:同事|朋友|老板|经理|领导|客户|他|她|他们|别人|有人|网上有人|大家|小[\u4e00-\u9fff]|老[\u4e00-\u9fff])"
-    r"[^，,。]{0,6}?(?:说|觉得|认为|建议|推荐|问|提到)|据说|听说|据称",
+    r"[^，,。]{0,6}?(?:说|觉得|认为|建议|推荐|问|提到)|据说|听说|据称|"
+    # Someone else's content: "the tutorial deploys to Heroku", "书里作者用的是 Haskell".
+    r"^\s*(?:in\s+)?(?:the|that|this)\s+(?:tutorial|book|article|blog(?:\s+post)?|video|course|talk|paper)\b|"
+    r"^(?:那篇|这篇)?(?:教程|书|文章|博客|视频|课程|论文|网上)(?:里|上|中)?",
     re.I,
 )
 
@@ -123,10 +126,16 @@ _GROUPS: dict[str, str] = {
     r"决定|定了|定为|定下|就定|选|采用|统一|商量好|敲定|确定|就用|这么定",
     "plan": r"\b(?:will|'ll|going to|plan\w*|target\w*|aim\w*|goal|deadline|due|by|before|until|scheduled|"
     r"expected|milestone|next|tomorrow|tonight|this week|this weekend|ready|sprint|launch\w*|ship\w*|release)\b|"
-    r"计划|打算|预计|目标|截止|之前|前|内|下周|明天|将|交付|上线|发布|完成|搞定",
+    r"计划|打算|预计|目标|截止|之前|前|内|下周|明天|将|交付|上线|发布|完成|搞定|冻结|生效|到期|开始|之后|"
+    r"\d{1,2}[号日]|(?:on|by|before|until) the \d{1,2}(?:st|nd|rd|th)\b|\bfreeze\b|\bgoes live\b|\bstarts?\b",
     "fact": r"\b(?:is|are|runs?|written in|built (?:with|on)|handled by|lives? in|sits? in|stored|hosted|deployed|"
     r"served|uses?|talks? to|goes through|go through|targets?|contains?|exposes?|orchestrated|managed)\b|"
     r"是|跑在|部署在|放在|里|通过|负责|支持|走|基于|由|用的",
+    # The qualities a standing preference asks for ("keep it short", "简洁一点").
+    "quality": r"\b(?:short|brief|terse|concise|simple|plain|small|clean|readable|explicit|consistent|friendly|"
+    r"minimal|fewer|less|quiet|obvious|boring|clear|clarity|tidy)\b|简洁|简单|朴素|短|小|清晰|清楚|明确|一致|友好|少|简短|"
+    r"直白|安静|极简|可读",
+    "should": r"\b(?:should|shouldn't|ought to|better|best)\b|应该|应当|最好|要|得|别|不要",
     "personal": r"\b(?:love|family|kids?|daughter|son|wife|husband|partner|mom|mum|dad|sister|brother|friends?|"
     r"weekend|vacation|holiday|birthday|house|home|dog|cat|weather|lunch|coffee|tired|hiking|book|movie|"
     r"painting|running|sick|trip|school|party)\b|"
