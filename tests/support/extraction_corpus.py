@@ -45,9 +45,13 @@ def _rows(path: Path) -> list[tuple[str, str, str | None]]:
 
 def load(folder: Path = FOLDER) -> list[Item]:
     items: list[Item] = []
+    seen: set[str] = set()
     for lang in LANGS:
         rows: dict[str, list[tuple[str, str | None]]] = {}
         for label, text, old in _rows(folder / f"{lang}.tsv"):
+            if text in seen:
+                raise ValueError(f"{lang}.tsv: {text!r} is listed twice")
+            seen.add(text)
             rows.setdefault(label, []).append((text, old))
         for label, group in sorted(rows.items()):
             for i, (text, old) in enumerate(sorted(group, key=lambda r: _key(r[0]))):
