@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
@@ -210,7 +211,7 @@ def features(sentence: str) -> list[str]:
     latin = [t for t in tokens if not _CJK.fullmatch(t)]
     words = ["<s>", *latin, "</s>"]
     feats += [f"w:{w}" for w in latin]
-    feats += [f"b:{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+    feats += [f"b:{a} {b}" for a, b in pairwise(words)]
     chars = "".join(t if _CJK.fullmatch(t) else "X" if t in ("TOOL", "NAME", "NUM") else "" for t in tokens)
     if _CJK.search(chars):
         seq = f"^{chars}$"
