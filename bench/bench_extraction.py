@@ -11,7 +11,8 @@ is right / items that became events, recall right / event items, per type and la
 
 Supersession: each test change that names the earlier statement it replaces is proposed with that statement as a
 related event (stored as the proposer made it, or as a fact when it made none) plus the earlier statements of three
-other changes of the same language as distractors; right when it supersedes exactly that one. "Old value named"
+other changes of the same language as distractors (none about the same tool category: two package managers would
+both be fair targets); right when it supersedes exactly that one. "Old value named"
 splits them by whether a name, number or date word of the earlier statement appears in the change.
 """
 
@@ -32,7 +33,7 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "sidecar"))
 
 from stratagate.blocks.source import SourceMessage  # noqa: E402
-from stratagate.events import rule_extraction  # noqa: E402
+from stratagate.events import lexicon, rule_extraction  # noqa: E402
 from stratagate.events.models import EventRow  # noqa: E402
 from stratagate.events.sentence_kind import EVENT_LABELS, Kind  # noqa: E402
 from stratagate.text import cues  # noqa: E402
@@ -117,6 +118,12 @@ def kinds(items: list[Item], baseline: bool) -> dict[str, Any]:
             "questions_or_requests_as_events": sum(1 for x in leaked if x["asks"] == "yes")}
 
 
+def _same_slot(a: str | None, b: str | None) -> bool:
+    """Two earlier statements about the same functional slot (two package managers): not a fair distractor."""
+    cats = [{known.category for _, _, known in lexicon.find_all(re.findall(r"[\w.+#-]+", t or ""))} for t in (a, b)]
+    return bool(cats[0] & cats[1])
+
+
 def named(old: str, new: str) -> bool:
     return any(w.casefold() in new.casefold() for w in _NAMEISH.findall(old))
 
@@ -126,7 +133,7 @@ def supersession(items: list[Item]) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     misses = []
     for n, item in enumerate(changes):
-        same = [c for c in changes if c.lang == item.lang and c is not item]
+        same = [c for c in changes if c.lang == item.lang and c is not item and not _same_slot(c.old, item.old)]
         others = [same[(n + k) % len(same)].old for k in range(DISTRACTORS)] if same else []
         related = []
         for k, text in enumerate([item.old, *others], start=1):

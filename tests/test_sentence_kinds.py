@@ -12,15 +12,17 @@ rounded down, so a change that makes extraction worse fails here. They are below
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stratagate.blocks.source import SourceMessage
-from stratagate.events import sentence_kind
+from stratagate.events import lexicon, sentence_kind
 from stratagate.events.models import EventRow
 from stratagate.events.rule_extraction import propose
+from stratagate.text import cues
 from support.extraction_corpus import Item, split
 
 BARS = {None: (0.78, 0.74), "en": (0.82, 0.78), "zh": (0.73, 0.69)}
@@ -88,11 +90,16 @@ def _changes() -> list[Item]:
     return [i for i in TEST if i.label == "change" and i.old]
 
 
+def _same_slot(a: str | None, b: str | None) -> bool:
+    cats = [{known.category for _, _, known in lexicon.find_all(re.findall(r"[\w.+#-]+", t or ""))} for t in (a, b)]
+    return bool(cats[0] & cats[1])
+
+
 def test_held_out_changes_supersede_the_statement_they_replace():
     changes = _changes()
     right = 0
     for n, item in enumerate(changes):
-        same = [c for c in changes if c.lang == item.lang and c is not item]
+        same = [c for c in changes if c.lang == item.lang and c is not item and not _same_slot(c.old, item.old)]
         distractors = [same[(n + k) % len(same)].old or "" for k in range(3)]
         related = [_row(k, text) for k, text in enumerate([item.old or "", *distractors], start=1)]
         drafts = propose([_message(1, item.text)], related).output.events
@@ -100,9 +107,11 @@ def test_held_out_changes_supersede_the_statement_they_replace():
     assert right / len(changes) >= SUPERSESSION_BAR
 
 
-_STATEMENTS = st.sampled_from([i.text for i in EVENTS])
-_EN_STATEMENTS = st.sampled_from([i.text.rstrip(".!") for i in EVENTS if i.lang == "en"])
-_ZH_STATEMENTS = st.sampled_from([i.text.rstrip("。！") for i in EVENTS if i.lang == "zh"])
+# One-sentence statements only: "Drop Flask; the service moves to FastAPI" is two, and only the first is wrapped.
+_SINGLE = [i for i in EVENTS if len(cues.sentences(i.text)) == 1]
+_STATEMENTS = st.sampled_from([i.text for i in _SINGLE])
+_EN_STATEMENTS = st.sampled_from([i.text.rstrip(".!") for i in _SINGLE if i.lang == "en"])
+_ZH_STATEMENTS = st.sampled_from([i.text.rstrip("。！") for i in _SINGLE if i.lang == "zh"])
 
 
 def _lower_first(text: str) -> str:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from stratagate.blocks.source import SourceMessage
 from stratagate.events import lexicon
@@ -49,6 +49,9 @@ CONFIDENCE = 0.6
 
 _TRAILING = ".。!！;；,，:： "
 TOPIC_OVERLAP = 2
+CHANGE_SUPPORT = 0.25
+"""A decision, plan or fact the sentence model also finds this likely to be a change ("let's change the ORM to
+Prisma") replaces what it names, as a change does."""
 """Shared topic words (or one shared tool category) a change needs with an older statement to supersede it when
 their claims do not say so."""
 
@@ -92,11 +95,17 @@ def stance_of(text: str, claims: list[Claim] | None = None, cue: cues.Cue | None
     return Stance(tuple(claims), _tools(text), change, negative, topic_of(text))
 
 
+# Both statements name a day or a time ("the kickoff is on the 2nd" → "pushed to the 9th"): one shared topic word.
+_DATED = re.compile(r"\b(?:on|to|by|until|the)\s+\d{1,2}(?:st|nd|rd|th)\b|\d{1,2}\s*[号日]|[周星期礼拜][一二三四五六日天]")
+_NOON = datetime(2026, 1, 1, 12, tzinfo=UTC)
+
+
 def topic_of(text: str) -> frozenset[str]:
     """What a statement is about, for matching a change to the statement it replaces: its search terms and the
     categories of the tools it names (prefixed, so 'package manager' counts once however it is worded)."""
     cats = {f"cat:{known.category}" for _, _, known in lexicon.find_all(_WORDS.findall(text))}
-    return frozenset(terms(text)) | frozenset(cats)
+    when = {"time:"} if _DATED.search(text) or resolve(text, _NOON).resolved else set()
+    return frozenset(terms(text)) | frozenset(cats) | frozenset(when)
 
 
 def overlap(new: Stance, old: Stance) -> int:
@@ -177,7 +186,7 @@ def _time_wording(sentence: str, said: datetime) -> str | None:
 
 def _stance_of_kind(text: str, kind: Kind) -> Stance:
     cue = cues.classify(text)
-    change = kind.label == "change"
+    change = kind.label == "change" or kind.change_probability >= CHANGE_SUPPORT
     negative = kind.negative or (cue is not None and cue.polarity == "negative")
     claims = [] if negative and not change else read_claims(text)
     return Stance(tuple(claims), _tools(text), change, negative, topic_of(text))

@@ -50,6 +50,9 @@ class Kind:
     probability: float
     scope: Literal["project", "user"] = "project"
     negative: bool = False
+    change_probability: float = 0.0
+    """The model's probability that it is a change, whatever its label ("let's change the ORM to Prisma" is a
+    decision that also replaces something)."""
     reason: str | None = None
     """For 'none': which guard fired ('question', 'request', 'hypothetical', 'reported'), or None (the model)."""
 
@@ -285,7 +288,8 @@ def judge(sentence: str, weights: Model | None = None) -> Kind:
     scope: Literal["project", "user"] = (
         "user" if label == "preference" and _FIRST_PERSON.search(text.replace("’", "'")) else "project"
     )
-    return Kind(label, probs[best], scope, negative=bool(_NEGATIVE.search(text)))
+    change = probs[LABELS.index("change")]
+    return Kind(label, probs[best], scope, negative=bool(_NEGATIVE.search(text)), change_probability=change)
 
 
 def event_sentences(text: str) -> list[tuple[Any, Kind]]:
