@@ -2,6 +2,7 @@
 before (the cue table alone, as the rule proposer was) against after (events/sentence_kind.py's guards and model).
 
 Run from the repo root:  PYTHONPATH=$PWD/sidecar .venv/bin/python bench/bench_extraction.py [--json] [--show]
+[--holdout]  (``--holdout``: the 200 sentences of holdout.tsv, written after the model was frozen, instead)
 
 Each test item is one user message given to the rule proposer (``events/rule_extraction.propose``), as a block
 with no related events. It "becomes an event of the right type" when its first draft has the item's label: for
@@ -37,7 +38,7 @@ from stratagate.events import lexicon, rule_extraction  # noqa: E402
 from stratagate.events.models import EventRow  # noqa: E402
 from stratagate.events.sentence_kind import EVENT_LABELS, Kind  # noqa: E402
 from stratagate.text import cues  # noqa: E402
-from support.extraction_corpus import Item, split  # noqa: E402
+from support.extraction_corpus import Item, holdout, split  # noqa: E402
 
 SAID = "2026-05-06T10:00:00+08:00"
 DISTRACTORS = 3
@@ -154,12 +155,12 @@ def supersession(items: list[Item]) -> dict[str, Any]:
             "misses": misses}
 
 
-def run() -> dict[str, Any]:
-    items = split("test")
+def run(which: str = "test") -> dict[str, Any]:
+    items = holdout() if which == "holdout" else split("test")
     with before():
         old = {"kinds": kinds(items, baseline=True), "supersession": supersession(items)}
     new = {"kinds": kinds(items, baseline=False), "supersession": supersession(items)}
-    return {"items": len(items), "before": old, "after": new}
+    return {"which": which, "items": len(items), "before": old, "after": new}
 
 
 def _f(v: float | None) -> str:
@@ -168,7 +169,7 @@ def _f(v: float | None) -> str:
 
 def report(result: dict[str, Any], show: bool) -> None:
     b, a = result["before"], result["after"]
-    print(f"test split: {result['items']} items")
+    print(f"{result['which']}: {result['items']} items")
     print("| slice | gold events | before P | before R | after P | after R |")
     print("|---|---:|---:|---:|---:|---:|")
     keys = ["all", "en", "zh", *[f"type:{t}" for t in EVENT_LABELS],
@@ -194,8 +195,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the full result as JSON")
     parser.add_argument("--show", action="store_true", help="list the leaked non-events and supersession misses")
+    parser.add_argument("--holdout", action="store_true",
+                        help="score tests/fixtures/extraction/holdout.tsv (written after the model was frozen)")
     args = parser.parse_args()
-    result = run()
+    result = run("holdout" if args.holdout else "test")
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=1))
     else:

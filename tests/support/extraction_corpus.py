@@ -69,3 +69,9 @@ def split(name: str, folder: Path = FOLDER) -> list[Item]:
     if name == "corpus-train":
         return [item for item in load(folder) if item.split == "train"]
     return [item for item in load(folder) if item.split == name]
+
+
+def holdout(folder: Path = FOLDER) -> list[Item]:
+    """``holdout.tsv``: sentences written after the model was frozen, scored once, never trained on."""
+    return [Item("zh" if re.search(r"[\u4e00-\u9fff]", text) else "en", label, text, old, "holdout")
+            for label, text, old in _rows(folder / "holdout.tsv")]
