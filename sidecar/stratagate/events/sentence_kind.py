@@ -70,16 +70,22 @@ _REQUEST = re.compile(
 )
 _REPORTED = re.compile(
     r"\b(?:apparently|according to|i heard|i've heard|i read that|rumou?r has it)\b|"
-    r"^\s*(?:my|our|their|his|her)\s+(?:\w+\s+){0,2}(?:said|says|thinks|suggested|suggests|reckons|wants|asked|"
-    r"told me|mentioned|claims?)\b|"
+    r"^\s*(?:my|our|their|his|her|the|a|an|one of the)\s+(?:[\w-]+\s+){0,2}(?:said|says|say|thinks|think|suggested|"
+    r"suggests|reckons|wants|asked|told me|mentioned|claims?|recommended|recommends|insists?|believes?|argued)\b|"
     r"^\s*(?-i:[A-Z][a-z]+)\s+(?:said|says|thinks|suggested|suggests|reckons|asked|told me|mentioned|claims?)\b|"
-    r"^(?:同事|朋友|老板|经理|领导|客户|他|她|他们|别人|有人|网上有人|大家|小[\u4e00-\u9fff]|老[\u4e00-\u9fff])"
+    r"^(?:(?:我|我们)?(?:以前|之前)?的?(?:同事|朋友|老板|经理|领导|客户|顾问|供应商|厂商|实习生|队友|老师|专家|前辈|"
+    r"对方|他们|对手)|他|她|他们|别人|有人|网上有人|大家|小[\u4e00-\u9fff]|老[\u4e00-\u9fff])"
     r"[^，,。]{0,6}?(?:说|觉得|认为|建议|推荐|问|提到)|据说|听说|据称|"
     # Someone else's content: "the tutorial deploys to Heroku", "书里作者用的是 Haskell".
     r"^\s*(?:in\s+)?(?:the|that|this)\s+(?:tutorial|book|article|blog(?:\s+post)?|video|course|talk|paper)\b|"
     r"^(?:那篇|这篇)?(?:教程|书|文章|博客|视频|课程|论文|网上)(?:里|上|中)?",
     re.I,
 )
+
+
+# Wishes state nothing decided: "it would be nice to have dark mode", "I wish we had tests", "有深色模式就好了".
+_WISH = re.compile(r"\b(?:would be (?:nice|great|cool|good)|i wish|we wish|hopefully|if only|i hope|would love)\b|"
+                   r"就好了|要是能|希望能|但愿", re.I)
 
 
 def guard(sentence: str) -> str | None:
@@ -94,7 +100,7 @@ def guard(sentence: str) -> str | None:
         return "request"
     if _REPORTED.search(text):
         return "reported"
-    if cues.is_hypothetical(text):
+    if cues.is_hypothetical(text) or _WISH.search(text):
         return "hypothetical"
     return None
 
