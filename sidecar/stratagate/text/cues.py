@@ -1,6 +1,6 @@
 """Cue sentences: the table of patterns, per language, that say a sentence states a decision, a preference, a plan,
-a change or a stated fact. Zero-model mode reads it twice: block key facts (blocks/extractive.py) and rule-based
-events (events/rule_extraction.py).
+a change or a stated fact. Zero-model mode reads it twice: block key facts (blocks/extractive.py), and as one
+feature of the sentence classifier that picks rule-based events (events/sentence_kind.py).
 
 The table is data: each row is a language, an event type, its patterns, a scope hint (a first-person preference
 is about the user), a polarity, and at least one example the row must match and one it must not
