@@ -2,7 +2,8 @@
 before (the cue table alone, as the rule proposer was) against after (events/sentence_kind.py's guards and model).
 
 Run from the repo root:  PYTHONPATH=$PWD/sidecar .venv/bin/python bench/bench_extraction.py [--json] [--show]
-[--holdout]  (``--holdout``: the 200 sentences of holdout.tsv, written after the model was frozen, instead)
+[--holdout] [--locomo FILE]  (``--holdout``: the sentences of holdout.tsv, written after the model was frozen,
+instead; ``--locomo``: what a LoCoMo conversation's user-side messages become, before and after)
 
 Each test item is one user message given to the rule proposer (``events/rule_extraction.propose``), as a block
 with no related events. It "becomes an event of the right type" when its first draft has the item's label: for
@@ -163,6 +164,31 @@ def run(which: str = "test") -> dict[str, Any]:
     return {"which": which, "items": len(items), "before": old, "after": new}
 
 
+def locomo(path: Path) -> dict[str, Any]:
+    """What the proposer makes of a LoCoMo conversation (personal chat, no project): the user side's (speaker A)
+    messages one by one, before and after, as events per session and by kind, with a sample."""
+    sys.path.insert(0, str(REPO / "bench"))
+    from bench_locomo import load
+
+    conv = load(path, speaker_names=False)
+    said = [m for m in conv.messages if m.speaker == conv.speaker_a]
+    photo = re.compile(r"\s*\[shares a photo: [^\]]*\]")  # the bench's caption marker, not the speaker's words
+    sessions = len({m.session for m in conv.messages})
+    out: dict[str, Any] = {"conversation": conv.name, "sessions": sessions, "user_messages": len(said)}
+    for name, ctx in (("before", before()), ("after", contextlib.nullcontext())):
+        kinds_seen: Counter[str] = Counter()
+        sample: list[str] = []
+        with ctx:
+            for m in said:
+                for d in rule_extraction.propose([message(1, photo.sub("", m.text))], []).output.events:
+                    kinds_seen[d.tags[0] if d.tags else d.type] += 1
+                    if len(sample) < 12:
+                        sample.append(f"{d.tags[0] if d.tags else d.type}: {d.quotes[0]}")
+        total = sum(kinds_seen.values())
+        out[name] = {"events": total, "per_session": total / sessions, "kinds": dict(kinds_seen), "sample": sample}
+    return out
+
+
 def _f(v: float | None) -> str:
     return "–" if v is None else f"{v:.2f}"
 
@@ -197,7 +223,12 @@ def main() -> int:
     parser.add_argument("--show", action="store_true", help="list the leaked non-events and supersession misses")
     parser.add_argument("--holdout", action="store_true",
                         help="score tests/fixtures/extraction/holdout.tsv (written after the model was frozen)")
+    parser.add_argument("--locomo", type=Path, default=None,
+                        help="a LoCoMo conversation file: what the user side's messages become, before and after")
     args = parser.parse_args()
+    if args.locomo is not None:
+        print(json.dumps(locomo(args.locomo), ensure_ascii=False, indent=1))
+        return 0
     result = run("holdout" if args.holdout else "test")
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=1))
