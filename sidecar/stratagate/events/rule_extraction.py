@@ -49,11 +49,11 @@ CONFIDENCE = 0.6
 
 _TRAILING = ".。!！;；,，:： "
 TOPIC_OVERLAP = 2
+"""Shared topic words (or one shared tool category) a change needs with an older statement to supersede it when
+their claims do not say so."""
 CHANGE_SUPPORT = 0.25
 """A decision, plan or fact the sentence model also finds this likely to be a change ("let's change the ORM to
 Prisma") replaces what it names, as a change does."""
-"""Shared topic words (or one shared tool category) a change needs with an older statement to supersede it when
-their claims do not say so."""
 
 
 @dataclass(frozen=True)
