@@ -96,7 +96,9 @@ def stance_of(text: str, claims: list[Claim] | None = None, cue: cues.Cue | None
 
 
 # Both statements name a day or a time ("the kickoff is on the 2nd" → "pushed to the 9th"): one shared topic word.
-_DATED = re.compile(r"\b(?:on|to|by|until|the)\s+\d{1,2}(?:st|nd|rd|th)\b|\d{1,2}\s*[号日]|[周星期礼拜][一二三四五六日天]")
+_DATED = re.compile(
+    r"\b(?:on|to|by|until|the)\s+\d{1,2}(?:st|nd|rd|th)\b|\d{1,2}\s*[号日]|(?:周|星期|礼拜)[一二三四五六日天]"
+)
 _NOON = datetime(2026, 1, 1, 12, tzinfo=UTC)
 
 

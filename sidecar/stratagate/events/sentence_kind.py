@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -167,11 +168,18 @@ _GROUPS: dict[str, str] = {
 _GROUP_RES = {name: re.compile(p, re.I) for name, p in _GROUPS.items()}
 
 
-@lru_cache(maxsize=1)
-def _stemmer() -> Any:
-    from snowballstemmer.english_stemmer import EnglishStemmer
+_local = threading.local()
 
-    return EnglishStemmer()
+
+def _stemmer() -> Any:
+    """One stemmer per thread: a Snowball stemmer keeps the word it works on in itself, and sentences are judged
+    in worker threads."""
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        from snowballstemmer.english_stemmer import EnglishStemmer
+
+        stemmer = _local.stemmer = EnglishStemmer()
+    return stemmer
 
 
 def _placeholder(word: str, first: bool) -> str:
