@@ -160,3 +160,14 @@ def test_a_rule_is_a_decision_tagged_rule_and_a_first_person_preference_is_the_u
     assert [(d.type, d.tags) for d in rule] == [("decision", ["rule"])]
     pref = propose([_message(1, "I like my diffs small and focused.")], []).output.events
     assert [(d.type, d.scope) for d in pref] == [("preference", "user")]
+
+
+def test_an_agreeing_assistant_reply_supports_the_users_statement_but_a_question_stays_nothing():
+    messages = [_message(1, "Payments go through Adyen now."), _message(2, "Sure, I'll update the config.", "assistant"),
+                _message(3, "Remind me which region we deploy to."), _message(4, "Got it: eu-west-1.", "assistant"),
+                _message(5, "We ship the invoices feature next Friday."), _message(6, "Why Friday?", "assistant")]
+    drafts = propose(messages, []).output.events
+    assert [(d.quotes[0], d.source_message_ids, d.confidence) for d in drafts] == [
+        ("Payments go through Adyen now.", ["msg_1", "msg_2"], 0.7),
+        ("We ship the invoices feature next Friday.", ["msg_5"], 0.6),
+    ]

@@ -5,7 +5,9 @@ the same checks and the same admission as the model's (events/extraction.py ``_c
 
 - Only the user's messages are read. The user is who decides, prefers and plans; an assistant's sentence is
   mostly an echo or a proposal ("I'll switch it to pnpm?"), and tool results are machine output. Both stay in the
-  block (L5) as evidence, they just do not become events by rule.
+  block (L5) as evidence, they just do not become events by rule. An assistant reply that opens by agreeing
+  ("Sure, …", "好的") supports the user's statements before it: it is cited as a second source and the confidence
+  rises, but it never makes an event alone.
 - Which sentences are events, and of which kind, is judged by meaning (events/sentence_kind.py: guards against
   questions, requests, hypotheticals and reported speech, then a small linear model over the sentence's words,
   with the cue table's verdict as one of its features). One such sentence is one draft: its quote is the sentence
@@ -45,7 +47,9 @@ from stratagate.timeutil import parse_time
 TITLE_CHARS = 80
 SUMMARY_CHARS = 1000
 CONFIDENCE = 0.6
-"""Rules read the shape of a sentence, not its meaning: lower than the model's default 0.8."""
+"""A judgement by a small model over the sentence's words: lower than the model's default 0.8."""
+CONFIRMED_CONFIDENCE = 0.7
+"""When the assistant's reply agrees with the statement."""
 
 _TRAILING = ".。!！;；,，:： "
 TOPIC_OVERLAP = 2
@@ -234,20 +238,43 @@ def _by_topic(
     return found
 
 
+# The assistant's reply agreeing with what the user just said: "Sure, …", "Done.", "Got it", "好的", "明白", "收到".
+_AGREES = re.compile(
+    r"^\W*(?:sure|ok(?:ay)?|done|got it|noted|will do|understood|agreed|sounds good|of course|absolutely|yes|"
+    r"great|perfect|alright|all right|right)\b|^\W*(?:好的|好|行|明白|收到|了解|知道了|没问题|可以|已)",
+    re.I,
+)
+
+
+def _confirmation(after: list[SourceMessage]) -> SourceMessage | None:
+    """The assistant's message answering a user message, when it opens by agreeing. It supports the user's
+    statements (a second source, a higher confidence) but never makes an event by itself."""
+    for m in after:
+        if m.role == "user":
+            return None
+        if m.role == "assistant":
+            return m if _AGREES.match(m.content) else None
+    return None
+
+
 def propose(messages: list[SourceMessage], related: list[EventRow]) -> RuleProposal:
     """The rule drafts of a block's messages (at most MAX_EVENTS, in message order), with their relations."""
     drafts: list[EventDraft] = []
     stances: list[Stance] = []
     seen: set[str] = set()
-    for m in messages:
+    for i, m in enumerate(messages):
         if m.role != "user":
             continue
+        confirmed = _confirmation(messages[i + 1 :])
         for sentence, kind in event_sentences(m.content):
             key = " ".join(sentence.text.casefold().split()).rstrip(_TRAILING)
             if key in seen:
                 continue  # said twice in one block: one event (admission would merge it anyway)
             seen.add(key)
             draft, stance = draft_of(m, sentence, kind)
+            if confirmed is not None:
+                draft = draft.model_copy(update={"source_message_ids": [m.ref, confirmed.ref],
+                                                 "confidence": CONFIRMED_CONFIDENCE})
             drafts.append(draft)
             stances.append(stance)
     drafts, stances = drafts[-MAX_EVENTS:], stances[-MAX_EVENTS:]  # the newest statements matter most
