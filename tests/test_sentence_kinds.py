@@ -163,7 +163,8 @@ def test_a_rule_is_a_decision_tagged_rule_and_a_first_person_preference_is_the_u
 
 
 def test_an_agreeing_assistant_reply_supports_the_users_statement_but_a_question_stays_nothing():
-    messages = [_message(1, "Payments go through Adyen now."), _message(2, "Sure, I'll update the config.", "assistant"),
+    messages = [_message(1, "Payments go through Adyen now."),
+                _message(2, "Sure, I'll update the config.", "assistant"),
                 _message(3, "Remind me which region we deploy to."), _message(4, "Got it: eu-west-1.", "assistant"),
                 _message(5, "We ship the invoices feature next Friday."), _message(6, "Why Friday?", "assistant")]
     drafts = propose(messages, []).output.events
