@@ -25,9 +25,9 @@ from stratagate.events.rule_extraction import propose
 from stratagate.text import cues
 from support.extraction_corpus import Item, split
 
-BARS = {None: (0.78, 0.74), "en": (0.82, 0.78), "zh": (0.70, 0.68)}
+BARS = {None: (0.78, 0.72), "en": (0.82, 0.76), "zh": (0.70, 0.66)}
 """(precision, recall) of 'becomes an event of the right type', all test items and per language."""
-SUPERSESSION_BAR = 0.80
+SUPERSESSION_BAR = 0.76
 SAID = "2026-05-06T10:00:00+08:00"
 
 TEST = split("test")
