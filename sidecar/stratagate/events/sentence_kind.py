@@ -32,6 +32,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
+from stratagate.text import cues
+
 Label = Literal["none", "decision", "change", "plan", "preference", "rule", "fact"]
 LABELS: tuple[Label, ...] = ("none", "decision", "change", "plan", "preference", "rule", "fact")
 EVENT_LABELS: tuple[Label, ...] = LABELS[1:]
@@ -72,7 +74,7 @@ _REQUEST = re.compile(
 _REPORTED = re.compile(
     r"\b(?:apparently|according to|i heard|i've heard|i read that|rumou?r has it)\b|"
     r"^\s*(?:my|our|their|his|her|the|a|an|one of the)\s+(?:[\w-]+\s+){0,2}(?:said|says|say|thinks|think|suggested|"
-    r"suggests|reckons|wants|asked|told me|mentioned|claims?|recommended|recommends|insists?|believes?|argued)\b|"
+    r"suggests|reckons|asked|told me|mentioned|claims?|recommended|recommends|insists?|believes?|argued)\b|"
     r"^\s*(?-i:[A-Z][a-z]+)\s+(?:said|says|thinks|suggested|suggests|reckons|asked|told me|mentioned|claims?)\b|"
     r"^(?:(?:我|我们)?(?:以前|之前)?的?(?:同事|朋友|老板|经理|领导|客户|顾问|供应商|厂商|实习生|队友|老师|专家|前辈|"
     r"对方|他们|对手)|他|她|他们|别人|有人|网上有人|大家|小[\u4e00-\u9fff]|老[\u4e00-\u9fff])"
@@ -92,8 +94,6 @@ _WISH = re.compile(r"\b(?:would be (?:nice|great|cool|good)|i wish|we wish|hopef
 def guard(sentence: str) -> str | None:
     """Why a sentence can never be an event whatever it says ('question', 'request', 'hypothetical',
     'reported'), or None."""
-    from stratagate.text import cues
-
     text = sentence.replace("’", "'").strip()
     if _QUESTION_END.search(text) or cues.is_question(text):
         return "question"
@@ -221,8 +221,6 @@ def _time_features(sentence: str) -> list[str]:
 
 def features(sentence: str) -> list[str]:
     """The model's features of one sentence (the trainer and the run time share this function)."""
-    from stratagate.text import cues
-
     tokens = _normalised(sentence)
     feats: list[str] = []
     latin = [t for t in tokens if not _CJK.fullmatch(t)]
@@ -287,7 +285,7 @@ def model() -> Model:
 
 
 def judge(sentence: str, weights: Model | None = None) -> Kind:
-    """What one sentence states. ``weights`` replaces the shipped model (the trainer's held-out check)."""
+    """What one sentence states. ``weights`` replaces the shipped model (to score a model trained on a subset)."""
     text = sentence.strip()
     if not text or len(text) > MAX_SENTENCE:
         return Kind("none", 1.0, reason="length")
@@ -306,10 +304,8 @@ def judge(sentence: str, weights: Model | None = None) -> Kind:
     return Kind(label, probs[best], scope, negative=bool(_NEGATIVE.search(text)), change_probability=change)
 
 
-def event_sentences(text: str) -> list[tuple[Any, Kind]]:
+def event_sentences(text: str) -> list[tuple[cues.Sentence, Kind]]:
     """Every sentence of a user's message that states something durable, with its kind, in order."""
-    from stratagate.text import cues
-
     found = []
     for s in cues.sentences(text):
         kind = judge(s.text)
