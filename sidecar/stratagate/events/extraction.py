@@ -18,6 +18,7 @@ succeeds admits the model's drafts too (near duplicates of the rule events merge
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -241,7 +242,9 @@ class EventExtractor:
     async def _store_rules(
         self, job: JobRow, block: Any, messages: list[SourceMessage], related: list[EventRow], source: str
     ) -> list[FollowUp]:
-        proposal = propose(messages, related)
+        # Judging every sentence is CPU work (the sentence model, claims, time wording): off the loop, as the
+        # rule-written block views are.
+        proposal = await asyncio.to_thread(propose, messages, related)
         return await self._store(
             job, block, messages, {ev.id for ev in related}, proposal.output, RULES_ROUTE, source=source,
             proposal=proposal,

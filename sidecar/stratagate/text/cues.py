@@ -1,6 +1,6 @@
 """Cue sentences: the table of patterns, per language, that say a sentence states a decision, a preference, a plan,
-a change or a stated fact. Zero-model mode reads it twice: block key facts (blocks/extractive.py) and rule-based
-events (events/rule_extraction.py).
+a change or a stated fact. Zero-model mode reads it twice: block key facts (blocks/extractive.py), and as one
+feature of the sentence classifier that picks rule-based events (events/sentence_kind.py).
 
 The table is data: each row is a language, an event type, its patterns, a scope hint (a first-person preference
 is about the user), a polarity, and at least one example the row must match and one it must not
@@ -437,6 +437,11 @@ def sentences(text: str) -> list[Sentence]:
 def is_question(sentence: str) -> bool:
     """An open question decides nothing; a request phrased as one ("could you switch us to pnpm?") is kept."""
     return bool(_QUESTION.search(sentence)) and not _REQUEST.search(sentence)
+
+
+def is_hypothetical(sentence: str) -> bool:
+    """A hypothetical, a musing or someone else's words ("what if we used Bun", "he said we should migrate")."""
+    return bool(_HYPOTHETICAL.search(sentence.replace("’", "'")))
 
 
 def classify(sentence: str) -> Cue | None:
