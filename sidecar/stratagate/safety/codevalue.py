@@ -33,7 +33,7 @@ _CHAINED = re.compile(r"[ \t]*=(?!=)[ \t]*[A-Za-z_'\"]")
 _GRAMMAR = re.compile(r"[0-9]?\*[A-Za-z<(\[]")
 # What follows a name that goes on as an expression ("passwd or ''", "password + b'\\x00'", "token if x else y").
 _OPERATOR_TAIL = re.compile(
-    r"[ \t]*(?:\?\?|\|\||&&)[ \t]*[A-Za-z_$(!]|[ \t]+[+*/%|&^?-][ \t=\r\n]|[ \t]+(?:[=!]==?|[<>]=?)[ \t]"
+    r"[ \t]*(?:\?\?|\|\||&&)[ \t]*[A-Za-z_$(!]|[ \t]+[+*/%|&^?-](?:[ \t=\r\n]|$)|[ \t]+(?:[=!]==?|[<>]=?)[ \t]"
 )
 # Perl: a quote-like operator (qr/.../, qw(...)) or a reference (\&Name::sub, \$x)
 _PERL = re.compile(r"q[qrw]?[/{(]|\\[&$@%][A-Za-z_]")
@@ -188,7 +188,7 @@ def key_in_code(text: str, name_start: int, name: str) -> bool:
     before = text[max(0, name_start - 2):name_start]
     if "." in name.strip(".") or before.endswith(".") or before == "->":
         return True
-    if before[-1:] in ("*", "&", "$") and before[:1] in ("", " ", "\t", "(", "\n"):
+    if before[-1:] in ("*", "&", "$") and text[max(0, name_start - 2):name_start - 1] in ("", " ", "\t", "(", "\n"):
         return True  # C's "*passwdp = pbuf", "&token", Perl's or PHP's "$password": a variable
     i = name_start - 1
     while i >= 0 and text[i] in " \t":
