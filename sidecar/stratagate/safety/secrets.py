@@ -26,6 +26,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, cast
 
 from stratagate.safety.codevalue import is_code_value, is_name, is_named_value, is_placeholder_value, key_in_code
@@ -100,7 +101,9 @@ _CLAUSE_BREAKS = frozenset("when if it that which because while since unless whe
 _MARKUP = re.compile(r"[A-Z]?<[^<>\s]*>")
 _HYPHEN_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)+")
 _WORD_PREFIXES = ("re", "pre", "non", "un", "self", "auto", "co", "sub", "multi", "well", "user", "server", "client")
-_ORDINARY_SUFFIXES = ("ed", "ing", "ly", "able", "ible", "ful", "less", "ous", "ive", "tion", "ment", "ness", "ory", "ary")
+_ORDINARY_SUFFIXES = (
+    "ed", "ing", "ly", "able", "ible", "ful", "less", "ous", "ive", "tion", "ment", "ness", "ory", "ary",
+)
 
 
 def _has_digit(s: str) -> bool:
@@ -144,8 +147,8 @@ def _password_like(token: str, strong: bool, quoted: bool) -> bool:
     if token.isalpha() and token.isupper() and len(token) > 3:
         token = low  # a word of a sentence in capitals ("SHALL SECRET LABS ... BE LIABLE") is read as a word
     # A symbol is looked for first: in a long run ("pin=pin=pin=…") it comes within a few characters.
-    if not strong and token.isalpha():
-        return False  # "credential_source is EcsContainer": a name under token, secret or credential
+    if not strong and (token.isalpha() or is_name(token)):
+        return False  # "credential_source is Ec2InstanceMetadata": a name under token, secret or credential
     if any(not c.isalnum() for c in token) or _has_digit(token) or (token[1:] != token[1:].lower()):
         if token.isdigit():
             return strong and len(token) >= 4
@@ -178,7 +181,7 @@ def _aws_secret(s: str) -> bool:
         and not is_name(s)  # a long test name: TestAuthSwitchCachingSHA256PasswordEmpty
         and not ("/" in s and all(is_name(part) for part in s.split("/") if part))  # Suite/level1/html/Element01
         and not _base64_text(s)  # "UGF0aWVuY2UgaXMgdGhlIGtleSB0byBzdWNjZXNz": "Patience is the key to success"
-        and 5 * sum(a < b for a, b in zip(s, s[1:])) < 4 * len(s)  # not a sorted run: [0123456789EFGHIK…]
+        and 5 * sum(a < b for a, b in pairwise(s)) < 4 * len(s)  # not a sorted run: [0123456789EFGHIK…]
     )
 
 
@@ -714,7 +717,7 @@ def _direct_spans(text: str, lo: int, hi: int) -> list[Span]:
             strict = _has_digit(token) and (any(not c.isalnum() for c in token) or token.lower() != token)
             ok = (len(token) >= 6 and shaped and (introduced or (strict and len(token) >= 8)) and "</" not in token
                   and _MARKUP.fullmatch(token) is None
-                  and token.lower() not in _STOPWORDS and not token.startswith(("/", "~", "./", "-"))
+                  and token.lower() not in _STOPWORDS and not token.startswith(("/", "~", "./", "-", "%", "{", "$"))
                   and "://" not in token and not is_code_value(text, start, end))
         if ok:
             spans.append((start, end, "password"))
@@ -753,6 +756,8 @@ def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
                         break  # the password "password": a word documentation puts there
                     if is_placeholder_value(t.group(2)) or token.startswith(("%", "{")) or "${" in token:
                         break  # "token: %v", "is %q", "{token}": a format directive stands for the value
+                    if "://" in token and "@" not in token:
+                        break  # a URL without a user part (after "token:\\n" too): where one is made, not one
                     if not strong and t.group(1) and token.isalpha() and len(token) < 12:
                         break  # "credentials: 'type' field": a quoted word under a weak key word names a field
                     if prev in _MODALS and not (t.group(1) or (_has_digit(token) and not token.isdigit()
