@@ -52,7 +52,8 @@ def sources() -> Iterator[tuple[str, str, str | None]]:
     for path in whole_corpus():
         yield ("Python stdlib" if path.is_relative_to(STDLIB) else "playwright-core JS"), str(path), read(path)
     for path in dsh_packages():
-        yield ("DSH packages TS" if ".ts" in path.suffix else "DSH packages JS"), str(path), read(path)
+        typed = path.suffix in (".ts", ".mts", ".cts")
+        yield ("DSH packages TS" if typed else "DSH packages JS"), str(path), read(path)
     for lang, name in machine_corpus():
         yield f"{lang} (machine)", name, read_entry(name)
     for lang, path in cached_corpus():

@@ -127,6 +127,10 @@ CODE_SHAPES = {
         "throw new Error(\"create an ephemeral session token:\\nhttps://platform.example.com/docs/realtime\");",
         "\"If you used %s={condition && value}, pass %s={condition ? value : undefined} instead.\"",
         "logger.debug(\"credential-provider-ini - credential_source is Ec2InstanceMetadata\");",
+        "handler(e){var{parser:t,funcName:n,token:r}=e,a=null;switch(n){case 1:break}}",
+        " * @example arn:aws:secretsmanager:us-east-1:123456789012:secret:SecretName-6RandomCharacters",
+        " * Credential type, should always be 'external_account'.",
+        "export declare function oAuth2TokenAuthToJSON(oAuth2TokenAuth: OAuth2TokenAuth): string;",
     ],
     "perl and shell": [
         "$password = prompt(\"Password:\");", "my $Token = qr/[\\x21\\x23-\\x27]/;",

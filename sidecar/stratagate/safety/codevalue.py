@@ -26,7 +26,7 @@ _DOTTED_HEAD = re.compile(r"(?:[\w.$?]|->|::)+")
 # A name as code writes it, split into humps: "commaDelimitedListToStringArray", "OAuth2Token", "HTTPServer".
 _HUMP = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 # A name or number glued to code punctuation: "e,signed:t})", "n;return", "!0,search:!0" (minified JS).
-_MINIFIED = re.compile(r"(?:!+[\w$]|[A-Za-z_$])[\w$.]*(?:[,;{}][A-Za-z]|\)[A-Za-z]|=[A-Za-z_])")
+_MINIFIED = re.compile(r"(?:!+[\w$]|[A-Za-z_$])[\w$.]*(?:[,;{}][A-Za-z]|\)[A-Za-z]|=[A-Za-z_]|[}\]]=[A-Za-z_$])")
 _DIGIT_RUN = re.compile(r"[0-9]{3}")
 _CHAINED = re.compile(r"[ \t]*=(?!=)[ \t]*[A-Za-z_'\"]")
 # A grammar's repetition ("token = 1*tchar", ABNF) rather than a value.
@@ -231,7 +231,7 @@ def is_named_value(key: str, value: str) -> bool:
     name (``"org.example.TOKEN"``) or a word documentation puts there (``"test"``, ``"write"``). A value with a
     digit or a symbol beyond separators is never one of these, so "hunter2" and "Tr0ub4dor&3" stay secrets."""
     low = value.lower()
-    if low in _EXAMPLE_WORDS or value == key or value == key.rsplit(".", 1)[-1]:
+    if low in _EXAMPLE_WORDS or low in (key.lower(), key.rsplit(".", 1)[-1].lower()):
         return True
     if value.startswith("_") and value.isidentifier():
         return True  # "_tracingSpan", "_auth": a private name

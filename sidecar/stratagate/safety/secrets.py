@@ -664,8 +664,8 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
             continue
         if value.lower() in _STOPWORDS or (quote and (is_placeholder_value(value) or len(value) < 3)):
             continue
-        if text.startswith("::", end) or (value.startswith("`") and "${" in value):
-            continue  # Token::Ident(...), Secret::from(...): a path; `[a-z]${RANGE}`: a template
+        if text.startswith("::", end) or (value.startswith("`") and "${" in value) or text[start - 1:start] == ":":
+            continue  # Token::Ident(...), Secret::from(...): a path; `[a-z]${RANGE}`: a template; arn:…:secret:x
         if is_named_value(name, value.rstrip(";,):]}")):
             continue
         if not quote and value.isalpha() and _MORE_WORDS.match(text, m.end(group)):
@@ -727,8 +727,8 @@ def _direct_spans(text: str, lo: int, hi: int) -> list[Span]:
 def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
     spans: list[Span] = []
     for m in _PROSE_KEY.finditer(text, lo, hi):
-        if _CODE_ACCESS.match(text, m.end()):
-            continue  # token.type, token(...), token[0]: the word is a name in code
+        if _CODE_ACCESS.match(text, m.end()) or (text[m.start() - 1:m.start()] == ":" == text[m.end():m.end() + 1]):
+            continue  # token.type, token(...), token[0]: a name in code; arn:aws:…:secret:Name: a segment of an ARN
         keyword = m.group(1).lower()
         strong = not keyword.startswith(("token", "credential", "secret", "api", "access"))
         kind = "pin" if keyword.startswith("pin") else _kind_from_name(keyword)
@@ -758,7 +758,7 @@ def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
                         break  # "token: %v", "is %q", "{token}": a format directive stands for the value
                     if "://" in token and "@" not in token:
                         break  # a URL without a user part (after "token:\\n" too): where one is made, not one
-                    if not strong and t.group(1) and token.isalpha() and len(token) < 12:
+                    if not strong and t.group(1) and ((token.isalpha() and len(token) < 12) or is_name(token)):
                         break  # "credentials: 'type' field": a quoted word under a weak key word names a field
                     if prev in _MODALS and not (t.group(1) or (_has_digit(token) and not token.isdigit()
                                                                and len(token) >= 6)):
