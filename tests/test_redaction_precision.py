@@ -128,6 +128,7 @@ CODE_SHAPES = {
         "\"If you used %s={condition && value}, pass %s={condition ? value : undefined} instead.\"",
         "logger.debug(\"credential-provider-ini - credential_source is Ec2InstanceMetadata\");",
         "handler(e){var{parser:t,funcName:n,token:r}=e,a=null;switch(n){case 1:break}}",
+        "return Array.isArray(s)?{tokens:s}:{token:s}}if(a===\"(\"){return{token:r}}});var wl=[]",
         " * @example arn:aws:secretsmanager:us-east-1:123456789012:secret:SecretName-6RandomCharacters",
         " * Credential type, should always be 'external_account'.",
         "export declare function oAuth2TokenAuthToJSON(oAuth2TokenAuth: OAuth2TokenAuth): string;",

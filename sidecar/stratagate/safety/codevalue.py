@@ -26,7 +26,9 @@ _DOTTED_HEAD = re.compile(r"(?:[\w.$?]|->|::)+")
 # A name as code writes it, split into humps: "commaDelimitedListToStringArray", "OAuth2Token", "HTTPServer".
 _HUMP = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 # A name or number glued to code punctuation: "e,signed:t})", "n;return", "!0,search:!0" (minified JS).
-_MINIFIED = re.compile(r"(?:!+[\w$]|[A-Za-z_$])[\w$.]*(?:[,;{}][A-Za-z]|\)[A-Za-z]|=[A-Za-z_]|[}\]]=[A-Za-z_$])")
+_MINIFIED = re.compile(
+    r"(?:!+[\w$]|[A-Za-z_$])[\w$.]*(?:[,;{}][A-Za-z]|\)[A-Za-z]|=[A-Za-z_]|[}\]]=[A-Za-z]|[}\])]+[;,]?[A-Za-z])"
+)
 _DIGIT_RUN = re.compile(r"[0-9]{3}")
 _CHAINED = re.compile(r"[ \t]*=(?!=)[ \t]*[A-Za-z_'\"]")
 # A grammar's repetition ("token = 1*tchar", ABNF) rather than a value.

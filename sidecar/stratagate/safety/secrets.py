@@ -381,6 +381,7 @@ _OWN_KEYWORDS = [
     "auth[_\\-]?token", "access[_\\-]?token", "refresh[_\\-]?token", "api[_\\-]?token", "bot[_\\-]?token",
     "id[_\\-]?token", "bearer[_\\-]?token", "_authtoken",
 ]
+_TEMPLATE = re.compile(r"\$\{[A-Za-z][\w.]*\}")  # "/${desc.name}": a template's slot, not a value
 _MORE_WORDS = re.compile(r"[ \t]+[A-Za-z]")
 _ASSIGN_KEY = re.compile(r"pass|pwd|secret|token|key|pin|contrase")
 _ASSIGN_KEY_I = re.compile(_ASSIGN_KEY.pattern, re.I)
@@ -664,7 +665,7 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
             continue
         if value.lower() in _STOPWORDS or (quote and (is_placeholder_value(value) or len(value) < 3)):
             continue
-        if text.startswith("::", end) or (value.startswith("`") and "${" in value) or text[start - 1:start] == ":":
+        if text.startswith("::", end) or (value.startswith("`") and "${" in value) or _arn_segment(text, start, end):
             continue  # Token::Ident(...), Secret::from(...): a path; `[a-z]${RANGE}`: a template; arn:…:secret:x
         if is_named_value(name, value.rstrip(";,):]}")):
             continue
@@ -682,6 +683,11 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
         if ok:
             spans.append((m.start(group), m.end(group), _kind_from_name(name)))
     return spans
+
+
+def _arn_segment(text: str, start: int, end: int) -> bool:
+    """Is the key word one segment of a colon path ("arn:aws:secretsmanager:…:secret:Name"), not a key?"""
+    return text[start - 1:start] == ":" == text[end:end + 1] and text[end + 1:end + 2] not in ("", " ", "\t", "\n")
 
 
 def _inside_word(text: str, start: int, end: int) -> bool:
@@ -727,7 +733,7 @@ def _direct_spans(text: str, lo: int, hi: int) -> list[Span]:
 def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
     spans: list[Span] = []
     for m in _PROSE_KEY.finditer(text, lo, hi):
-        if _CODE_ACCESS.match(text, m.end()) or (text[m.start() - 1:m.start()] == ":" == text[m.end():m.end() + 1]):
+        if _CODE_ACCESS.match(text, m.end()) or _arn_segment(text, m.start(), m.end()):
             continue  # token.type, token(...), token[0]: a name in code; arn:aws:…:secret:Name: a segment of an ARN
         keyword = m.group(1).lower()
         strong = not keyword.startswith(("token", "credential", "secret", "api", "access"))
@@ -754,7 +760,7 @@ def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
                         break  # "the password to decrypt files": "to" states a value only after set/change
                     if t.group(1) and is_named_value(keyword, token):
                         break  # the password "password": a word documentation puts there
-                    if is_placeholder_value(t.group(2)) or token.startswith(("%", "{")) or "${" in token:
+                    if is_placeholder_value(t.group(2)) or token.startswith(("%", "{")) or _TEMPLATE.search(token):
                         break  # "token: %v", "is %q", "{token}": a format directive stands for the value
                     if "://" in token and "@" not in token:
                         break  # a URL without a user part (after "token:\\n" too): where one is made, not one
