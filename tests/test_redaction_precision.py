@@ -147,6 +147,8 @@ CODE_SHAPES = {
         "Return the password for the entry\n\n=item C<account()>",
         "// Pass 'finish' event to clone for Stream-based input",
         "pass `-Zpublic-dependency` to enable support for it",
+        "  adminSecretNamespace: \"kube-system\"",
+        "->line(Lang::get('This password reset link will expire in :count minutes.'))",
     ],
 }
 

@@ -405,7 +405,8 @@ _PROSE_DIRECT = re.compile(
 )
 # A copula word is a whole word ("to" is not the start of "tokenize"); "==" and "!=" compare, they do not state.
 _PROSE_COPULA = re.compile(
-    r"(?i)(?:[ \t]+(?:(?:is|was|are|were|to|be|becomes?)(?![\w=])|=(?!=))\s*(?::|=(?!=))?|[ \t]*(?::|=(?!=)))\s*"
+    r"(?i)(?:[ \t]+(?:(?:is|was|are|were|to|be|becomes?)(?![\w=])|=(?!=))\s*(?::|=(?!=))?|(?::|=(?!=))"
+    r"|[ \t]+(?::(?=\s)|=(?!=)))\s*"
 )
 _PROSE_WORD = re.compile(r"\s*[^\s]+")
 _PROSE_TOKEN = re.compile(r"([\"'“‘`]?)([^\s\"'“”‘’`]+)")
@@ -585,7 +586,9 @@ def _line_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
 
 
 # The last part of a key name holds the key word: "db_password", "authKey", not "password_store".
-_LAST_PART_KEY = re.compile(r"(?i)(?:pass|pwd|secret|token|key|pin|contrase|auth|cred)[a-z]{0,9}[0-9]?$")
+# The word after the key word is the same word in the same case ("Password", "PASSWORDS"), not a new camelCase word
+# ("adminSecretNamespace" names a namespace).
+_LAST_PART_KEY = re.compile(r"(?i:pass|pwd|secret|token|key|pin|contrase|auth|cred)(?:[a-z]{0,9}|[A-Z]{0,9})[0-9]?$")
 _CODE_ACCESS = re.compile(r"(?:\??\.[A-Za-z_$]|[(\[]|::|<[A-Za-z&'?])")
 _SETTING = re.compile(r"(?i)\b(?:set|sets|setting|change|changed|changing|reset|update|updated|switch|switched)\b")
 
