@@ -140,6 +140,16 @@ CODE_SHAPES = {
         "GHD=${HOME:-$(getent passwd \"$(id -u)\" | cut -f6 -d:)}",
         "(-[0123456789EFGHIKLPRTUVZabchilnoqrsuvwxyz]*[!0123456789]*)",
     ],
+    "c# and c": [
+        "cancellationToken: CancellationToken.None).GetAwaiter().GetResult();",
+        "return await SendAsync(message, cancellationToken: cancellationToken).ConfigureAwait(false);",
+        "\"GitHub.Services.Common, Version=14.0.0.0, Culture=neutral, PublicKeyToken=b03f5f7f11d50a3a\")]",
+        "private const string c_passwordToken = \"Password=\";",
+        "private const string c_authBearerToken = \"Bearer \";",
+        "POLICY_CREATE_SECRET = 0x00000020L,", "throw new ParseException(kind, token: @operator, expression: expr);",
+        "/* Password hashes can only be characters that represent hexadecimal values */",
+        " * is no password set, nor a specific interface is bound, we don't accept",
+    ],
     "ci and prose": [
         "      id-token: write # to verify the deployment", "    secrets: inherit",
         " * FITNESS.  IN NO EVENT SHALL SECRET LABS AB OR THE AUTHOR BE LIABLE FOR",

@@ -35,7 +35,8 @@ _CHAINED = re.compile(r"[ \t]*=(?!=)[ \t]*[A-Za-z_'\"]")
 _GRAMMAR = re.compile(r"[0-9]?\*[A-Za-z<(\[]")
 # What follows a name that goes on as an expression ("passwd or ''", "password + b'\\x00'", "token if x else y").
 _OPERATOR_TAIL = re.compile(
-    r"[ \t]*(?:\?\?|\|\||&&)[ \t]*[A-Za-z_$(!]|[ \t]+[+*/%|&^?-](?:[ \t=\r\n]|$)|[ \t]+(?:[=!]==?|[<>]=?)[ \t]"
+    r"[ \t]*(?:\?\?|\|\||&&)[ \t]*[A-Za-z_$(!]|[ \t]+[+*/%|&^-][ \t=]|[ \t]+\?(?:[ \t\r\n]|$)"
+    r"|[ \t]+(?:[=!]==?|[<>]=?)[ \t]"
 )
 # Perl: a quote-like operator (qr/.../, qw(...)) or a reference (\&Name::sub, \$x)
 _PERL = re.compile(r"q[qrw]?[/{(]|\\[&$@%][A-Za-z_]")
@@ -146,10 +147,12 @@ def is_code_value(text: str, start: int, end: int, code_context: bool = False) -
         return False  # a random run ("tlxm87vSRwUCZvxEslBF1WruUxF5p8IJ[)") is a value whatever follows it
     if not value or value[0] in "([{=" or _GRAMMAR.match(value) or _MINIFIED.match(value):
         return True  # a tuple, list or dict literal; a comparison; a grammar rule; minified code
+    if value[:1] == "@" and value[1:].isidentifier() and not any(c.isdigit() for c in value):
+        return True  # C#'s verbatim identifier "@operator", Perl's "@ARGV"
     ref = _NAME.match(value, 1) if value[:1] == "&" else None
     if (ref is not None and _word_part(ref.group(0))) or _PERL.match(value):
         return True  # a reference or a borrowed type: "&Path", "&mut self", "&Token<'a>", "&out", "\\&Meta::KEY"
-    if value.isidentifier() and text[start - 1:start] == " " and text[end:end + 1] == ";":
+    if value.isidentifier() and text[start - 2:start] == "= " and text[end:end + 1] == ";":
         return True  # "privateKey = priv;": a statement's variable (a connection string has no spaces)
     line_end = text.find("\n", start, start + 300)  # bounded: a long line is never scanned or copied whole
     rest = text[start:line_end if line_end >= 0 else start + 300]
@@ -161,6 +164,10 @@ def is_code_value(text: str, start: int, end: int, code_context: bool = False) -
         return True  # "null:e.skipToEnd()", "this.x"
     if _call_or_subscript(text, start, rest):
         return True
+    dotted = _DOTTED_HEAD.match(rest)
+    if dotted is not None and rest[dotted.end():dotted.end() + 1] == ")" and "." in dotted.group(0).strip("."):
+        if _name_like(dotted.group(0).rstrip(".")):
+            return True  # a named argument closing its call: "cancellationToken: CancellationToken.None)"
     if code_context and text[start + head.end():start + head.end() + 1] == "(":
         return True  # "$password = prompt(...)": a call's result in a variable
     if (value.isidentifier() or _name_like(value)) and _CHAINED.match(text, end):
@@ -210,7 +217,7 @@ _PATH = re.compile(r"(?:~|\.{1,2})?(?:/[A-Za-z0-9._-]+){2,}/?")
 _EXAMPLE_WORDS = frozenset(
     """test testing example sample dummy fake foo bar baz changeme placeholder redacted hidden masked none null
     password passwd pass pwd secret token key apikey xxx yyy abc abcd read write inherit header query cookie body
-    path env file query_string required optional""".split()
+    path env file query_string required optional bearer basic digest""".split()
 )
 # English function words: a quoted value holding one of these among three words or more is a sentence.
 _FUNCTION_WORDS = frozenset(
@@ -232,6 +239,7 @@ def is_named_value(key: str, value: str) -> bool:
     (``"AWS_SECRET_ACCESS_KEY"``), a URL without a user part, a sentence (``"A key is configured."``), a dotted
     name (``"org.example.TOKEN"``) or a word documentation puts there (``"test"``, ``"write"``). A value with a
     digit or a symbol beyond separators is never one of these, so "hunter2" and "Tr0ub4dor&3" stay secrets."""
+    value = value.rstrip("=: ") or value  # "Password=", "Bearer ": the start of a connection string or header
     low = value.lower()
     if low in _EXAMPLE_WORDS or low in (key.lower(), key.rsplit(".", 1)[-1].lower()):
         return True

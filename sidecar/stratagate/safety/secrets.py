@@ -95,9 +95,13 @@ _STOPWORDS = frozenset(
 # What makes "be" a rule rather than a statement: "the password must be 8 characters", "won't be re-checked".
 _MODALS = frozenset("can cannot can't could must should shall will won't would may might need needs".split())
 # Words that start another clause: a copula after one of them belongs to it ("the password when it is ...").
-_CLAUSE_BREAKS = frozenset("when if it that which because while since unless whether but where who they".split())
+_CLAUSE_BREAKS = frozenset("when if it that which because while since unless whether but nor where who they".split())
+# Adverbs between a modal and "be" ("can only be", "must not be", "will always be").
+_ADVERBS = frozenset("only not never always also just still ever even".split())
 # Hyphenated words of prose: "re-checked", "well-known", "auto-generated", "non-empty".
 # Markup around a word: POD's C<$pass>, an XML tag <password>.
+_CLOSING_TAG = re.compile(r"</[A-Za-z][\w-]*>")
+_SCHEME = re.compile(r"(?:\\[nr])*[A-Za-z][A-Za-z0-9+.-]*://[A-Za-z0-9]")
 _MARKUP = re.compile(r"[A-Z]?<[^<>\s]*>")
 _HYPHEN_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)+")
 _WORD_PREFIXES = ("re", "pre", "non", "un", "self", "auto", "co", "sub", "multi", "well", "user", "server", "client")
@@ -139,7 +143,7 @@ def _password_like(token: str, strong: bool, quoted: bool) -> bool:
         return False
     if quoted and len(token) >= 3:
         return True
-    if "</" in token or token.startswith(("{", "<")):
+    if _CLOSING_TAG.search(token) or token.startswith(("{", "<")):
         return False  # markup or a template around a word: "Encoding</h2>", "non-{@code"
     if _HYPHEN_WORD.fullmatch(token) and (low.endswith(_ORDINARY_SUFFIXES) or low.split("-")[0] in _WORD_PREFIXES
                                           or (token.islower() and token.count("-") == 1)):
@@ -220,7 +224,7 @@ def _env_value(name: str, value: str) -> bool:
         return False
     if is_named_value(name, value.rstrip(";,")) or (value.startswith("`") and "${" in value):
         return False  # CLIENT_SECRET = "client_secret", AWS_KEY = "AWS_KEY": a constant naming its parameter
-    if re.fullmatch(r"0[xX][0-9a-fA-F]+[;,]?", value):
+    if re.fullmatch(r"0[xX][0-9a-fA-F]+[uUlL]*[;,]?", value) or "PUBLIC" in name.upper():
         return False  # SOCKS5_NO_ACCEPTABLE_AUTH = 0xff: a number
     if value.rstrip(";,").isdigit() and not name.upper().endswith(("PASSWORD", "PASSWD", "PWD", "PASS")):
         return False  # SOCKS5_NO_ACCEPTABLE_AUTH = 255: a token, key or auth name holds a string, not a number
@@ -382,6 +386,8 @@ _OWN_KEYWORDS = [
     "id[_\\-]?token", "bearer[_\\-]?token", "_authtoken",
 ]
 _TEMPLATE = re.compile(r"\$\{[A-Za-z][\w.]*\}")  # "/${desc.name}": a template's slot, not a value
+_NUMBER = re.compile(r"0[xX][0-9a-fA-F]+[uUlL]*|[0-9]+[uUlL]+")
+_LEAD_NAME = re.compile(r"[A-Za-z_$][\w$]*")
 _MORE_WORDS = re.compile(r"[ \t]+[A-Za-z]")
 _ASSIGN_KEY = re.compile(r"pass|pwd|secret|token|key|pin|contrase")
 _ASSIGN_KEY_I = re.compile(_ASSIGN_KEY.pattern, re.I)
@@ -674,8 +680,13 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
             continue
         if not quote and value.isalpha() and _MORE_WORDS.match(text, m.end(group)):
             continue  # "passwd:         files systemd": a list of words, not one credential
-        if not _LAST_PART_KEY.search(name):
-            continue  # "--password-store=basic", "MODULE_PWD_STATE": the key word names something else
+        if not _LAST_PART_KEY.search(name) or "public" in name.lower():
+            continue  # "--password-store=basic", "MODULE_PWD_STATE", "PublicKeyToken": it names something else
+        if _NUMBER.fullmatch(value):
+            continue  # POLICY_CREATE_SECRET = 0x00000020L: a constant
+        lead = _LEAD_NAME.match(value)
+        if lead is not None and lead.group(0).lower() == name.rsplit(".", 1)[-1].lower():
+            continue  # "cancellationToken: cancellationToken)", "password=password,": a variable passed on
         if (not quote and is_code_value(text, m.start(group), m.end(group),
                                                                       key_in_code(text, start, name))):
             continue
@@ -724,7 +735,8 @@ def _direct_spans(text: str, lo: int, hi: int) -> list[Span]:
             core = token.strip("@#$%^&*-_=+~")  # "passwd anonymous@": a symbol at an end does not make a password
             shaped = _has_digit(core) or any(not c.isalnum() for c in core)
             strict = _has_digit(token) and (any(not c.isalnum() for c in token) or token.lower() != token)
-            ok = (len(token) >= 6 and shaped and (introduced or (strict and len(token) >= 8)) and "</" not in token
+            ok = (len(token) >= 6 and shaped and (introduced or (strict and len(token) >= 8))
+                  and _CLOSING_TAG.search(token) is None
                   and _MARKUP.fullmatch(token) is None
                   and token.lower() not in _STOPWORDS and not token.startswith(("/", "~", "./", "-", "%", "{", "$"))
                   and "://" not in token and not is_code_value(text, start, end))
@@ -743,7 +755,7 @@ def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
         kind = "pin" if keyword.startswith("pin") else _kind_from_name(keyword)
         if keyword.startswith(("wi", "wlan", "wpa", "network", "router")):
             kind = "password"  # a network's key is its password
-        pos, prev = m.end(), keyword
+        pos, prev, modal = m.end(), keyword, False
         for _ in range(7):  # the copula comes within a few words of the keyword
             c = _PROSE_COPULA.match(text, pos, hi)
             if c is not None:
@@ -765,11 +777,11 @@ def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
                         break  # the password "password": a word documentation puts there
                     if is_placeholder_value(t.group(2)) or token.startswith(("%", "{")) or _TEMPLATE.search(token):
                         break  # "token: %v", "is %q", "{token}": a format directive stands for the value
-                    if "://" in token and "@" not in token:
+                    if _SCHEME.match(token) and "@" not in token:
                         break  # a URL without a user part (after "token:\\n" too): where one is made, not one
                     if not strong and t.group(1) and ((token.isalpha() and len(token) < 12) or is_name(token)):
                         break  # "credentials: 'type' field": a quoted word under a weak key word names a field
-                    if prev in _MODALS and not (t.group(1) or (_has_digit(token) and not token.isdigit()
+                    if modal and not (t.group(1) or (_has_digit(token) and not token.isdigit()
                                                                and len(token) >= 6)):
                         break  # "the password must be 8 characters", "cannot be more than 72 bytes": a rule
                     if _password_like(token, strong, bool(t.group(1))):
@@ -779,7 +791,8 @@ def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
             if w is None or "\n" in text[pos:w.end()]:
                 break
             pos, prev = w.end(), w.group(0).strip().lower()
-            if prev in _CLAUSE_BREAKS or prev.endswith((".", "!", "?", ";")):
+            modal = prev in _MODALS or (modal and prev in _ADVERBS)
+            if prev in _CLAUSE_BREAKS or prev.endswith((".", "!", "?", ";", ",")):
                 break  # "the password when it is non-null", "credentials. Values are": another clause's copula
     for m in _ZH_KEY.finditer(text, lo, hi):
         t = _ZH_TOKEN.match(text, m.end(), hi)
