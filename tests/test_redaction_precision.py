@@ -150,6 +150,15 @@ CODE_SHAPES = {
         "/* Password hashes can only be characters that represent hexadecimal values */",
         " * is no password set, nor a specific interface is bound, we don't accept",
     ],
+    "kotlin": [
+        "append(\"-----BEGIN PRIVATE KEY-----\\n\")\nencodeBase64Lines(keyPair.private.encoded.toByteString())\n"
+        "append(\"-----END PRIVATE KEY-----\\n\")",
+        " * The easiest way to pin a host is turn on pinning with a broken configuration",
+        "private const val TOKEN = \"([a-zA-Z0-9-!#$%&'*+.^_`{|}~]+)\"",
+        "// If the token is 'single-quoted' it's invalid! But we're lenient.",
+        "String clientSecret = \"00000000000000000000000000000000\";",
+        "\"xoxp-XXXXXXXXXX-XXXXXXXXXX-XXXXXXXXXXX-XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX\",",
+    ],
     "ci and prose": [
         "      id-token: write # to verify the deployment", "    secrets: inherit",
         " * FITNESS.  IN NO EVENT SHALL SECRET LABS AB OR THE AUTHOR BE LIABLE FOR",

@@ -54,7 +54,7 @@ def is_placeholder_value(value: str) -> bool:
     from detect_secrets.filters import heuristic as h
 
     no_letter = h.is_not_alphanumeric_string(value) and _DIGIT_RUN.search(value) is None
-    repeated = len(value) >= 3 and len(set(value.lower())) == 1 and not value.isdigit()
+    repeated = len(value) >= 3 and len(set(value.lower())) == 1 and (not value.isdigit() or len(value) >= 8)
     return h.is_templated_secret(value) or no_letter or repeated or _FORMAT.fullmatch(value) is not None
 
 
@@ -211,13 +211,14 @@ _WORDS_ONLY = re.compile(r"[A-Za-z]+(?:[-_. :/][A-Za-z]+)*")
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 # A URL or URN with no user part: "https://api.fitbit.com/oauth2/token", "urn:ietf:params:oauth:token-type:saml2".
 _URI = re.compile(r"(?:[a-z][a-z0-9+.\-]*://|urn:)[^\s@]*", re.I)
+_RANGE = re.compile(r"a-z|A-Z|0-9")
 _HEADER_NAME = re.compile(r"(?i)x-[a-z0-9]+(?:-[a-z0-9]+)+")
 _PATH = re.compile(r"(?:~|\.{1,2})?(?:/[A-Za-z0-9._-]+){2,}/?")
 # Values documentation and tests put where a credential goes.
 _EXAMPLE_WORDS = frozenset(
     """test testing example sample dummy fake foo bar baz changeme placeholder redacted hidden masked none null
     password passwd pass pwd secret token key apikey xxx yyy abc abcd read write inherit header query cookie body
-    path env file query_string required optional bearer basic digest""".split()
+    path env file query_string required optional bearer basic digest dev""".split()
 )
 # English function words: a quoted value holding one of these among three words or more is a sentence.
 _FUNCTION_WORDS = frozenset(
@@ -245,6 +246,8 @@ def is_named_value(key: str, value: str) -> bool:
         return True
     if value.startswith("_") and value.isidentifier():
         return True  # "_tracingSpan", "_auth": a private name
+    if value[:1] in "([^" and _RANGE.search(value) is not None:
+        return True  # a regular expression's class: "([a-zA-Z0-9-!#$%&"
     if any(p.fullmatch(value) is not None for p in (_URI, _HEADER_NAME, _PATH)):
         return True  # "https://api.fitbit.com/oauth2/token", "X-aws-ec2-metadata-token", "/v1/instance/token"
     if value[:1] in "\"'" and value[1:].lstrip()[:1] in "+.":

@@ -206,6 +206,12 @@ def _basic_credentials(s: str) -> bool:
     return ":" in decoded and decoded.isprintable()
 
 
+def _masked(s: str) -> bool:
+    """Is ``s`` a form's template rather than a value: mostly X, x, 0 or * ("xoxp-XXXXXXXXXX-…")?"""
+    filler = sum(c in "Xx0*" for c in s)
+    return len(s) >= 8 and 5 * filler >= 4 * sum(c.isalnum() or c == "*" for c in s)
+
+
 def _credential_shaped(s: str) -> bool:
     """An Authorization value: a digit, or three kinds of character, or a long random run ("header",
     "username=" are words of the header's description)."""
@@ -349,7 +355,7 @@ _PEM_PREFIX = re.compile(r"[A-Za-z0-9+/=]*")
 _PEM_TAIL = re.compile(
     r"(?:(?:\\r\\n|\\n|\\r|\s)+(?:[A-Za-z][A-Za-z\-]*:[^\n\\\"]*|[A-Za-z0-9+/=]{4,}))+"
 )
-_PEM_BODY = re.compile(r"[A-Za-z0-9+/]{16}")
+_PEM_BODY = re.compile(r"[A-Za-z0-9+/]{32}")
 _PUTTY = re.compile(r"PuTTY-User-Key-File-\d: [\s\S]*?Private-MAC: [0-9a-f]+")
 
 
@@ -573,6 +579,8 @@ def _line_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
                 continue
             if rule.check is not None and not rule.check(text[start:end]):
                 continue
+            if _masked(text[start:end]):
+                continue  # "xoxp-XXXXXXXXXX-XXXXXXXXXX-…", "sk-xxxxxxxxxxxxxxxxxxxx": a template of the form
             if rule.kind == "aws-access-key-id" and (text[start - 1:start].isalnum() or text[end:end + 1].isalnum()):
                 continue  # inside a longer run of hex digits: a number, not a key id
             if rule.kind in _NAME_CHECKED and is_named_value(rule.kind, text[start:end]):
@@ -779,11 +787,14 @@ def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
                         break  # "token: %v", "is %q", "{token}": a format directive stands for the value
                     if _SCHEME.match(token) and "@" not in token:
                         break  # a URL without a user part (after "token:\\n" too): where one is made, not one
-                    if not strong and t.group(1) and ((token.isalpha() and len(token) < 12) or is_name(token)):
+                    if not strong and t.group(1) and ((token.isalpha() and len(token) < 12) or is_name(token)
+                                                      or _HYPHEN_WORD.fullmatch(token)):
                         break  # "credentials: 'type' field": a quoted word under a weak key word names a field
                     if modal and not (t.group(1) or (_has_digit(token) and not token.isdigit()
                                                                and len(token) >= 6)):
                         break  # "the password must be 8 characters", "cannot be more than 72 bytes": a rule
+                    if kind == "pin" and not _has_digit(token):
+                        break  # a PIN is digits: "pin a host is turn on pinning", "PIN: nnn-nnn-nnn"
                     if _password_like(token, strong, bool(t.group(1))):
                         spans.append((t.start(2), t.start(2) + len(token), kind))
                         break
