@@ -207,8 +207,8 @@ def _basic_credentials(s: str) -> bool:
 
 
 def _masked(s: str) -> bool:
-    """Is ``s`` a form's template rather than a value: mostly X, x, 0 or * ("xoxp-XXXXXXXXXX-…")?"""
-    filler = sum(c in "Xx0*" for c in s)
+    """Is ``s`` a form's template rather than a value: mostly X, x or * ("xoxp-XXXXXXXXXX-…")?"""
+    filler = sum(c in "Xx*" for c in s)
     return len(s) >= 8 and 5 * filler >= 4 * sum(c.isalnum() or c == "*" for c in s)
 
 
@@ -579,8 +579,8 @@ def _line_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
                 continue
             if rule.check is not None and not rule.check(text[start:end]):
                 continue
-            if _masked(text[start:end]):
-                continue  # "xoxp-XXXXXXXXXX-XXXXXXXXXX-…", "sk-xxxxxxxxxxxxxxxxxxxx": a template of the form
+            if rule.kind not in ("sk-api-key", "anthropic-key") and _masked(text[start:end]):
+                continue  # "xoxp-XXXXXXXXXX-XXXXXXXXXX-…": a template of the token's form (a model key is always one)
             if rule.kind == "aws-access-key-id" and (text[start - 1:start].isalnum() or text[end:end + 1].isalnum()):
                 continue  # inside a longer run of hex digits: a number, not a key id
             if rule.kind in _NAME_CHECKED and is_named_value(rule.kind, text[start:end]):
