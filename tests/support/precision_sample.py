@@ -1,15 +1,21 @@
 """Real text nobody here wrote, for checking that secret redaction leaves ordinary code and logs alone.
 
 The sample is read at run time from this machine: Python standard library modules of mixed kinds (parsers,
-network clients holding words such as password, token and authkey, crypto helpers, tests of mocks) and, when the
-repository's node_modules is installed, playwright-core's own JS. ``whole_corpus`` is everything of both, for the
-benchmark; ``sample`` is a fixed subset for the test suite.
+network clients holding words such as password, token and authkey, crypto helpers, tests of mocks), playwright-core's
+own JS and TypeScript declarations (the repository's node_modules), and other languages as the machine's packages
+install them (C headers of libc6-dev and libssl-dev, Perl modules, shell scripts of gzip and libc-bin, the JDK's
+sources, PostgreSQL's SQL and configuration samples, dpkg's and apt's logs). ``*_sample`` are fixed subsets for the
+test suite; ``whole_corpus`` is everything, for the benchmark, plus the pinned DSH's installed packages (JS and
+TypeScript, when scripts/install-dsh.sh has run) and the larger corpus of open-source files kept out of git in
+``~/.cache/stratagate/precision`` (when present; docs/benchmarks.md lists its repositories and commits).
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 import sysconfig
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -101,6 +107,66 @@ $ ls -la ~/.ssh
 """
 
 
+# Other languages as this machine's packages install them: (language, path). A JDK's sources are read from its
+# src.zip ("<zip>!<member>"). Each is real code or a real log nobody here wrote.
+OTHER_SAMPLE = (
+    ("c", "/usr/include/stdlib.h"), ("c", "/usr/include/unistd.h"), ("c", "/usr/include/netdb.h"),
+    ("c", "/usr/include/pwd.h"), ("c", "/usr/include/shadow.h"), ("c", "/usr/include/crypt.h"),
+    ("c", "/usr/include/sqlite3.h"), ("c", "/usr/include/openssl/ssl.h"), ("c", "/usr/include/openssl/evp.h"),
+    ("c", "/usr/include/openssl/pem.h"), ("c", "/usr/include/openssl/x509.h"),
+    ("perl", "/usr/share/perl/5.36/Net/FTP.pm"), ("perl", "/usr/share/perl/5.36/Net/SMTP.pm"),
+    ("perl", "/usr/share/perl/5.36/Net/POP3.pm"), ("perl", "/usr/share/perl/5.36/Net/Netrc.pm"),
+    ("perl", "/usr/share/perl/5.36/HTTP/Tiny.pm"), ("perl", "/usr/share/perl/5.36/CPAN/HTTP/Credentials.pm"),
+    ("perl", "/usr/share/perl/5.36/User/pwent.pm"),
+    ("shell", "/usr/bin/zgrep"), ("shell", "/usr/bin/gzexe"), ("shell", "/usr/bin/znew"), ("shell", "/usr/bin/ldd"),
+    ("typescript", str(REPO / "node_modules/playwright-core/types/types.d.ts")),
+    ("java", "src.zip!java.base/java/net/Authenticator.java"),
+    ("java", "src.zip!java.base/java/net/PasswordAuthentication.java"),
+    ("java", "src.zip!java.base/java/security/KeyStore.java"), ("java", "src.zip!java.base/javax/crypto/Cipher.java"),
+    ("java", "src.zip!java.base/sun/security/provider/JavaKeyStore.java"),
+    ("java", "src.zip!java.net.http/jdk/internal/net/http/AuthenticationFilter.java"),
+    ("java", "src.zip!java.sql/java/sql/DriverManager.java"),
+    ("sql", "/usr/share/postgresql/15/information_schema.sql"), ("sql", "/usr/share/postgresql/15/system_views.sql"),
+    ("config", "/usr/share/postgresql/15/postgresql.conf.sample"),
+    ("config", "/usr/share/postgresql/15/pg_hba.conf.sample"), ("config", "/etc/ssh/ssh_config"),
+    ("log", "/var/log/dpkg.log"), ("log", "/var/log/apt/history.log"), ("log", "/var/log/alternatives.log"),
+)
+# The languages a machine of this project's kind always has (gcc's libc headers, perl, gzip, playwright-core).
+REQUIRED_LANGUAGES = frozenset({"c", "perl", "shell", "typescript"})
+DSH_LOCAL = Path(os.environ.get("STRATAGATE_DSH_LOCAL", Path.home() / ".cache" / "stratagate" / "dsh-local"))
+PRECISION_CACHE = Path(os.environ.get("STRATAGATE_PRECISION_CACHE",
+                                      Path.home() / ".cache" / "stratagate" / "precision"))
+_JS_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts")
+
+
+def _src_zip() -> Path | None:
+    """A JDK's sources, when one is installed."""
+    return next(iter(sorted(Path("/usr/lib/jvm").glob("*/lib/src.zip"), reverse=True)), None) if Path(
+        "/usr/lib/jvm").is_dir() else None
+
+
+def read_entry(name: str) -> str | None:
+    """The text of a sample entry: a path, or ``src.zip!member`` inside the installed JDK's sources."""
+    if name.startswith("src.zip!"):
+        zip_path = _src_zip()
+        try:
+            with zipfile.ZipFile(zip_path) as z:  # type: ignore[arg-type]
+                return z.read(name.split("!", 1)[1]).decode("utf-8")
+        except (TypeError, OSError, KeyError, UnicodeDecodeError, zipfile.BadZipFile):
+            return None
+    return read(Path(name))
+
+
+def other_sample() -> list[tuple[str, str, str]]:
+    """(language, name, text) of every entry of ``OTHER_SAMPLE`` this machine has."""
+    out = []
+    for lang, name in OTHER_SAMPLE:
+        text = read_entry(name)
+        if text is not None:
+            out.append((lang, name, text))
+    return out
+
+
 def stdlib_sample() -> list[Path]:
     return [STDLIB / name for name in STDLIB_SAMPLE if (STDLIB / name).is_file()]
 
@@ -116,6 +182,59 @@ def whole_corpus() -> Iterator[Path]:
     yield from sorted(p for p in STDLIB.rglob("*.py") if skip.isdisjoint(p.relative_to(STDLIB).parts))
     if PLAYWRIGHT_LIB.is_dir():
         yield from sorted(PLAYWRIGHT_LIB.rglob("*.js"))
+
+
+def dsh_packages() -> Iterator[Path]:
+    """Every JS and TypeScript file of the pinned DSH's installed packages (each real file once; pnpm links the same
+    package into several places), sorted; nothing when DSH is not installed."""
+    seen: set[Path] = set()
+    for sub in ("dsh", "tools"):
+        root = DSH_LOCAL / sub / "node_modules"
+        if not root.is_dir():
+            continue
+        for path in sorted(root.rglob("*")):
+            if path.suffix in _JS_SUFFIXES and path.is_file() and (real := path.resolve()) not in seen:
+                seen.add(real)
+                yield path
+
+
+def cached_corpus() -> Iterator[tuple[str, Path]]:
+    """(language, path) of every file of ``~/.cache/stratagate/precision/<language>/<owner>/<repo>/<path>``."""
+    if PRECISION_CACHE.is_dir():
+        for path in sorted(PRECISION_CACHE.rglob("*")):
+            if path.is_file():
+                yield path.relative_to(PRECISION_CACHE).parts[0], path
+
+
+def machine_corpus() -> Iterator[tuple[str, str]]:
+    """(language, name) of the whole of what ``OTHER_SAMPLE`` samples: the C headers of libc and OpenSSL, every Perl
+    module, the JDK's network and security sources, PostgreSQL's SQL, /etc's configuration, /usr/bin's shell scripts
+    and the package managers' logs."""
+    include = Path("/usr/include")
+    yield from (("c", str(p)) for p in sorted(include.glob("*.h")))
+    for sub in ("openssl", "sys", "netinet", "arpa"):
+        yield from (("c", str(p)) for p in sorted((include / sub).rglob("*.h")))
+    yield from (("perl", str(p)) for p in sorted(Path("/usr/share/perl/5.36").rglob("*.p[ml]")))
+    zip_path = _src_zip()
+    if zip_path is not None:
+        prefixes = ("java.base/java/net/", "java.base/java/security/", "java.base/javax/crypto/",
+                    "java.base/sun/security/", "java.net.http/", "java.sql/", "java.naming/")
+        with zipfile.ZipFile(zip_path) as z:
+            names = sorted(n for n in z.namelist() if n.endswith(".java") and n.startswith(prefixes))
+        yield from (("java", f"src.zip!{n}") for n in names)
+    yield from (("sql", str(p)) for p in sorted(Path("/usr/share/postgresql").rglob("*.sql")))
+    configs = (".conf", ".cfg", ".yaml", ".yml", ".toml", ".ini", ".sample")
+    for root in (Path("/etc"), Path("/usr/share/postgresql")):
+        yield from (("config", str(p)) for p in sorted(root.rglob("*")) if p.suffix in configs and p.is_file())
+    for path in sorted(Path("/usr/bin").iterdir()):
+        try:
+            head = path.read_bytes()[:64] if path.is_file() else b""
+        except OSError:
+            continue
+        if head.startswith(b"#!") and (b"sh\n" in head or b"bash" in head):
+            yield "shell", str(path)
+    yield from (("log", p) for p in ("/var/log/dpkg.log", "/var/log/apt/term.log", "/var/log/apt/history.log",
+                                     "/var/log/alternatives.log"))
 
 
 def read(path: Path) -> str | None:

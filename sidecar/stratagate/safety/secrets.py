@@ -26,9 +26,10 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, cast
 
-from stratagate.safety.codevalue import is_code_value, is_placeholder_value, key_in_code
+from stratagate.safety.codevalue import is_code_value, is_name, is_named_value, is_placeholder_value, key_in_code
 
 DEFAULT_KEY = b"stratagate-default-redaction-key"
 _key: bytes = DEFAULT_KEY
@@ -85,9 +86,28 @@ _STOPWORDS = frozenset(
     known unknown forgotten lost ok okay fine good bad great new old only just all any some none null true
     false yes undefined nil something anything nothing default blank unchanged updated rotated working
     enabled disabled configured stale leaked compromised always never usually given passed supplied provided
-    ignored returned accepted rejected string number boolean object str int bytes".""".replace('".', "").split()
+    ignored returned accepted rejected string number boolean object str int bytes already more less about
+    currently actually really being then there header headers field value values argument parameter option
+    through via into onto over under after before during within without per against between like unlike
+    query cookie body read write inherit same either neither both each every such another other must should
+    can will may might could would shall""".split()
 )
-_ORDINARY_SUFFIXES = ("ed", "ing", "ly", "able", "ible", "ful", "less", "ous", "ive", "tion", "ment", "ness")
+# What makes "be" a rule rather than a statement: "the password must be 8 characters", "won't be re-checked".
+_MODALS = frozenset("can cannot can't could must should shall will won't would may might need needs".split())
+# Words that start another clause: a copula after one of them belongs to it ("the password when it is ...").
+_CLAUSE_BREAKS = frozenset("when if it that which because while since unless whether but nor where who they".split())
+# Adverbs between a modal and "be" ("can only be", "must not be", "will always be").
+_ADVERBS = frozenset("only not never always also just still ever even".split())
+# Hyphenated words of prose: "re-checked", "well-known", "auto-generated", "non-empty".
+# Markup around a word: POD's C<$pass>, an XML tag <password>.
+_CLOSING_TAG = re.compile(r"</[A-Za-z][\w-]*>")
+_SCHEME = re.compile(r"(?:\\[nr])*[A-Za-z][A-Za-z0-9+.-]*://[A-Za-z0-9]")
+_MARKUP = re.compile(r"[A-Z]?<[^<>\s]*>")
+_HYPHEN_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)+")
+_WORD_PREFIXES = ("re", "pre", "non", "un", "self", "auto", "co", "sub", "multi", "well", "user", "server", "client")
+_ORDINARY_SUFFIXES = (
+    "ed", "ing", "ly", "able", "ible", "ful", "less", "ous", "ive", "tion", "ment", "ness", "ory", "ary",
+)
 
 
 def _has_digit(s: str) -> bool:
@@ -123,7 +143,16 @@ def _password_like(token: str, strong: bool, quoted: bool) -> bool:
         return False
     if quoted and len(token) >= 3:
         return True
+    if _CLOSING_TAG.search(token) or token.startswith(("{", "<")):
+        return False  # markup or a template around a word: "Encoding</h2>", "non-{@code"
+    if _HYPHEN_WORD.fullmatch(token) and (low.endswith(_ORDINARY_SUFFIXES) or low.split("-")[0] in _WORD_PREFIXES
+                                          or (token.islower() and token.count("-") == 1)):
+        return False  # "re-checked", "one-way": prose
+    if token.isalpha() and token.isupper() and len(token) > 3:
+        token = low  # a word of a sentence in capitals ("SHALL SECRET LABS ... BE LIABLE") is read as a word
     # A symbol is looked for first: in a long run ("pin=pin=pin=…") it comes within a few characters.
+    if not strong and (token.isalpha() or is_name(token)):
+        return False  # "credential_source is Ec2InstanceMetadata": a name under token, secret or credential
     if any(not c.isalnum() for c in token) or _has_digit(token) or (token[1:] != token[1:].lower()):
         if token.isdigit():
             return strong and len(token) >= 4
@@ -153,7 +182,20 @@ def _aws_secret(s: str) -> bool:
         and s.count("/") <= 3
         and "//" not in s
         and _entropy(s) >= 4.2
+        and not is_name(s)  # a long test name: TestAuthSwitchCachingSHA256PasswordEmpty
+        and not ("/" in s and all(is_name(part) for part in s.split("/") if part))  # Suite/level1/html/Element01
+        and not _base64_text(s)  # "UGF0aWVuY2UgaXMgdGhlIGtleSB0byBzdWNjZXNz": "Patience is the key to success"
+        and 5 * sum(a < b for a, b in pairwise(s)) < 4 * len(s)  # not a sorted run: [0123456789EFGHIK…]
     )
+
+
+def _base64_text(s: str) -> bool:
+    """Does ``s`` decode from base64 to printable words (a test vector), not to key bytes?"""
+    try:
+        decoded = base64.b64decode(s + "=" * (-len(s) % 4), validate=True).decode("ascii")
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return False
+    return decoded.isprintable() and " " in decoded
 
 
 def _basic_credentials(s: str) -> bool:
@@ -164,6 +206,21 @@ def _basic_credentials(s: str) -> bool:
     return ":" in decoded and decoded.isprintable()
 
 
+def _masked(s: str) -> bool:
+    """Is ``s`` a form's template rather than a value: mostly X, x or * ("xoxp-XXXXXXXXXX-…")?"""
+    filler = sum(c in "Xx*" for c in s)
+    return len(s) >= 8 and 5 * filler >= 4 * sum(c.isalnum() or c == "*" for c in s)
+
+
+def _credential_shaped(s: str) -> bool:
+    """An Authorization value: a digit, or three kinds of character, or a long random run ("header",
+    "username=" are words of the header's description)."""
+    low = s.lower().rstrip(".,;:")
+    if low in _STOPWORDS or low in ("bearer", "basic", "token", "digest", "negotiate", "ntlm"):
+        return False
+    return _has_digit(s) or _classes(s) >= 3 or _random_looking(s, 16)
+
+
 def _bearer(s: str) -> bool:
     return len(s) >= 8 and (_has_digit(s) or _classes(s) >= 3) and s.lower() not in _STOPWORDS
 
@@ -171,6 +228,10 @@ def _bearer(s: str) -> bool:
 def _env_value(name: str, value: str) -> bool:
     if not value or value.startswith(("$", "<", "%", "{{")) or value.lower() in _STOPWORDS:
         return False
+    if is_named_value(name, value.rstrip(";,")) or (value.startswith("`") and "${" in value):
+        return False  # CLIENT_SECRET = "client_secret", AWS_KEY = "AWS_KEY": a constant naming its parameter
+    if re.fullmatch(r"0[xX][0-9a-fA-F]+[uUlL]*[;,]?", value) or "PUBLIC" in name.upper():
+        return False  # SOCKS5_NO_ACCEPTABLE_AUTH = 0xff: a number
     if value.rstrip(";,").isdigit() and not name.upper().endswith(("PASSWORD", "PASSWD", "PWD", "PASS")):
         return False  # SOCKS5_NO_ACCEPTABLE_AUTH = 255: a token, key or auth name holds a string, not a number
     if name.upper().endswith("KEY"):
@@ -231,12 +292,13 @@ _OWN_RULES: list[Rule] = [
     _r("vault-token", _B + r"hv[sb]\.[A-Za-z0-9_\-]{20,}"),
     _r("azure-storage-key", r"(?i)(?:AccountKey|SharedAccessKey)\s*=\s*([A-Za-z0-9+/=]{20,})", 1),
     _r("azure-storage-key", r"(?i)[?&]sig=([A-Za-z0-9%+/=]{20,})", 1),
-    _r("url-password", r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s/:@\"'<>]+:([^\s/@\"'<>]+)@", 1),
+    _r("url-password", r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s/:@\"'<>]+:([^\s/@\"'<>]+)@", 1,
+       lambda s: not is_placeholder_value(s) and s.lower() not in ("password", "passwd", "pass", "pwd", "secret")),
     _r("bearer-token", r"(?i)\bbearer\s+([A-Za-z0-9._~+/\-]+=*)", 1, _bearer),
     _r("basic-auth", r"(?i)\bbasic\s+([A-Za-z0-9+/]{8,}=*)", 1, _basic_credentials),
     _r("authorization", r"(?i)\b(?:proxy-)?authorization\\?[\"']?\s*[:=]\s*\\?[\"']?"
        r"(?:(?:bearer|basic|token|digest)\s+)?(?!(?:bearer|basic|token|digest)\s)([A-Za-z0-9._~+/=\-]{6,})", 1,
-       lambda s: s.lower() not in _STOPWORDS),
+       lambda s: _credential_shaped(s) and not is_named_value("authorization", s)),
     _r("session-id", r"(?i)\b(?:session[_\-]?id|sessionid|phpsessid|jsessionid|connect\.sid|csrftoken|"
        r"session[_\-]?token|_session|sid)\\?[\"']?\s*[=:]\s*\\?[\"']?([A-Za-z0-9%._\-+/=]{8,})", 1,
        lambda s: _random_looking(s, 8)),
@@ -293,6 +355,7 @@ _PEM_PREFIX = re.compile(r"[A-Za-z0-9+/=]*")
 _PEM_TAIL = re.compile(
     r"(?:(?:\\r\\n|\\n|\\r|\s)+(?:[A-Za-z][A-Za-z\-]*:[^\n\\\"]*|[A-Za-z0-9+/=]{4,}))+"
 )
+_PEM_BODY = re.compile(r"[A-Za-z0-9+/]{32}")
 _PUTTY = re.compile(r"PuTTY-User-Key-File-\d: [\s\S]*?Private-MAC: [0-9a-f]+")
 
 
@@ -302,13 +365,19 @@ def _pem_spans(text: str) -> list[tuple[int, int, str]]:
     while (m := _PEM_BEGIN.search(text, pos)) is not None:
         end_m = _PEM_END.search(text, m.end(), m.end() + 100_000)
         if end_m is not None and _PEM_BEGIN.search(text, m.end(), end_m.start()) is None:
+            if _PEM_BODY.search(text, m.end(), end_m.start()) is None:
+                pos = end_m.end()  # no key between the lines: code writing the armor ("push('-----BEGIN …')")
+                continue
             end = end_m.end()
         else:
             # No END: a truncated block, or one whose line breaks became spaces or JSON escapes. Take everything
             # key-like that follows: armor headers ("Version: …", to the end of their line) and base64 runs, across
             # real or escaped line breaks and spaces. Over-redacting a trailing word beats leaking a key body.
             tail = _PEM_TAIL.match(text, m.end())
-            end = tail.end() if tail else m.end()
+            if tail is None:
+                pos = m.end()  # a BEGIN line with no key after it: a mention ("if the file begins with ...")
+                continue
+            end = tail.end()
         spans.append((m.start(), end, "private-key"))
         pos = max(end, m.end())
     for m in _PUTTY.finditer(text):
@@ -322,6 +391,10 @@ _OWN_KEYWORDS = [
     "auth[_\\-]?token", "access[_\\-]?token", "refresh[_\\-]?token", "api[_\\-]?token", "bot[_\\-]?token",
     "id[_\\-]?token", "bearer[_\\-]?token", "_authtoken",
 ]
+_TEMPLATE = re.compile(r"\$\{[A-Za-z][\w.]*\}")  # "/${desc.name}": a template's slot, not a value
+_NUMBER = re.compile(r"0[xX][0-9a-fA-F]+[uUlL]*|[0-9]+[uUlL]+")
+_LEAD_NAME = re.compile(r"[A-Za-z_$][\w$]*")
+_MORE_WORDS = re.compile(r"[ \t]+[A-Za-z]")
 _ASSIGN_KEY = re.compile(r"pass|pwd|secret|token|key|pin|contrase")
 _ASSIGN_KEY_I = re.compile(_ASSIGN_KEY.pattern, re.I)
 _ENV_LITERALS = ("TOKEN", "SECRET", "PASS", "PWD", "KEY", "CREDENTIAL", "AUTH")
@@ -340,11 +413,12 @@ _PROSE_KEY = re.compile(
 )
 # A credential named without a copula: "log in as alice with password hunter2-Blue!", "user admin / pass Xy7$kq!".
 _PROSE_DIRECT = re.compile(
-    r"(?i)(?:(\bwith|\busing|\band|/|,)[ \t]+(?:the[ \t]+)?)?\b(pass(?:word|wd|phrase)?|pwd|pw)[ \t]+"
+    r"(?i)(?:(\bwith|\busing|\band|(?<!/)/(?!/)|,)[ \t]+(?:the[ \t]+)?)?\b(pass(?:word|wd|phrase)?|pwd|pw)[ \t]+"
 )
 # A copula word is a whole word ("to" is not the start of "tokenize"); "==" and "!=" compare, they do not state.
 _PROSE_COPULA = re.compile(
-    r"(?i)(?:\s+(?:(?:is|was|are|were|to|be|becomes?)(?![\w=])|=(?!=))\s*(?::|=(?!=))?|\s*(?::|=(?!=)))\s*"
+    r"(?i)(?:[ \t]+(?:(?:is|was|are|were|to|be|becomes?)(?![\w=])|=(?!=))\s*(?::|=(?!=))?|(?::|=(?!=))"
+    r"|[ \t]+(?::(?=\s)|=(?!=)))\s*"
 )
 _PROSE_WORD = re.compile(r"\s*[^\s]+")
 _PROSE_TOKEN = re.compile(r"([\"'“‘`]?)([^\s\"'“”‘’`]+)")
@@ -513,6 +587,12 @@ def _line_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
                 continue
             if rule.check is not None and not rule.check(text[start:end]):
                 continue
+            if rule.kind not in ("sk-api-key", "anthropic-key") and _masked(text[start:end]):
+                continue  # "xoxp-XXXXXXXXXX-XXXXXXXXXX-…": a template of the token's form (a model key is always one)
+            if rule.kind == "aws-access-key-id" and (text[start - 1:start].isalnum() or text[end:end + 1].isalnum()):
+                continue  # inside a longer run of hex digits: a number, not a key id
+            if rule.kind in _NAME_CHECKED and is_named_value(rule.kind, text[start:end]):
+                continue  # ftp://user:password@host, "X-aws-ec2-metadata-token": a documented form, a header name
             unquoted = text[start - 1:start] not in ("'", '"')
             if rule.kind in _CODE_CHECKED and unquoted and is_code_value(text, start, end):
                 continue  # authorization = self.headers.get(...): a header read in code, not a credential
@@ -528,12 +608,16 @@ def _line_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
 
 
 # The last part of a key name holds the key word: "db_password", "authKey", not "password_store".
-_LAST_PART_KEY = re.compile(r"(?i)(?:pass|pwd|secret|token|key|pin|contrase|auth|cred)[a-z]{0,9}[0-9]?$")
-_CODE_ACCESS = re.compile(r"(?:\??\.[A-Za-z_$]|[(\[])")
+# The word after the key word is the same word in the same case ("Password", "PASSWORDS"), not a new camelCase word
+# ("adminSecretNamespace" names a namespace).
+_LAST_PART_KEY = re.compile(r"(?i:pass|pwd|secret|token|key|pin|contrase|auth|cred)(?:[a-z]{0,9}|[A-Z]{0,9})[0-9]?$")
+_CODE_ACCESS = re.compile(r"(?:\??\.[A-Za-z_$]|[(\[]|::|<[A-Za-z&'?])")
 _SETTING = re.compile(r"(?i)\b(?:set|sets|setting|change|changed|changing|reset|update|updated|switch|switched)\b")
 
 # Rules whose value may be code reading the header or cookie rather than its value.
 _CODE_CHECKED = frozenset({"authorization", "session-id"})
+# Rules whose value may be a name or an example word (detect-secrets' URL pattern has no check of its own).
+_NAME_CHECKED = frozenset({"authorization", "session-id", "url-password"})
 
 _WINDOW = 2048
 _OVERLAP = 512  # characters two windows of one long line share: a keyword and a value shorter than this are seen whole
@@ -604,10 +688,21 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
         strong = _loaded().strong_name.search(name) is not None and not re.search(r"(?i)tokens|keys\b", name)
         if PLACEHOLDER_RE.search(value) or value.startswith(("$", "<", "{{")) or not value.strip():
             continue
-        if value.lower() in _STOPWORDS or (quote and is_placeholder_value(value)):
+        if value.lower() in _STOPWORDS or (quote and (is_placeholder_value(value) or len(value) < 3)):
             continue
-        if not _LAST_PART_KEY.search(name):
-            continue  # "--password-store=basic", "MODULE_PWD_STATE": the key word names something else
+        if text.startswith("::", end) or (value.startswith("`") and "${" in value) or _arn_segment(text, start, end):
+            continue  # Token::Ident(...), Secret::from(...): a path; `[a-z]${RANGE}`: a template; arn:…:secret:x
+        if is_named_value(name, value.rstrip(";,):]}")):
+            continue
+        if not quote and value.isalpha() and _MORE_WORDS.match(text, m.end(group)):
+            continue  # "passwd:         files systemd": a list of words, not one credential
+        if not _LAST_PART_KEY.search(name) or "public" in name.lower():
+            continue  # "--password-store=basic", "MODULE_PWD_STATE", "PublicKeyToken": it names something else
+        if _NUMBER.fullmatch(value):
+            continue  # POLICY_CREATE_SECRET = 0x00000020L: a constant
+        lead = _LEAD_NAME.match(value)
+        if lead is not None and lead.group(0).lower() == name.rsplit(".", 1)[-1].lower():
+            continue  # "cancellationToken: cancellationToken)", "password=password,": a variable passed on
         if (not quote and is_code_value(text, m.start(group), m.end(group),
                                                                       key_in_code(text, start, name))):
             continue
@@ -618,6 +713,11 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
         if ok:
             spans.append((m.start(group), m.end(group), _kind_from_name(name)))
     return spans
+
+
+def _arn_segment(text: str, start: int, end: int) -> bool:
+    """Is the key word one segment of a colon path ("arn:aws:secretsmanager:…:secret:Name"), not a key?"""
+    return text[start - 1:start] == ":" == text[end:end + 1] and text[end + 1:end + 2] not in ("", " ", "\t", "\n")
 
 
 def _inside_word(text: str, start: int, end: int) -> bool:
@@ -644,14 +744,17 @@ def _direct_spans(text: str, lo: int, hi: int) -> list[Span]:
             continue
         token = t.group(2).rstrip(".,;:!?)]}…")
         start, end = t.start(2), t.start(2) + len(token)
-        if t.group(1):
-            ok = len(token) >= 3 and not is_placeholder_value(token)
+        if t.group(1):  # a quoted flag or name ("pass `-Zpublic-dependency`", "the password "password"") is none
+            ok = (len(token) >= 3 and not is_placeholder_value(token) and t.group(1) != "`"
+                  and not token.startswith(("-", "$")) and not is_named_value(m.group(2), token))
         else:
             core = token.strip("@#$%^&*-_=+~")  # "passwd anonymous@": a symbol at an end does not make a password
             shaped = _has_digit(core) or any(not c.isalnum() for c in core)
             strict = _has_digit(token) and (any(not c.isalnum() for c in token) or token.lower() != token)
             ok = (len(token) >= 6 and shaped and (introduced or (strict and len(token) >= 8))
-                  and token.lower() not in _STOPWORDS and not token.startswith(("/", "~", "./", "-"))
+                  and _CLOSING_TAG.search(token) is None
+                  and _MARKUP.fullmatch(token) is None
+                  and token.lower() not in _STOPWORDS and not token.startswith(("/", "~", "./", "-", "%", "{", "$"))
                   and "://" not in token and not is_code_value(text, start, end))
         if ok:
             spans.append((start, end, "password"))
@@ -661,14 +764,14 @@ def _direct_spans(text: str, lo: int, hi: int) -> list[Span]:
 def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
     spans: list[Span] = []
     for m in _PROSE_KEY.finditer(text, lo, hi):
-        if _CODE_ACCESS.match(text, m.end()):
-            continue  # token.type, token(...), token[0]: the word is a name in code
+        if _CODE_ACCESS.match(text, m.end()) or _arn_segment(text, m.start(), m.end()):
+            continue  # token.type, token(...), token[0]: a name in code; arn:aws:…:secret:Name: a segment of an ARN
         keyword = m.group(1).lower()
         strong = not keyword.startswith(("token", "credential", "secret", "api", "access"))
         kind = "pin" if keyword.startswith("pin") else _kind_from_name(keyword)
         if keyword.startswith(("wi", "wlan", "wpa", "network", "router")):
             kind = "password"  # a network's key is its password
-        pos = m.end()
+        pos, prev, modal = m.end(), keyword, False
         for _ in range(7):  # the copula comes within a few words of the keyword
             c = _PROSE_COPULA.match(text, pos, hi)
             if c is not None:
@@ -686,13 +789,30 @@ def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
                     if c.group(0).strip().lower() == "to" and not _SETTING.search(text, max(lo, m.start() - 40),
                                                                                      m.start()):
                         break  # "the password to decrypt files": "to" states a value only after set/change
+                    if t.group(1) and is_named_value(keyword, token):
+                        break  # the password "password": a word documentation puts there
+                    if is_placeholder_value(t.group(2)) or token.startswith(("%", "{")) or _TEMPLATE.search(token):
+                        break  # "token: %v", "is %q", "{token}": a format directive stands for the value
+                    if _SCHEME.match(token) and "@" not in token:
+                        break  # a URL without a user part (after "token:\\n" too): where one is made, not one
+                    if not strong and t.group(1) and ((token.isalpha() and len(token) < 12) or is_name(token)
+                                                      or _HYPHEN_WORD.fullmatch(token)):
+                        break  # "credentials: 'type' field": a quoted word under a weak key word names a field
+                    if modal and not (t.group(1) or (_has_digit(token) and not token.isdigit()
+                                                               and len(token) >= 6)):
+                        break  # "the password must be 8 characters", "cannot be more than 72 bytes": a rule
+                    if kind == "pin" and not _has_digit(token):
+                        break  # a PIN is digits: "pin a host is turn on pinning", "PIN: nnn-nnn-nnn"
                     if _password_like(token, strong, bool(t.group(1))):
                         spans.append((t.start(2), t.start(2) + len(token), kind))
                         break
             w = _PROSE_WORD.match(text, pos, hi)
             if w is None or "\n" in text[pos:w.end()]:
                 break
-            pos = w.end()
+            pos, prev = w.end(), w.group(0).strip().lower()
+            modal = prev in _MODALS or (modal and prev in _ADVERBS)
+            if prev in _CLAUSE_BREAKS or prev.endswith((".", "!", "?", ";", ",")):
+                break  # "the password when it is non-null", "credentials. Values are": another clause's copula
     for m in _ZH_KEY.finditer(text, lo, hi):
         t = _ZH_TOKEN.match(text, m.end(), hi)
         if t is None or PLACEHOLDER_RE.match(text, t.start(2)):
