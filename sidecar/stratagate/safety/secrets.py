@@ -690,7 +690,7 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
             continue
         if value.lower() in _STOPWORDS or (quote and (is_placeholder_value(value) or len(value) < 3)):
             continue
-        if text.startswith("::", end) or (value.startswith("`") and "${" in value) or _arn_segment(text, start, end):
+        if text.startswith("::", end) or "${" in value or _arn_segment(text, start, end):
             continue  # Token::Ident(...), Secret::from(...): a path; `[a-z]${RANGE}`: a template; arn:…:secret:x
         if is_named_value(name, value.rstrip(";,):]}")):
             continue
@@ -701,8 +701,11 @@ def _assign_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:
         if _NUMBER.fullmatch(value):
             continue  # POLICY_CREATE_SECRET = 0x00000020L: a constant
         lead = _LEAD_NAME.match(value)
-        if lead is not None and lead.group(0).lower() == name.rsplit(".", 1)[-1].lower():
-            continue  # "cancellationToken: cancellationToken)", "password=password,": a variable passed on
+        last = name.rsplit(".", 1)[-1].lower()
+        if lead is not None and lead.group(0).lower().strip("$") == last:
+            continue  # "cancellationToken: cancellationToken)", "Credentials$ = Credentials$": a variable passed on
+        if len(last) >= 5 and value.lower().endswith(("_" + last, "-" + last, "." + last)):
+            continue  # "hlToken": "uV2eYG_hlToken": an id made from its own name (minified bundles)
         if (not quote and is_code_value(text, m.start(group), m.end(group),
                                                                       key_in_code(text, start, name))):
             continue
@@ -791,8 +794,11 @@ def _prose_spans(text: str, lo: int, hi: int) -> list[Span]:
                         break  # "the password to decrypt files": "to" states a value only after set/change
                     if t.group(1) and is_named_value(keyword, token):
                         break  # the password "password": a word documentation puts there
-                    if is_placeholder_value(t.group(2)) or token.startswith(("%", "{")) or _TEMPLATE.search(token):
-                        break  # "token: %v", "is %q", "{token}": a format directive stands for the value
+                    if (is_placeholder_value(t.group(2)) or token.startswith(("%", "{")) or _TEMPLATE.search(token)
+                            or "${" in token):
+                        break  # "token: %v", "is %q", "{token}", `/${name}`: a format directive stands for the value
+                    if token.lower().strip("$") == keyword:
+                        break  # "Credentials$ = Credentials$": the name passed on, not a value
                     if _SCHEME.match(token) and "@" not in token:
                         break  # a URL without a user part (after "token:\\n" too): where one is made, not one
                     if not strong and t.group(1) and ((token.isalpha() and len(token) < 12) or is_name(token)
