@@ -122,3 +122,49 @@ async def test_a_sidecar_on_a_full_database_logs_it_once_without_a_traceback(tmp
     assert "Traceback" not in logged, logged[-3000:]
     assert logged.count("storage is full") == 1, logged[-3000:]
     assert "OperationalError" not in logged.split("storage is full", 1)[1], logged[-3000:]
+
+
+async def test_a_failure_that_could_not_be_written_is_written_later_and_the_job_runs_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The disk is full when a failed attempt is recorded: the row cannot say so. Once storage allows, the runner
+    writes it (the job backs off and runs again in this process), instead of leaving it 'running' until a restart."""
+    db = Database(tmp_path / "memory.db")
+    await db.open()
+    async with db.transaction() as conn:
+        ns = await ensure_namespace(conn, "proj")
+        job_id = await queue.enqueue(conn, ns, "flaky", 1, 20)
+    real_mark = queue.mark_failed_attempt
+    marks = [0]
+
+    async def mark_failed_attempt(*args: Any, **kw: Any) -> Any:
+        marks[0] += 1
+        if marks[0] <= 2:  # the first record, and its first retry, find no room
+            raise _full()
+        return await real_mark(*args, **kw)
+
+    monkeypatch.setattr(queue, "mark_failed_attempt", mark_failed_attempt)
+    monkeypatch.setattr(runner, "CLAIM_RETRY_S", 0.01)
+    runs: list[int] = []
+    finished = asyncio.Event()
+
+    async def handler(job: Any) -> None:
+        runs.append(job.attempts)
+        if len(runs) == 1:
+            raise _full()
+
+    async def notify(method: str, payload: dict[str, Any]) -> None:
+        if payload["status"] == "done":
+            finished.set()
+
+    job_runner = JobRunner(db, {"flaky": handler}, concurrency=1, backoff_base=0.01, backoff_cap=0.02, notify=notify)
+    await job_runner.start()
+    try:
+        async with asyncio.timeout(60):
+            await finished.wait()
+    finally:
+        await job_runner.stop()
+        row = await db.fetchone("SELECT status, attempts FROM jobs WHERE id = ?", (job_id,))
+        await db.close()
+    assert runs == [1, 2] and marks[0] == 3
+    assert row is not None and row["attempts"] == 2  # claimed twice: the second claim needed the recorded failure

@@ -289,9 +289,10 @@ async def mark_done(conn: Connection, job: JobRow) -> None:
 
 
 async def mark_failed_attempt(
-    db: Database, job: JobRow, error: str, base: float, cap: float, retryable: bool = True
+    db: Database, job: JobRow, error: str, base: float, cap: float, retryable: bool = True, audited: bool = True
 ) -> str:
-    """Record a failed attempt: back off and retry, or give up when attempts are exhausted."""
+    """Record a failed attempt: back off and retry, or give up when attempts are exhausted. Without ``audited`` only
+    the row changes (an update in place: on a full disk it fits where a new audit row does not)."""
     error = preview(error, 4000)  # errors can quote model output or stored text: never keep a secret
     give_up = (not retryable) or job.attempts >= job.max_attempts
     status = "failed" if give_up else "queued"
@@ -301,6 +302,8 @@ async def mark_failed_attempt(
             "UPDATE jobs SET status = ?, next_run_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
             (status, next_run, error, now_iso(), job.id),
         )
+        if not audited:
+            return status
         await audit(
             conn,
             job.namespace_id,

@@ -98,6 +98,9 @@ class JobRunner:
         self._wake = asyncio.Event()
         self._inflight: set[asyncio.Task[None]] = set()
         self._running_jobs: set[int] = set()
+        # Failed attempts whose failure could not be written (a full disk): recorded as soon as storage allows, so the
+        # job backs off and runs again in this process instead of staying 'running' until a restart.
+        self._unrecorded: dict[int, tuple[JobRow, str, bool]] = {}
         self._loop_task: asyncio.Task[None] | None = None
         self.last_error: str | None = None
         self.storage = StorageState()
@@ -145,7 +148,9 @@ class JobRunner:
             self._wake.clear()
             free = self._concurrency - len(self._inflight)
             retry: float | None = None
-            if free > 0:
+            if self._unrecorded and not await self._record_failures():
+                retry = CLAIM_RETRY_S
+            if free > 0 and retry is None:
                 try:
                     claimed = await queue.claim_due(
                         self._db, free, owner=self._owner, max_attempts=self._max_attempts
@@ -210,6 +215,28 @@ class JobRunner:
             if not self.storage.failed(exc, "queuing follow-up jobs"):
                 log.error("queuing the follow-ups of job %s failed (%s)", job.id, type(exc).__name__)
 
+    async def _mark_failed(self, job: JobRow, error: str, retryable: bool) -> str:
+        """Record a failed attempt; on a full disk without its audit row, so the job still backs off and retries."""
+        try:
+            return await queue.mark_failed_attempt(self._db, job, error, self._base, self._cap, retryable)
+        except Exception as exc:
+            if not is_storage_full(exc):
+                raise
+            return await queue.mark_failed_attempt(self._db, job, error, self._base, self._cap, retryable, False)
+
+    async def _record_failures(self) -> bool:
+        """Write the failed attempts that could not be written before; False while storage still refuses."""
+        for job_id, (job, error, retryable) in list(self._unrecorded.items()):
+            try:
+                await self._mark_failed(job, error, retryable)
+            except Exception as exc:
+                if not self.storage.failed(exc, "recording a failed job"):
+                    log.error("recording the failure of job %s failed (%s)", job_id, type(exc).__name__)
+                return False
+            del self._unrecorded[job_id]
+            self.storage.recovered()
+        return True
+
     async def _safe_next_due(self) -> float | None:
         try:
             return await queue.next_due_at(self._db)
@@ -242,14 +269,15 @@ class JobRunner:
             if not self.storage.failed(exc, f"a {job.kind} job"):
                 log.warning("job %s (%s) attempt %d failed: %s", job.id, job.kind, job.attempts, type(exc).__name__)
             try:
-                status = await queue.mark_failed_attempt(self._db, job, error, self._base, self._cap, retryable)
+                status = await self._mark_failed(job, error, retryable)
             except Exception as record_exc:
                 # The row stays 'running'; the next start requeues it. Say so rather than guess a status.
                 if not self.storage.failed(record_exc, "recording a failed job"):
                     log.error("recording the failure of job %s failed (%s)", job.id, type(record_exc).__name__)
                 status = "running"
+                self._unrecorded[job.id] = (job, error, retryable)
                 why = preview(str(record_exc), 300)
-                error = f"{error}; the failure could not be recorded ({why}); it runs again after a restart"
+                error = f"{error}; the failure could not be recorded ({why}); it is recorded once storage allows"
                 self.last_error = f"{ids.make('job', job.id)} ({job.kind}): {error}"
         finally:
             # Free the slot before waking the loop so it can claim the next job at once.
