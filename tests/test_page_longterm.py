@@ -176,7 +176,9 @@ async def test_sources_resolve_to_the_message_holding_the_quote(seeded):
     try:
         for title, turn_no in ((NPM, 1), (PNPM, 2), (NO_JEST, 4)):
             detail = await ok(c, "/event", namespace=A, id=events[title]["id"])
-            (src,) = detail["sources"]
+            # The user's statement; an agreeing assistant reply in the same turn may support it as a second source.
+            src, *support = detail["sources"]
+            assert all((s["turn"], s["role"]) == (turn_no, "assistant") for s in support), support
             assert (src["session"], src["turn"], src["role"]) == ("s1", turn_no, "user")
             key = int(src["message"].removeprefix("msg_"))
             content, at = conn.execute("SELECT content, created_at FROM messages WHERE id = ?", (key,)).fetchone()
