@@ -116,6 +116,10 @@ def test_reply_reports_only_what_recall_brought():
         ("evt_3", "current"),
     ]
     assert read_recall("no memory here").empty
+    # A step whose own runtime context holds no memory (below the relevance floor): nothing, not the earlier step's.
+    silent = agent_body(("user", "We use npm."), ("assistant", "ok"), ("user", "Keep the README short."),
+                        earlier_memory=stale)
+    assert "Recall brought nothing for this step" in agent_reply(silent)
     more = read_recall(RECALL.replace('"We use npm for this project"', '"We use npm" · +1 earlier'))
     assert more.events[0].replaces == "evt_1 “We use npm”"
 
