@@ -256,3 +256,18 @@ def changed_lines(before: str, after: str, limit: int = 40) -> list[str]:
             new = b[j1 + k] if j1 + k < j2 else ""
             out.append(f"line {i1 + k + 1}: {line.strip()[:160]!r} -> {new.strip()[:160]!r}")
     return out[:limit]
+
+
+def assert_left_alone(name: str, text: str, literals: list[str]) -> None:
+    """``text`` comes out of redaction unchanged but for ``literals`` (credentials it holds on purpose), each replaced:
+    compared with every literal and its placeholder masked alike."""
+    from stratagate.safety.secrets import PLACEHOLDER_RE, redact_text
+
+    out = redact_text(text)
+    for literal in literals:
+        assert literal in text and literal not in out
+    if literals:
+        out = PLACEHOLDER_RE.sub("<secret>", out)
+        for literal in literals:
+            text = text.replace(literal, "<secret>")
+    assert out == text, f"{name}: redaction altered\n" + "\n".join(changed_lines(text, out))

@@ -37,12 +37,7 @@ async def seal_full_runs(
     max_attempts: int,
 ) -> list[int]:
     """Seal as many full blocks as the session's open turns allow; return the new block keys."""
-    open_turns = await _open_turns(conn, session_id)
-    sealed: list[int] = []
-    while len(open_turns) >= block_turns:
-        run, open_turns = open_turns[:block_turns], open_turns[block_turns:]
-        sealed.append(await _seal_run(conn, namespace_id, session_id, run, count, max_attempts, "full"))
-    return sealed
+    return await _seal(conn, namespace_id, session_id, block_turns, count, max_attempts, None)
 
 
 async def seal_open_turns(
@@ -56,11 +51,24 @@ async def seal_open_turns(
 ) -> list[int]:
     """Seal every open turn of the session: full runs first, then what is left as one short block. Inside the
     caller's transaction, so a turn is sealed once whoever asks (capture, idle sweep, close, shutdown)."""
+    return await _seal(conn, namespace_id, session_id, block_turns, count, max_attempts, reason)
+
+
+async def _seal(
+    conn: Connection,
+    namespace_id: int,
+    session_id: int,
+    block_turns: int,
+    count: Callable[[str], int],
+    max_attempts: int,
+    tail_reason: str | None,
+) -> list[int]:
+    """Seal the open turns in runs of ``block_turns``; a shorter last run only with a ``tail_reason``."""
     open_turns = await _open_turns(conn, session_id)
     sealed: list[int] = []
-    while open_turns:
+    while len(open_turns) >= block_turns or (open_turns and tail_reason is not None):
         run, open_turns = open_turns[:block_turns], open_turns[block_turns:]
-        kind = "full" if len(run) == block_turns else reason
+        kind = "full" if len(run) == block_turns else tail_reason or "full"
         sealed.append(await _seal_run(conn, namespace_id, session_id, run, count, max_attempts, kind))
     return sealed
 
