@@ -134,3 +134,26 @@ def test_ordinary_words_weigh_less_than_specific_ones():
             assert weight(common) < weight(specific), (common, specific)
     assert not relevance.relevant(frozenset({"keep"}), frozenset({"keep", "readm", "short"}))
     assert relevance.relevant(frozenset({"readm"}), frozenset({"keep", "readm", "short"}))
+
+
+
+def _aliased() -> list[tuple[str, str]]:
+    """(canonical name, other name) of every known thing whose name is specific on its own ("go" is an everyday word,
+    so "golang" alone does not make a Go memory relevant)."""
+    from stratagate.activation import relevance
+    from stratagate.events import lexicon
+
+    return [(name, alias) for name, entry in lexicon._TABLE.items() for alias in entry[2]
+            if alias.casefold() not in lexicon.AMBIGUOUS
+            and relevance.relevant(relevance.text_terms(name), relevance.text_terms(name))]
+
+
+@pytest.mark.parametrize(("name", "alias"), _aliased())
+def test_a_thing_named_by_another_of_its_names_is_still_relevant(name: str, alias: str) -> None:
+    """"Postgres" in the prompt, "PostgreSQL" in the memory (and the other way round): one thing, so they share its
+    canonical name, which is specific enough on its own."""
+    from stratagate.activation import relevance
+
+    memory = relevance.text_terms(f"The service stores its data with {name}.")
+    prompt = relevance.text_terms(f"Which version of {alias} do we run?")
+    assert relevance.relevant(prompt, memory) and relevance.relevant(memory, prompt)

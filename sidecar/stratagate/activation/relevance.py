@@ -39,8 +39,11 @@ def clean(text: str) -> str:
 
 @lru_cache(maxsize=4096)
 def text_terms(text: str) -> frozenset[str]:
-    """The distinct terms of a text with its secret placeholders taken out (cached: prompts and items repeat)."""
-    return frozenset(terms(clean(text)))
+    """The distinct terms of a text with its secret placeholders taken out, and the canonical names of the things it
+    names ("Postgres" → "postgresql": the prompt and the memory may spell one tool differently). Cached: prompts and
+    items repeat."""
+    cleaned = clean(text)
+    return frozenset(terms("\n".join([cleaned, *lexicon.names_in(cleaned)])))
 
 
 def event_text(ev: EventRow) -> str:
@@ -69,7 +72,7 @@ def event_terms(ev: EventRow) -> frozenset[str]:
     if found is None:
         if len(_EVENT_TERMS) >= _MAX_CACHED:
             _EVENT_TERMS.clear()
-        found = _EVENT_TERMS[key] = frozenset(terms(clean(event_text(ev))))
+        found = _EVENT_TERMS[key] = text_terms(event_text(ev))
     return found
 
 

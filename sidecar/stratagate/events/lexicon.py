@@ -183,6 +183,15 @@ def category_terms(text: str) -> list[str]:
     return cats
 
 
+def names_in(text: str) -> list[str]:
+    """The canonical names of the known entities a text mentions, however it spells them ("Postgres" → "postgresql"),
+    so two texts naming one thing by different names share a word."""
+    import re
+
+    words = re.findall(r"[\w.+#-]+", text)
+    return list(dict.fromkeys(known.name for _, _, known in find_all(words)))
+
+
 def kinds_named(named: str, claims: list[dict[str, Any]]) -> list[str]:
     """What the things named in ``named`` and in ``claims`` are ("npm" → "package manager"), each once: the words
     that let a search by kind find every member."""
