@@ -32,6 +32,23 @@ def _full() -> sqlite3.OperationalError:
     return sqlite3.OperationalError("database or disk is full")
 
 
+async def run_until_done(db: Database, kind: str, handler: Any) -> None:
+    """A job runner with fast backoff, run until a job of ``kind`` reports done (at most a minute), then stopped."""
+    finished = asyncio.Event()
+
+    async def notify(method: str, payload: dict[str, Any]) -> None:
+        if payload["status"] == "done":
+            finished.set()
+
+    job_runner = JobRunner(db, {kind: handler}, concurrency=1, backoff_base=0.01, backoff_cap=0.02, notify=notify)
+    await job_runner.start()
+    try:
+        async with asyncio.timeout(60):
+            await finished.wait()
+    finally:
+        await job_runner.stop()
+
+
 async def test_a_full_disk_is_logged_once_per_state_change_without_a_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
@@ -63,24 +80,14 @@ async def test_a_full_disk_is_logged_once_per_state_change_without_a_traceback(
             async with db.transaction() as conn:
                 await conn.execute("UPDATE jobs SET status = 'queued', next_run_at = 0 WHERE id = ?", (job.id,))
 
-    finished = asyncio.Event()
-
-    async def notify(method: str, payload: dict[str, Any]) -> None:
-        if payload["status"] == "done":
-            finished.set()
-
     records = _Records()
     jobs_log = logging.getLogger("stratagate.jobs")
     jobs_log.addHandler(records)
     previous_level = jobs_log.level
     jobs_log.setLevel(logging.DEBUG)
-    job_runner = JobRunner(db, {"disk": handler}, concurrency=1, backoff_base=0.01, backoff_cap=0.02, notify=notify)
-    await job_runner.start()
     try:
-        async with asyncio.timeout(60):
-            await finished.wait()
+        await run_until_done(db, "disk", handler)
     finally:
-        await job_runner.stop()
         jobs_log.removeHandler(records)
         jobs_log.setLevel(previous_level)
         await db.close()
@@ -146,24 +153,15 @@ async def test_a_failure_that_could_not_be_written_is_written_later_and_the_job_
     monkeypatch.setattr(queue, "mark_failed_attempt", mark_failed_attempt)
     monkeypatch.setattr(runner, "CLAIM_RETRY_S", 0.01)
     runs: list[int] = []
-    finished = asyncio.Event()
 
     async def handler(job: Any) -> None:
         runs.append(job.attempts)
         if len(runs) == 1:
             raise _full()
 
-    async def notify(method: str, payload: dict[str, Any]) -> None:
-        if payload["status"] == "done":
-            finished.set()
-
-    job_runner = JobRunner(db, {"flaky": handler}, concurrency=1, backoff_base=0.01, backoff_cap=0.02, notify=notify)
-    await job_runner.start()
     try:
-        async with asyncio.timeout(60):
-            await finished.wait()
+        await run_until_done(db, "flaky", handler)
     finally:
-        await job_runner.stop()
         row = await db.fetchone("SELECT status, attempts FROM jobs WHERE id = ?", (job_id,))
         await db.close()
     assert runs == [1, 2] and marks[0] == 3

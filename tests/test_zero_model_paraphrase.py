@@ -5,13 +5,13 @@ replaces, and a request for information and encouragement become nothing — in 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
+import test_zero_model_scenario as scenario
 from support.sidecar import SidecarClient
 from test_zero_model_scenario import converse, events
+
+client = scenario.client  # the scenario's zero-model sidecar, one turn per block
 
 EN = "project:storefront:0123456789abcdef"
 ZH = "project:商城:fedcba9876543210"
@@ -36,16 +36,6 @@ CONVERSATIONS = {
         ("结账页改版六月底前上线。", "plan"),
     ],
 }
-
-
-@pytest.fixture
-async def client(tmp_path: Path) -> AsyncIterator[SidecarClient]:
-    c = await SidecarClient.start(
-        tmp_path / "memory.db", env={"STRATAGATE_MODEL_ROUTE": "none", "STRATAGATE_DENSE": "off"},
-        args=["--block-turns", "1"],
-    )
-    yield c
-    await c.close()
 
 
 @pytest.mark.parametrize("ns", [EN, ZH], ids=["en", "zh"])

@@ -6,26 +6,14 @@ question in the category's own words ("测试框架用什么？") recalls the ch
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
+import test_zero_model_scenario as scenario
 from support.sidecar import SidecarClient
 from test_zero_model_scenario import converse, events
 
+client = scenario.client  # the scenario's zero-model sidecar, one turn per block
+
 EN = "project:unseen:0123456789abcdef"
 ZH = "project:未见:fedcba9876543210"
-
-
-@pytest.fixture
-async def client(tmp_path: Path) -> AsyncIterator[SidecarClient]:
-    c = await SidecarClient.start(
-        tmp_path / "memory.db", env={"STRATAGATE_MODEL_ROUTE": "none", "STRATAGATE_DENSE": "off"},
-        args=["--block-turns", "1"],
-    )
-    yield c
-    await c.close()
 
 
 async def heading(c: SidecarClient, ns: str, query: str, event_id: str) -> str:
