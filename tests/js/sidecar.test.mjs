@@ -196,6 +196,9 @@ describe('sidecar process lifecycle (real sidecar)', () => {
       const firstPid = sidecar.pid
       const ready = []
       sidecar.onReady = (info) => ready.push(info)
+      // Stopped first, so the call is surely in flight (unanswered) when the process dies: a running sidecar can
+      // answer system.info before the kill lands.
+      process.kill(firstPid, 'SIGSTOP')
       const inflight = sidecar.request('system.info', undefined, { timeoutMs: 10_000 })
       process.kill(firstPid, 'SIGKILL')
       await assert.rejects(inflight, (e) => e instanceof SidecarUnavailableError || /did not answer|exited/.test(e.message))
