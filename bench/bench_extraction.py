@@ -157,7 +157,7 @@ def supersession(items: list[Item]) -> dict[str, Any]:
 
 
 def run(which: str = "test") -> dict[str, Any]:
-    items = holdout() if which == "holdout" else split("test")
+    items = split("test") if which == "test" else holdout(which)
     with before():
         old = {"kinds": kinds(items, baseline=True), "supersession": supersession(items)}
     new = {"kinds": kinds(items, baseline=False), "supersession": supersession(items)}
@@ -221,15 +221,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the full result as JSON")
     parser.add_argument("--show", action="store_true", help="list the leaked non-events and supersession misses")
-    parser.add_argument("--holdout", action="store_true",
-                        help="score tests/fixtures/extraction/holdout.tsv (written after the model was frozen)")
+    parser.add_argument("--holdout", nargs="?", const="holdout", default=None, metavar="NAME",
+                        help="score tests/fixtures/extraction/NAME.tsv (default holdout; written after the model "
+                             "was frozen) instead of the test split")
     parser.add_argument("--locomo", type=Path, default=None,
                         help="a LoCoMo conversation file: what the user side's messages become, before and after")
     args = parser.parse_args()
     if args.locomo is not None:
         print(json.dumps(locomo(args.locomo), ensure_ascii=False, indent=1))
         return 0
-    result = run("holdout" if args.holdout else "test")
+    result = run(args.holdout or "test")
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=1))
     else:

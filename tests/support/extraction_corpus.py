@@ -1,5 +1,8 @@
 """The labelled extraction corpus (tests/fixtures/extraction/*.tsv) and its fixed train/test split.
 
+Each language's items are in ``<lang>.tsv`` and any ``<lang>.<batch>.tsv`` (batches written separately, so writers
+never edit one file). Labels follow GUIDE.md in the same folder.
+
 Each line: ``label<TAB>sentence[<TAB>the earlier statement a change supersedes]``; ``#`` lines are comments. The
 split is fixed and needs no stored list: within each language and label, items are ordered by the SHA-1 of their
 text and every third one (positions 2, 5, 8, …) is a test item, the rest train. Adding an item can move others
@@ -18,6 +21,7 @@ from pathlib import Path
 
 FOLDER = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
 LANGS = ("en", "zh")
+LABELS = ("none", "decision", "change", "plan", "preference", "rule", "fact")
 
 
 @dataclass(frozen=True)
@@ -48,9 +52,12 @@ def load(folder: Path = FOLDER) -> list[Item]:
     seen: set[str] = set()
     for lang in LANGS:
         rows: dict[str, list[tuple[str, str | None]]] = {}
-        for label, text, old in _rows(folder / f"{lang}.tsv"):
+        files = [folder / f"{lang}.tsv", *sorted(folder.glob(f"{lang}.*.tsv"))]
+        for label, text, old in (row for path in files for row in _rows(path)):
+            if label not in LABELS:
+                raise ValueError(f"{lang}: {text!r} has label {label!r}, not one of {LABELS}")
             if text in seen:
-                raise ValueError(f"{lang}.tsv: {text!r} is listed twice")
+                raise ValueError(f"{lang}: {text!r} is listed twice")
             seen.add(text)
             rows.setdefault(label, []).append((text, old))
         for label, group in sorted(rows.items()):
@@ -71,7 +78,8 @@ def split(name: str, folder: Path = FOLDER) -> list[Item]:
     return [item for item in load(folder) if item.split == name]
 
 
-def holdout(folder: Path = FOLDER) -> list[Item]:
-    """``holdout.tsv``: sentences written after the model was frozen, scored once, never trained on."""
-    return [Item("zh" if re.search(r"[\u4e00-\u9fff]", text) else "en", label, text, old, "holdout")
-            for label, text, old in _rows(folder / "holdout.tsv")]
+def holdout(name: str = "holdout", folder: Path = FOLDER) -> list[Item]:
+    """``<name>.tsv`` (holdout.tsv, holdout-2.tsv, …): sentences written after a model was frozen, by writers who did
+    not see the training corpus; scored, never trained on."""
+    return [Item("zh" if re.search(r"[\u4e00-\u9fff]", text) else "en", label, text, old, name)
+            for label, text, old in _rows(folder / f"{name}.tsv")]

@@ -57,7 +57,8 @@ class Kind:
     """The model's probability that it is a change, whatever its label ("let's change the ORM to Prisma" is a
     decision that also replaces something)."""
     reason: str | None = None
-    """For 'none': which guard fired ('question', 'request', 'hypothetical', 'reported'), or None (the model)."""
+    """For 'none': which guard fired ('question', 'request', 'hypothetical', 'reported', 'encouragement'), or None
+    (the model)."""
 
 
 # --- guards ---------------------------------------------------------------------------------------------------
@@ -91,9 +92,20 @@ _WISH = re.compile(r"\b(?:would be (?:nice|great|cool|good)|i wish|we wish|hopef
                    r"就好了|要是能|希望能|但愿", re.I)
 
 
+# Encouragement says how to feel about the work, not what was decided: "we'll keep going!", "let's keep it up",
+# "继续加油". Only when the cheer is the whole sentence: "let's keep using Postgres" is a decision.
+_CHEER = re.compile(
+    r"^\s*(?:ok(?:ay)?|alright|great|nice|cool|good)?[,!.\s]*(?:so\s+)?(?:let's|we'll|we will|we're going to|i'll)?\s*"
+    r"(?:keep (?:(?:on )?going|it up|pushing|at it|the (?:momentum|energy|pace) (?:going|up))|carry on|push on|"
+    r"continue|stay (?:positive|focused|motivated))(?:\s+(?:then|guys|team|everyone|together))?\s*[!.…]*\s*$|"
+    r"^\s*(?:我们)?(?:继续)?(?:加油|冲|保持住?|继续努力|继续保持)(?:吧|啊|哈|呀)?[!！。.…~]*\s*$",
+    re.I,
+)
+
+
 def guard(sentence: str) -> str | None:
     """Why a sentence can never be an event whatever it says ('question', 'request', 'hypothetical',
-    'reported'), or None."""
+    'reported', 'encouragement'), or None."""
     text = sentence.replace("’", "'").strip()
     if _QUESTION_END.search(text) or cues.is_question(text):
         return "question"
@@ -103,6 +115,8 @@ def guard(sentence: str) -> str | None:
         return "reported"
     if cues.is_hypothetical(text) or _WISH.search(text):
         return "hypothetical"
+    if _CHEER.search(text):
+        return "encouragement"
     return None
 
 
