@@ -20,7 +20,6 @@ from stratagate.graph import read as graph_read
 from stratagate.graph import store as graph
 from stratagate.safety.inert import Named, heading
 from stratagate.storage.sqlconn import Connection
-from stratagate.text.terms import fts_query
 
 MAX_NODES = 4
 CANDIDATES = 12
@@ -35,13 +34,12 @@ def _day(stamp: str | None) -> str | None:
 
 
 async def matched_nodes(
-    conn: Connection, ns: int, sess: int | None, queries: list[str], about: frozenset[str]
+    conn: Connection, ns: int, sess: int | None, matches: list[str | None], about: frozenset[str]
 ) -> list[graph.NodeRow]:
-    """The namespace's nodes matching the queries, best first, that pass the relevance floor against ``about`` (the
-    graph is per namespace: no user tier there)."""
+    """The namespace's nodes matching the step's queries (their FTS ``matches``, made once per step), best first,
+    that pass the relevance floor against ``about`` (the graph is per namespace: no user tier there)."""
     nodes: dict[int, graph.NodeRow] = {}
-    for query in [q for q in queries if q.strip()]:
-        match = fts_query(relevance.clean(query))
+    for match in matches:
         if match is None:
             continue
         for node, _ in await graph_read.search(conn, ns, sess, match, None, CANDIDATES):

@@ -25,7 +25,7 @@ from stratagate.events import lexicon
 from stratagate.events.models import EventRow
 from stratagate.safety.secrets import PLACEHOLDER_RE
 from stratagate.text.specificity import overlap
-from stratagate.text.terms import terms
+from stratagate.text.terms import fts_query, terms
 
 FLOOR = 0.65
 """The shared specificity an item needs (calibrated: between the best unrelated match, 0.59, and the weakest
@@ -44,6 +44,13 @@ def text_terms(text: str) -> frozenset[str]:
     items repeat."""
     cleaned = clean(text)
     return frozenset(terms("\n".join([cleaned, *lexicon.names_in(cleaned)])))
+
+
+@lru_cache(maxsize=32)
+def query_match(text: str) -> str | None:
+    """The FTS match of a step's query with its secret placeholders taken out, or None when nothing in it is
+    searchable. Cached: the recent turns' words are the same query step after step until the next capture."""
+    return fts_query(clean(text)) if text.strip() else None
 
 
 def event_text(ev: EventRow) -> str:
