@@ -1,13 +1,14 @@
 """Where one `activation.render` spends its CPU: the scale bench's events memory, profiled in this process.
 
-Run from the repo root:  PYTHONPATH=$PWD/sidecar .venv/bin/python bench/profile_render.py [--events 10000]
-    [--renders 48] [--top 25] [--dump texts.json]
+Run from the repo root:  PYTHONPATH=$PWD/sidecar .venv/bin/python bench/profile_render.py [--events 10000 | --hub 400]
+    [--renders 48] [--top 25] [--save profile.pstats] [--dump texts.json]
 
 It copies bench_scale's cached events database (bench/scale_build.py builds it when missing), captures the reader
 session's 12 turns through a real sidecar (as bench_scale does), then calls ``render_activation`` directly on this
 thread under cProfile for the generator's step queries (after one unprofiled pass that warms the caches), and prints
 the CPU per render (the process's, and the loop thread's alone) and the profile's top entries by own time and by
-cumulative time. ``--dump`` writes every render's text, so two versions of the code can be compared byte for byte.
+cumulative time. ``--hub N`` profiles a memory whose one graph node holds N current facts instead. ``--dump`` writes
+every render's result, so two versions of the code can be compared byte for byte.
 """
 
 from __future__ import annotations
@@ -34,9 +35,33 @@ from scale_floors import pct  # noqa: E402
 from scale_workload import queries  # noqa: E402
 from support.sidecar import SidecarClient  # noqa: E402
 
+HUB_NS = "project:hub:0123456789abcdef"
+HUB_QUERIES = ["what are the Zephyrpay quotas?", "Zephyrpay quota settings", "how much quota does Zephyrpay get?"]
+
+
+async def hub(facts: int) -> Path:
+    """A memory whose one graph node holds ``facts`` current attribute facts (only its own index holds them, so it is
+    the direct match of the hub queries): recall reads them all for the node's links and shows six. Cached."""
+    path = scale_build.CACHE / f"hub-{facts}-s{scale_build.SCHEMA_VERSION}.db"
+    if path.exists():
+        return path
+    partial = path.with_suffix(".partial")
+    partial.unlink(missing_ok=True)
+    client = await SidecarClient.start(partial, env={"STRATAGATE_DENSE": "off"})
+    try:
+        for i in range(facts):
+            claim = {"subject": "Zephyrpay", "subject_kind": "project", "predicate": f"quota_{i:04d}",
+                     "value": f"{i} MB"}
+            text = f"Zephyrpay quota {i:04d} is {i} MB."
+            await client.tool(HUB_NS, "writer", "memory_remember", {"text": text, "claims": [claim]})
+    finally:
+        await client.close()
+    partial.rename(path)
+    return path
+
 
 async def renders(
-    db: Path, qs: list[str], rounds: int, profile: cProfile.Profile | None
+    db: Path, ns: str, qs: list[str], rounds: int, profile: cProfile.Profile | None
 ) -> tuple[list[float], list[float], list[object]]:
     """CPU per render (this process: the loop and the reader's thread, where slow reads run), CPU per render on the
     loop's thread alone, and the results. Profiled, every read runs inline, so the profile charges each statement to
@@ -58,7 +83,7 @@ async def renders(
     texts = []
     try:
         for i in range(rounds):
-            p = ActivationParams(namespace=NS, session="reader", query=qs[i % len(qs)])
+            p = ActivationParams(namespace=ns, session="reader", query=qs[i % len(qs)])
             start, loop_start = time.process_time(), time.thread_time()
             if profile is not None:
                 profile.enable()
@@ -76,26 +101,31 @@ async def renders(
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=10_000)
+    parser.add_argument("--hub", type=int, help="instead: a memory with one node of this many current facts")
     parser.add_argument("--renders", type=int, default=48)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--save", type=Path, help="write the raw profile here (pstats)")
     parser.add_argument("--dump", type=Path, help="write every render's result here (JSON)")
     args = parser.parse_args()
-    source = (await scale_build.build_events([args.events]))[args.events]
-    qs = queries()
+    if args.hub:
+        source, ns, qs, label = await hub(args.hub), HUB_NS, HUB_QUERIES, f"one node of {args.hub} facts"
+    else:
+        source, ns, qs = (await scale_build.build_events([args.events]))[args.events], NS, queries()
+        label = f"{args.events} events"
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "events.db"
         shutil.copyfile(source, db)
-        client = await SidecarClient.start(db, env={"STRATAGATE_DENSE": "off"})
-        try:
-            await reader_session(client)
-        finally:
-            await client.close()
-        await renders(db, qs, len(qs), None)  # warm: tokenizer, caches, pages
-        cpu, loop_cpu, _ = await renders(db, qs, args.renders, None)
+        if not args.hub:
+            client = await SidecarClient.start(db, env={"STRATAGATE_DENSE": "off"})
+            try:
+                await reader_session(client)
+            finally:
+                await client.close()
+        await renders(db, ns, qs, len(qs), None)  # warm: tokenizer, caches, pages
+        cpu, loop_cpu, _ = await renders(db, ns, qs, args.renders, None)
         profile = cProfile.Profile(time.thread_time)  # CPU, not wall: the machine is shared
-        _, _, texts = await renders(db, qs, args.renders, profile)
-    print(f"{args.events} events, {len(cpu)} renders, unprofiled: CPU p50 {statistics.median(cpu):.2f} ms, "
+        _, _, texts = await renders(db, ns, qs, args.renders, profile)
+    print(f"{label}, {len(cpu)} renders, unprofiled: CPU p50 {statistics.median(cpu):.2f} ms, "
           f"p99 {pct(cpu, 0.99):.2f} ms (process); on the loop's thread p50 {statistics.median(loop_cpu):.2f} ms, "
           f"p99 {pct(loop_cpu, 0.99):.2f} ms. Profiled with every read inline, in this thread's CPU time (the "
           "timer's ~2 us per call is charged too).")
