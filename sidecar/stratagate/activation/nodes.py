@@ -47,7 +47,7 @@ async def matched_nodes(
     indexed = await graph_read.index_terms(conn, list(nodes))
     return [
         node for node in nodes.values()
-        if relevance.relevant(about, frozenset(indexed.get(node.id, "").split()))
+        if relevance.relevant(about, relevance.shared(about, indexed.get(node.id, "")))
     ]
 
 

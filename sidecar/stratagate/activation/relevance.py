@@ -68,6 +68,13 @@ def relevant(query: frozenset[str], item: frozenset[str]) -> bool:
     return score(query, item) >= FLOOR
 
 
+def shared(query: frozenset[str], document: str) -> frozenset[str]:
+    """The query's terms an index document (terms joined by spaces, as ``fts_document`` writes it) holds, found
+    without splitting the document: a graph node's holds every current fact's terms, the query a handful."""
+    padded = f" {document} "
+    return frozenset(term for term in query if f" {term} " in padded)
+
+
 _EVENT_TERMS: dict[tuple[int, str, str, str], frozenset[str]] = {}
 _MAX_CACHED = 4096
 
