@@ -24,7 +24,8 @@ from stratagate.config import Settings
 from stratagate.events import extraction
 from stratagate.jobs.pipeline import StageDeps
 from stratagate.jobs.queue import JobRow, mark_done
-from stratagate.maintenance import consolidate, optimize, reproject, stats, store
+from stratagate.maintenance import consolidate, optimize, reproject, stats, store, sweep
+from stratagate.maintenance.gate import Gate, Pause
 from stratagate.redact import preview
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.storage.sqlconn import Connection, ReadConnection
@@ -48,11 +49,14 @@ class Maintenance:
         self.db, self.settings = db, settings
         self.lock = asyncio.Lock()
         self.due_from_start = False
+        self.gate = Gate()  # the server marks its requests; a pass's slices wait for them
 
-    async def run_pass(self, trigger: str, actor: Actor) -> dict[str, Any]:
-        """A real pass, recorded in ``maintenance_runs`` (``failed`` with its error if a step raises)."""
+    async def run_pass(self, trigger: str, actor: Actor, *, full: bool = False) -> dict[str, Any]:
+        """A real pass, recorded in ``maintenance_runs`` (``failed`` with its error if a step raises): what changed
+        since the last completed pass, or everything when ``full``."""
         async with self.lock:
-            return await _run_pass(self.db, self.settings, trigger, actor)
+            with self.gate.running():
+                return await _run_pass(self.db, self.settings, trigger, actor, full, self.gate.turn)
 
     async def at_start(self, now: float | None = None) -> str:
         """Queue the maintenance job at start when it is overdue (no run younger than the interval); what it did."""
@@ -88,17 +92,18 @@ async def dry_run(conn: ReadConnection, settings: Settings, trigger: str = "manu
     }
 
 
-async def _run_pass(db: Database, settings: Settings, trigger: str, actor: Actor) -> dict[str, Any]:
-    """``Maintenance.run_pass`` under its lock."""
+async def _run_pass(db: Database, settings: Settings, trigger: str, actor: Actor, full: bool,
+                    pause: Pause) -> dict[str, Any]:
+    """``Maintenance.run_pass`` under its lock. Every step works in slices that yield the loop between them."""
     async with db.transaction() as conn:
         run_id = await store.start_run(conn, trigger)
     try:
         why = f"maintenance run {run_id} ({trigger})"
-        merges = await consolidate.apply(db, await consolidate.plan(db.reader), actor, run_id, why)
+        swept = await sweep.run(db, actor, run_id, why, full=full, pause=pause)
+        merges = swept.merges
         fallbacks = await _requeue_fallbacks(db, settings.job_max_attempts)
-        stale = await reproject.plan(db.reader)
-        repaired = await reproject.apply(db, stale, actor)
-        tidy = await optimize.run(db)
+        stale, repaired = await reproject.sweep(db, actor, pause)
+        tidy = await optimize.run(db, pause)
         result: dict[str, Any] = {
             "dry_run": False,
             "run_id": run_id,
@@ -117,7 +122,8 @@ async def _run_pass(db: Database, settings: Settings, trigger: str, actor: Actor
     async with db.transaction() as conn:
         await store.finish_run(conn, run_id, result)
         await audit(conn, None, actor, "maintenance.run", "maintenance_run", str(run_id), None,
-                    {"trigger": trigger, "merged": len(merges), "facts_refreshed": len(repaired.facts_refreshed),
+                    {"trigger": trigger, "merged": len(merges), "full": swept.full, "events_examined": swept.examined,
+                     "facts_refreshed": len(repaired.facts_refreshed),
                      "events_projected": len(repaired.events_projected)})
     return result
 
