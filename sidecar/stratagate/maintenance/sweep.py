@@ -133,23 +133,23 @@ async def _examine(conn: Connection, ctx: _Ctx, row: Any) -> None:
 
 
 async def _slice(conn: Connection, ctx: _Ctx, pos: dict[str, Any]) -> bool:
-    """Examine changed events from ``pos`` for at most ``SLICE_S``; ``pos`` moves on. True when the sweep is done."""
+    """Examine changed events from ``pos`` until ``SLICE_S`` is spent (one step at least); ``pos`` moves on. True
+    when the sweep is done."""
     t0 = time.perf_counter()
-    while time.perf_counter() - t0 < SLICE_S:
-        if pos["phase"] < 0:
-            return True
+    while pos["phase"] >= 0:
         window = min(pos["after"] + SCAN_IDS, pos["upto"])
         rows = await sql.changed_events(conn, pos["phase"], pos["after"], window, ctx.since, SLICE_ROWS)
         if not rows:
             pos["after"] = window
             if window >= pos["upto"]:
                 pos["phase"], pos["after"] = pos["phase"] - 1, 0
-            continue
         for row in rows:
             await _examine(conn, ctx, row)
             pos["after"] = int(row["id"])
             if time.perf_counter() - t0 >= SLICE_S:
                 break
+        if time.perf_counter() - t0 >= SLICE_S:
+            break
     return pos["phase"] < 0
 
 
