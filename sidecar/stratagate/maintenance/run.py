@@ -114,6 +114,7 @@ async def _run_pass(db: Database, settings: Settings, trigger: str, actor: Actor
             "fallbacks_requeued": fallbacks,
             "optimize": tidy,
         }
+        await pause()
         result["report"] = await stats.report(db.reader, settings.db, settings.maintenance_interval_hours)
     except Exception as exc:
         async with db.transaction() as conn:

@@ -33,9 +33,9 @@ from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
 
 STEP = "consolidate"
-SLICE_S = 0.003  # work per slice: a concurrent request waits at most about this long for the loop
-SLICE_ROWS = 64  # changed events read per statement
-SCAN_IDS = 4096  # ids one scan statement covers (a statement never walks the whole table)
+SLICE_S = 0.002  # work per slice: a concurrent request waits at most about this long (plus its commit) for the loop
+SLICE_ROWS = 16  # changed events read per statement
+SCAN_IDS = 1024  # ids one scan statement covers (a statement never walks the whole table)
 
 
 @dataclass
