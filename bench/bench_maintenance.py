@@ -49,6 +49,14 @@ def cpu_ns(pid: int) -> int:
     return total
 
 
+def rss_peak_mb(pid: int) -> float:
+    """The process's peak resident set so far (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -105,6 +113,7 @@ async def one_size(n: int, src: Path, workdir: Path, env: dict[str, str], render
         out["render_idle"] = summary([await render_cpu(client, client.proc.pid, i) for i in range(renders)])
         out["first_pass"] = await a_pass(client, False)
         out["incremental_pass"] = await a_pass(client, False)
+        out["rss_peak_mb"] = rss_peak_mb(client.proc.pid)
     finally:
         await client.close()
     client = await start(n, src, workdir, env, "renders")  # the same first pass again, renders meanwhile

@@ -1,9 +1,10 @@
 """A maintenance pass, the ``maintenance`` job that runs it on a schedule, and the start-up check.
 
-A pass, in order: consolidation (consolidate.py), the upgrade trigger of rule-written fallback blocks
-(``blocks.summarize.requeue_fallbacks``), re-projection of a stale graph (reproject.py), FTS/SQLite optimize
-(optimize.py), then the report (stats.py), stored with the run in ``maintenance_runs``. Each step writes in short
-transactions of its own, so captures and reads never wait for a pass. Nothing is deleted.
+A pass, in order: consolidation of the events changed since the last pass (sweep.py; every event on the first pass
+or when ``full``), the upgrade trigger of rule-written fallback blocks (``blocks.summarize.requeue_fallbacks``),
+re-projection of a stale graph (reproject.py), FTS/SQLite optimize (optimize.py), then the report (stats.py), stored
+with the run in ``maintenance_runs``. Each step works in short slices, each its own transaction, and between two
+slices waits while a request is in flight (gate.py), so captures and reads never wait for a pass. Nothing is deleted.
 
 A dry run only reads (through a read-only connection from the CLI, the reader from the RPC): it reports what a pass
 would merge and repair, and writes no byte, not even its run record.
