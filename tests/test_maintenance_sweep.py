@@ -179,3 +179,19 @@ async def test_a_render_during_a_pass_is_answered_before_the_pass(tmp_path: Path
         assert order == ["render", "pass"]
     finally:
         await client.close()
+
+
+async def test_deleting_a_namespace_takes_its_shapes_and_keeps_the_others(tmp_path: Path):
+    from stratagate.purge import delete_namespace
+
+    db = await open_db(tmp_path / "memory.db")
+    try:
+        await add_event(db, "The project uses npm for its packages", project=False)
+        kept = await add_event(db, "The project uses npm for its packages", namespace="other", project=False)
+        assert (await sweep.run(db, "system", None, "test")).examined == 2
+        await delete_namespace(db, NS, "user")
+        shaped = await db.fetchall("SELECT DISTINCT event_id FROM event_shapes")
+        assert [r["event_id"] for r in shaped] == [kept]
+        assert await db.fetchall("PRAGMA foreign_key_check") == []
+    finally:
+        await db.close()
