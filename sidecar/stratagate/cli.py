@@ -128,6 +128,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     maintain.add_argument("--db", type=Path)
     maintain.add_argument("--dry-run", action="store_true", help="report what it would do and write nothing")
+    maintain.add_argument("--full", action="store_true",
+                          help="consolidate every event, not only those changed since the last pass")
     maintain.add_argument("--json", action="store_true", help="print the result as JSON")
     return parser
 
@@ -573,7 +575,7 @@ def maintenance_command(args: argparse.Namespace, settings: Any) -> int:
         db = Database(settings.db, lock_timeout=settings.db_lock_timeout_s)
         await db.open()
         try:
-            return await Maintenance(db, settings).run_pass("manual", "user")
+            return await Maintenance(db, settings).run_pass("manual", "user", full=args.full)
         finally:
             await db.close()
 

@@ -145,14 +145,15 @@ class _Dispatcher:
             done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self.captures_in_flight.add(done)
             try:
-                with holding(place):
+                with holding(place), self.app.maintenance.gate.busy():
                     return await self._one(message)
             finally:
                 done.set_result(None)
                 self.captures_in_flight.discard(done)
         if self.captures_in_flight:
             await asyncio.wait(list(self.captures_in_flight))
-        return await self._one(message)
+        with self.app.maintenance.gate.busy():  # a maintenance pass runs its slices between requests
+            return await self._one(message)
 
     async def _one(self, message: Any) -> Any:
         problem = request_problem(message)
