@@ -70,7 +70,8 @@ def build_encoding() -> tiktoken.Encoding:
     vocabulary = load_vocabulary()
     _source = vocabulary.source
     # One step that holds the GIL for ~150 ms (tiktoken's CoreBPE takes the vocabulary item by item through
-    # pyo3): `stratagate serve` runs it while it imports, before its event loop serves (cli.py _warm_ups).
+    # pyo3): `stratagate serve` starts it in a thread before its imports (cli.py _warm_ups), so it is nearly always
+    # done before the event loop serves; what counts tokens awaits it (App.tokens_ready).
     enc = encoding_from(vocabulary.ranks, vocabulary.special)
     del vocabulary
     # tiktoken's CoreBPE holds its own copy of the vocabulary; the Encoding keeps the dict only for pickling,
