@@ -25,30 +25,21 @@ if TYPE_CHECKING:
 
     from stratagate.config import Settings
 
-WARM_UP_WAIT_S = 60.0
-"""How long `serve` waits for the secret detector before serving anyway."""
-
-
-def _warm_ups() -> dict[str, threading.Thread]:
-    """Start what the first answers need and what would stall the event loop if built while it serves."""
+def _warm_up_tokenizer() -> threading.Thread:
+    """Start building the token encoding (a recall counts tokens) while `serve` imports the rest."""
     from stratagate import tokens
-    from stratagate.safety import secrets
 
     log = logging.getLogger("stratagate")
 
-    def run(name: str, fn: Callable[[], object]) -> None:
+    def run() -> None:
         try:
-            fn()
+            tokens.get_encoding()
         except Exception:  # the sidecar still starts; what needs it reports the error itself
-            log.exception("warm-up of the %s failed", name)
+            log.exception("warm-up of the tokenizer failed")
 
-    threads = {
-        name: threading.Thread(target=run, args=(name, fn), name=f"warm-up {name}", daemon=True)
-        for name, fn in (("tokenizer", tokens.get_encoding), ("secret detector", secrets.warm))
-    }
-    for thread in threads.values():
-        thread.start()
-    return threads
+    thread = threading.Thread(target=run, name="warm-up tokenizer", daemon=True)
+    thread.start()
+    return thread
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -590,8 +581,10 @@ def maintenance_command(args: argparse.Namespace, settings: Any) -> int:
 
 
 def _serve_command(args: argparse.Namespace, settings: Settings) -> int:
-    # First: the token encoding and the secret detector build in threads while the imports below run.
-    warm_ups = _warm_ups()
+    # First: the token encoding builds in a thread while the imports below run. Not waited for: what counts tokens
+    # awaits it (App.tokens_ready), so a first start that builds the token cache in a child process answers pings.
+    # The secret detector and the model route warm up after the first answer (App.warm_up).
+    _warm_up_tokenizer()
     from stratagate.context.settings import parse_config
 
     try:
@@ -601,10 +594,6 @@ def _serve_command(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     from stratagate.rpc.server import serve
 
-    # The secret detector is finished before the loop serves: a request waiting on a half-built detector would stall
-    # every request behind it. The tokenizer is not waited for: what counts tokens awaits it (App.tokens_ready), so a
-    # first start that builds the token cache in a child process still answers pings at once.
-    warm_ups["secret detector"].join(WARM_UP_WAIT_S)
     try:
         return asyncio.run(serve(settings))
     except KeyboardInterrupt:
