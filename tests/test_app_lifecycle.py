@@ -6,7 +6,6 @@ longer than that, and it writes nothing, so there is nothing to wait for.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from pathlib import Path
 
@@ -49,52 +48,3 @@ async def test_a_finished_warm_up_resolves_its_future(tmp_path: Path):
         await app.secrets_ready
     finally:
         await app.stop()
-
-
-@pytest.mark.asyncio
-async def test_warm_later_leaves_the_secret_detector_to_the_first_answer(tmp_path: Path):
-    """`stratagate serve` starts with ``warm_later``: the detector's warm-up starts with ``warm_up`` (after its first
-    answer) or with the first write that needs it, once either way."""
-    app = App(load_settings({"db": tmp_path / "memory.db"}, environ={}))
-    await app.start(warm_later=True)
-    try:
-        assert app.tokens_ready is not None and app.secrets_ready is None
-        detector = app.secret_detector()
-        assert app.secret_detector() is detector
-        app.warm_up()
-        assert app.secrets_ready is detector
-        await detector
-    finally:
-        await app.stop()
-
-
-@pytest.mark.asyncio
-async def test_the_server_starts_the_other_warm_ups_after_its_first_answer():
-    """A recall is answered without the secret detector; the first answer starts the rest; a method that may write
-    waits for the detector (here one that does not exist: it waits, then is not found)."""
-    from stratagate.rpc.server import _Dispatcher
-
-    loop = asyncio.get_running_loop()
-    warmed = loop.create_future()
-    detector_asked: list[str] = []
-
-    class Stub:
-        shutdown_requested = asyncio.Event()
-
-        def secret_detector(self) -> asyncio.Future[None]:
-            detector_asked.append("asked")
-            built = loop.create_future()
-            built.set_result(None)
-            return built
-
-        def warm_up(self) -> None:
-            warmed.set_result(True)
-
-    dispatch = _Dispatcher(Stub())  # type: ignore[arg-type]
-    reply = await dispatch({"jsonrpc": "2.0", "id": 1, "method": "system.ping"})
-    assert reply["result"]["pong"] is True
-    assert not warmed.done() and detector_asked == []
-    assert await asyncio.wait_for(warmed, 5)
-    reply = await dispatch({"jsonrpc": "2.0", "id": 2, "method": "no.such.method"})
-    assert reply["error"]["code"] == -32601
-    assert detector_asked == ["asked"]

@@ -159,18 +159,20 @@ class App:
         if self.peer is not None and not self.peer.closed:
             await self.peer.notify(method, params)
 
-    async def start(self, jobs: bool = True, *, warm_later: bool = False) -> None:
+    async def start(self, jobs: bool = True) -> None:
         """Open the database and warm the caches; ``jobs=False`` leaves the queue to another process (``stratagate
-        ui`` with the host model route: only DSH's sidecar can run those jobs); ``warm_later``: the caller starts
-        the warm-ups a recall does not need (``warm_up``) once it has answered."""
+        ui`` with the host model route: only DSH's sidecar can run those jobs)."""
         self.stalls.start()
         await self.db.open()
         self.user_settings = await user_settings.apply_at_start(self.db, self.settings)
         # The tokenizer is built off the event loop (`stratagate serve` starts it before its imports, cli.py
         # _warm_ups; an App started otherwise builds it here, in a thread); captures await it, pings do not.
         self.tokens_ready = _warm_up(count_tokens, "warm up")
-        if not warm_later:
-            self.warm_up()
+        # The secret detector (detect-secrets' patterns, ~150 ms to import) too (also built early by cli.py: the
+        # first writes wait for it on the loop otherwise).
+        self.secrets_ready = _warm_up(secrets.warm)
+        if not self.settings.zero_model:
+            self.model_ready = _warm_up(preload_model_route, self.settings)
         if jobs:
             await self.runner.start()
         try:  # queue the maintenance job if it is overdue; a failure here must not keep the sidecar from serving
@@ -196,25 +198,9 @@ class App:
         await self.db.close()
         self.stalls.stop()
 
-    def warm_up(self) -> None:
-        """Start the warm-ups a recall does not need, each in a thread: the secret detector (detect-secrets' patterns,
-        ~70 ms of CPU; writes wait for it, ``secret_detector``) and the model route's imports. Idempotent."""
-        self.secret_detector()
-        if self.model_ready is None and not self.settings.zero_model:
-            self.model_ready = _warm_up(preload_model_route, self.settings)
-
-    def secret_detector(self) -> asyncio.Future[None]:
-        """The secret detector's warm-up, started now if it was not yet: a write awaits it rather than build the
-        detector on the event loop (which would stall every request behind it)."""
-        if self.secrets_ready is None:
-            self.secrets_ready = _warm_up(secrets.warm)
-        return self.secrets_ready
-
     async def _sweep_tails(self) -> None:
         if self.tokens_ready is not None:
             await asyncio.shield(self.tokens_ready)  # sealing counts tokens (shielded: stop() cancels this task)
-        with contextlib.suppress(Exception):  # a failed warm-up: sealing builds the detector itself
-            await asyncio.shield(self.secret_detector())  # sealing redacts
         await self.tails.run()
 
     def model_route(self) -> str:

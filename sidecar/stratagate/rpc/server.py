@@ -61,11 +61,6 @@ async def _stdio(in_fd: int, out_fd: int) -> tuple[asyncio.StreamReader, Any]:
 
 
 _MEMBERS = {"jsonrpc", "method", "params", "id"}
-NO_SECRET_DETECTOR = frozenset(
-    {"system.ping", "system.info", "system.shutdown", "activation.render", "namespace.resolve", "tools.list"}
-)
-"""Methods that never redact: answered without waiting for the secret detector's warm-up (App.warm_up, started after
-the first answer, so a cold start's first recall does not pay for it); every other method waits for it."""
 CAPTURE_METHODS = frozenset({"turn.capture", "turn.capture_raw"})
 """Writes of a turn: committed in arrival order, and every later request waits for them (read-your-writes)."""
 
@@ -128,7 +123,6 @@ class _Dispatcher:
         self.app = app
         self.captures_in_flight: set[asyncio.Future[None]] = set()
         self.arrivals = ArrivalOrder()
-        self.warmed = False
 
     async def __call__(self, message: Any) -> Any:
         # Captures take their place in line now, in the order they were read, before anything awaits.
@@ -176,22 +170,16 @@ class _Dispatcher:
         module = module_to_load(message["method"])
         if module is not None:  # its first call: imported off the loop, other requests go on meanwhile
             await asyncio.to_thread(load_methods, module)
-        if message["method"] not in NO_SECRET_DETECTOR:
-            with contextlib.suppress(Exception):  # a failed warm-up: the write builds the detector itself
-                await asyncio.shield(self.app.secret_detector())
         response = await dispatch_to_serializable(
             "", methods=METHODS, context=self.app, deserializer=lambda _raw: message
         )
-        if not self.warmed:  # the rest of the warm-ups start once the first answer is on its way
-            self.warmed = True
-            asyncio.get_running_loop().call_soon(self.app.warm_up)
         return _clarify(response)
 
 
 async def _start(app: App, peer: Peer) -> bool:
     """Start the app; on failure tell the client (``system.fatal``) and close what did open."""
     try:
-        await app.start(warm_later=True)
+        await app.start()
     except Exception as exc:
         log.error("cannot start: %s", exc)
         with contextlib.suppress(Exception):
