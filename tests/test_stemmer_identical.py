@@ -122,3 +122,10 @@ def test_a_full_word_cache_is_emptied_and_still_answers(monkeypatch):
     for text in texts * 2:
         assert _words(text, "snowball") == reference_words(text, "snowball")
         assert len(T._ASCII_TERMS["snowball"]) <= 3 + len(text.split())  # emptied once over the limit
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80) | st.text("ab1' _-.\n\x1c", max_size=40))
+def test_the_ascii_split_finds_the_words_the_pattern_finds(text: str):
+    lowered = text.lower()
+    assert T._ascii_split(lowered) == T._ASCII_WORD.findall(lowered) == T._WORD.findall(lowered)
