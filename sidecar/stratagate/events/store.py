@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from stratagate import ids
-from stratagate.events import common_terms, lexicon
+from stratagate.events import common_terms, lexicon, search_index
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow, NewEvent, Status
 from stratagate.events.visibility import where as visible_where
 from stratagate.storage.db import ITEMS_ADDED, Actor, audit, on_commit
@@ -498,24 +498,25 @@ async def _best_matches(
     when too few of those pass are all matches ranked with the filter (the same answer either way: a match outside
     the index's best ones ranks below every one of them)."""
     pool = wanted * PREFILTER
-    top = await conn.execute_fetchall(
-        "SELECT rowid, bm25(event_fts) AS rank FROM event_fts WHERE event_fts MATCH ?"
-        " ORDER BY rank, rowid DESC LIMIT ?",
-        (match, pool),
-    )
-    if not top:
-        return []
-    passing = {
-        int(r[0]): (str(r[1]), r[2])
-        for r in await conn.execute_fetchall(
-            f"SELECT e.id, e.status, e.weight_cap FROM events e WHERE e.id IN ({', '.join('?' for _ in top)})"
-            f" AND {' AND '.join(where)}",
-            (*[int(r[0]) for r in top], *params),
-        )
-    }
-    kept = [(int(r[0]), float(r[1]), *passing[int(r[0])]) for r in top if int(r[0]) in passing]
-    if len(kept) >= wanted or len(top) < pool:
-        return kept[:wanted]
+    terms = _or_terms(match)
+    indexed = True
+    for size in (pool, pool * 16):  # the derived index's top k is widened once before every match is ranked
+        top = await search_index.ranked(conn, terms, size) if terms and indexed else None
+        if top is None:
+            indexed = False
+            top = [
+                (int(r[0]), float(r[1]))
+                for r in await conn.execute_fetchall(
+                    "SELECT rowid, bm25(event_fts) AS rank FROM event_fts WHERE event_fts MATCH ?"
+                    " ORDER BY rank, rowid DESC LIMIT ?",
+                    (match, size),
+                )
+            ]
+        kept = await _passing(conn, top, where, params)
+        if len(kept) >= wanted or len(top) < size:
+            return kept[:wanted]
+        if not indexed:
+            break
     rows = await conn.execute_fetchall(
         "SELECT e.id, bm25(event_fts) AS rank, e.status, e.weight_cap FROM event_fts"
         f" JOIN events e ON e.id = event_fts.rowid WHERE event_fts MATCH ? AND {' AND '.join(where)}"
@@ -523,6 +524,23 @@ async def _best_matches(
         (match, *params, wanted),
     )
     return [(int(r[0]), float(r[1]), str(r[2]), r[3]) for r in rows]
+
+
+async def _passing(
+    conn: Connection, top: list[tuple[int, float]], where: list[str], params: list[Any]
+) -> list[tuple[int, float, str, float | None]]:
+    """The ranked (id, BM25) rows whose events pass ``where``, in rank order, with their status and weight cap."""
+    if not top:
+        return []
+    passing = {
+        int(r[0]): (str(r[1]), r[2])
+        for r in await conn.execute_fetchall(
+            f"SELECT e.id, e.status, e.weight_cap FROM events e WHERE e.id IN ({', '.join('?' for _ in top)})"
+            f" AND {' AND '.join(where)}",
+            (*[item_id for item_id, _ in top], *params),
+        )
+    }
+    return [(item_id, rank, *passing[item_id]) for item_id, rank in top if item_id in passing]
 
 
 async def search(

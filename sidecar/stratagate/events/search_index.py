@@ -1,0 +1,172 @@
+"""Event search's derived index (storage/term_index.py), kept in step with ``event_fts`` through ``search_changes``.
+
+Before each ranked query the feed rows past what this connection has seen are read: new events' terms are read from
+``event_fts`` and held as pending (scored here with the index's BM25) until ``BATCH`` of them are committed in one
+go, since a commit costs ~10 ms of CPU while scoring a pending event costs microseconds. A change or deletion (an
+erase, a redaction, a purge) rebuilds the index from ``event_fts``, so erased terms do not linger in old segments.
+The index is rebuilt too when it is missing, of another format, unreadable or of another database.
+
+Answers None whenever the index cannot answer exactly what SQLite would hold: inside a write transaction (the
+index only knows committed rows), while another process holds the index's write lock and this one could not catch
+up, or without tantivy. The caller then ranks with FTS5.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from stratagate.storage import term_index
+from stratagate.storage.sqlconn import Connection
+from stratagate.storage.term_index import Mark, TermIndex
+
+log = logging.getLogger(__name__)
+
+BATCH = 64
+MAX_PENDING = 4096
+"""More pending events than this (the lock held elsewhere for long) and FTS5 answers instead."""
+CHUNK = 500
+
+
+@dataclass
+class _State:
+    path: Path
+    index: TermIndex | None = None
+    seen: Mark = field(default_factory=lambda: Mark(0, 0, 0, 0))
+    pending: dict[int, tuple[int, Counter[str], int]] = field(default_factory=dict)
+    """Event id → (feed seq, term counts, length) of events read from SQLite but not committed to the index."""
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+async def ranked(conn: Connection, terms: list[str], limit: int) -> list[tuple[int, float]] | None:
+    """The ``limit`` best (event id, BM25 signed as FTS5's: lower is better) events holding any of ``terms``, best
+    first (ties: newest first), or None when FTS5 must answer."""
+    if conn.in_transaction:
+        return None
+    state = await _state(conn)
+    if state is None or state.lock.locked():
+        return None  # (a rebuild is under way in a thread: FTS5 answers meanwhile rather than wait for it)
+    async with state.lock:
+        try:
+            if not await _catch_up(conn, state) or state.index is None:
+                return None
+            return _top(state.index, state.pending, terms, limit)
+        except (OSError, ValueError) as exc:  # removed or damaged under us (another process, a discard)
+            log.warning("event search index unusable, FTS5 answers: %s", type(exc).__name__)
+            state.index = None
+            return None
+
+
+async def _state(conn: Connection) -> _State | None:
+    if __name__ in conn.caches:
+        cached: _State | None = conn.caches[__name__]
+        return cached
+    state = None
+    rows = await conn.execute_fetchall("PRAGMA database_list")
+    db_file = next((str(r[2]) for r in rows if r[1] == "main"), "")
+    if db_file and term_index.available():
+        state = _State(term_index.root(Path(db_file)) / "events")
+    conn.caches[__name__] = state
+    return state
+
+
+async def _catch_up(conn: Connection, state: _State) -> bool:
+    if state.index is None or state.index.stale():
+        state.index = await _reopen(conn, state)
+    if state.index is None:
+        return await _rebuild(conn, state)
+    rows = await conn.execute_fetchall(
+        "SELECT seq, item_id, op FROM search_changes WHERE seq > ? AND kind = 'event' ORDER BY seq", (state.seen.seq,)
+    )
+    if any(r[2] != "add" for r in rows):
+        return await _rebuild(conn, state)
+    if rows:
+        ids = [int(r[1]) for r in rows]
+        seqs = {int(r[1]): int(r[0]) for r in rows}
+        for start in range(0, len(ids), CHUNK):
+            chunk = ids[start : start + CHUNK]
+            for item_id, text in await conn.execute_fetchall(
+                f"SELECT rowid, terms FROM event_fts WHERE rowid IN ({', '.join('?' for _ in chunk)})", chunk
+            ):
+                words = str(text).split()
+                state.pending[int(item_id)] = (seqs[int(item_id)], Counter(words), len(words))
+        state.seen = Mark(int(rows[-1][0]), int(rows[-1][1]), 0, 0)
+    if len(state.pending) >= BATCH:
+        _commit(state, state.index)
+    return len(state.pending) <= MAX_PENDING
+
+
+async def _reopen(conn: Connection, state: _State) -> TermIndex | None:
+    """The committed index when it belongs to this database; pending events it now holds are dropped."""
+    index = TermIndex.open(state.path)
+    if index is None:
+        return None
+    if index.mark.seq:
+        row = await (
+            await conn.execute("SELECT item_id FROM search_changes WHERE seq = ?", (index.mark.seq,))
+        ).fetchone()
+        if row is None or int(row[0]) != index.mark.item:
+            return None  # a watermark this database never wrote: the index is another database's
+    for item_id in [i for i, (seq, _, _) in state.pending.items() if seq <= index.mark.seq]:
+        del state.pending[item_id]
+    if index.mark.seq > state.seen.seq:
+        state.seen = index.mark
+    return index
+
+
+async def _rebuild(conn: Connection, state: _State) -> bool:
+    """Index every ``event_fts`` row again; False when another process holds the write lock."""
+    with term_index.write_lock(state.path.parent) as mine:
+        if not mine:
+            return False
+        # The watermark is read before the rows: a row written in between is applied again later (idempotent).
+        last = await (
+            await conn.execute("SELECT seq, item_id FROM search_changes ORDER BY seq DESC LIMIT 1")
+        ).fetchone()
+        mark = Mark(int(last[0]), int(last[1]), 0, 0) if last else Mark(0, 0, 0, 0)
+        docs: list[tuple[int, str]] = []
+        after = -1
+        while rows := await conn.execute_fetchall(
+            "SELECT rowid, terms FROM event_fts WHERE rowid > ? ORDER BY rowid LIMIT 5000", (after,)
+        ):
+            docs.extend((int(r[0]), str(r[1])) for r in rows)
+            after = int(rows[-1][0])
+        state.index = await asyncio.to_thread(TermIndex.build, state.path, docs, mark)
+        state.seen = mark
+        state.pending.clear()
+    return True
+
+
+def _commit(state: _State, index: TermIndex) -> None:
+    """Pending events into the index, when the write lock is free and no other process got there first."""
+    with term_index.write_lock(state.path.parent) as mine:
+        if not mine or index.stale():
+            return  # the next query reopens what the other process committed
+        docs = [(item_id, " ".join(terms.elements())) for item_id, (_, terms, _) in state.pending.items()]
+        index.add(docs, state.seen)
+        state.pending.clear()
+
+
+def _top(
+    index: TermIndex, pending: dict[int, tuple[int, Counter[str], int]], terms: list[str], limit: int
+) -> list[tuple[int, float]]:
+    found = [(i, s) for i, s in index.top(terms, limit + len(pending)) if i not in pending][:limit]
+    if pending:
+        docs, df = index.stats(terms)
+        held = [(i, counts, length) for i, (_, counts, length) in pending.items() if any(t in counts for t in terms)]
+        for t in terms:
+            df[t] += sum(1 for _, counts, _ in held if t in counts)
+        total = docs + len(pending)
+        avg = (index.mark.tokens + sum(length for _, _, length in pending.values())) / max(
+            1, index.mark.docs + len(pending)
+        )
+        for item_id, counts, length in held:
+            score = sum(
+                term_index.bm25(counts[t], length, total, df[t], avg) for t in terms if t in counts
+            )
+            found.append((item_id, score))
+    found.sort(key=lambda pair: (-pair[1], -pair[0]))
+    return [(item_id, -score) for item_id, score in found[:limit]]
