@@ -154,19 +154,20 @@ def _top(
     index: TermIndex, pending: dict[int, tuple[int, Counter[str], int]], terms: list[str], limit: int
 ) -> list[tuple[int, float]]:
     found = [(i, s) for i, s in index.top(terms, limit + len(pending)) if i not in pending][:limit]
-    if pending:
-        docs, df = index.stats(terms)
-        held = [(i, counts, length) for i, (_, counts, length) in pending.items() if any(t in counts for t in terms)]
-        for t in terms:
-            df[t] += sum(1 for _, counts, _ in held if t in counts)
-        total = docs + len(pending)
-        avg = (index.mark.tokens + sum(length for _, _, length in pending.values())) / max(
-            1, index.mark.docs + len(pending)
+    if not pending:
+        return [(item_id, -score) for item_id, score in found]
+    docs, df = index.stats(terms)
+    held = [(i, counts, length) for i, (_, counts, length) in pending.items() if any(t in counts for t in terms)]
+    for t in terms:
+        df[t] += sum(1 for _, counts, _ in held if t in counts)
+    total = docs + len(pending)
+    avg = (index.mark.tokens + sum(length for _, _, length in pending.values())) / max(
+        1, index.mark.docs + len(pending)
+    )
+    for item_id, counts, length in held:
+        score = sum(
+            term_index.bm25(counts[t], length, total, df[t], avg) for t in terms if t in counts
         )
-        for item_id, counts, length in held:
-            score = sum(
-                term_index.bm25(counts[t], length, total, df[t], avg) for t in terms if t in counts
-            )
-            found.append((item_id, score))
+        found.append((item_id, score))
     found.sort(key=lambda pair: (-pair[1], -pair[0]))
     return [(item_id, -score) for item_id, score in found[:limit]]

@@ -495,28 +495,30 @@ async def _best_matches(
     """The ``wanted`` best (id, BM25, status, weight cap) matches passing ``where``, best first (ties: newest first).
 
     Ranked by the index alone first (half the cost of joining every match to its event row), then filtered; only
-    when too few of those pass are all matches ranked with the filter (the same answer either way: a match outside
-    the index's best ones ranks below every one of them)."""
+    when too few of those pass are more (or all) matches ranked (the same answer either way: a match outside the
+    index's best ones ranks below every one of them)."""
     pool = wanted * PREFILTER
     terms = _or_terms(match)
-    indexed = True
-    for size in (pool, pool * 16):  # the derived index's top k is widened once before every match is ranked
-        top = await search_index.ranked(conn, terms, size) if terms and indexed else None
-        if top is None:
-            indexed = False
-            top = [
-                (int(r[0]), float(r[1]))
-                for r in await conn.execute_fetchall(
-                    "SELECT rowid, bm25(event_fts) AS rank FROM event_fts WHERE event_fts MATCH ?"
-                    " ORDER BY rank, rowid DESC LIMIT ?",
-                    (match, size),
-                )
-            ]
+    # The derived index's top k (events/search_index.py), widened until enough pass the filter or every match is
+    # in: its ranking throughout. Without it (None), FTS5's: the best ``pool``, then every match with the filter.
+    top = await search_index.ranked(conn, terms, pool) if terms else None
+    while top is not None:
         kept = await _passing(conn, top, where, params)
-        if len(kept) >= wanted or len(top) < size:
+        if len(kept) >= wanted or len(top) < pool:
             return kept[:wanted]
-        if not indexed:
-            break
+        pool *= 16
+        top = await search_index.ranked(conn, terms or [], pool)
+    top = [
+        (int(r[0]), float(r[1]))
+        for r in await conn.execute_fetchall(
+            "SELECT rowid, bm25(event_fts) AS rank FROM event_fts WHERE event_fts MATCH ?"
+            " ORDER BY rank, rowid DESC LIMIT ?",
+            (match, pool),
+        )
+    ]
+    kept = await _passing(conn, top, where, params)
+    if len(kept) >= wanted or len(top) < pool:
+        return kept[:wanted]
     rows = await conn.execute_fetchall(
         "SELECT e.id, bm25(event_fts) AS rank, e.status, e.weight_cap FROM event_fts"
         f" JOIN events e ON e.id = event_fts.rowid WHERE event_fts MATCH ? AND {' AND '.join(where)}"
@@ -530,16 +532,15 @@ async def _passing(
     conn: Connection, top: list[tuple[int, float]], where: list[str], params: list[Any]
 ) -> list[tuple[int, float, str, float | None]]:
     """The ranked (id, BM25) rows whose events pass ``where``, in rank order, with their status and weight cap."""
-    if not top:
-        return []
-    passing = {
-        int(r[0]): (str(r[1]), r[2])
+    passing: dict[int, tuple[str, float | None]] = {}
+    for start in range(0, len(top), 5000):  # (SQLite's limit on parameters: a widened pool can hold more ids)
+        chunk = [item_id for item_id, _ in top[start : start + 5000]]
         for r in await conn.execute_fetchall(
-            f"SELECT e.id, e.status, e.weight_cap FROM events e WHERE e.id IN ({', '.join('?' for _ in top)})"
+            f"SELECT e.id, e.status, e.weight_cap FROM events e WHERE e.id IN ({', '.join('?' for _ in chunk)})"
             f" AND {' AND '.join(where)}",
-            (*[item_id for item_id, _ in top], *params),
-        )
-    }
+            (*chunk, *params),
+        ):
+            passing[int(r[0])] = (str(r[1]), r[2])
     return [(item_id, rank, *passing[item_id]) for item_id, rank in top if item_id in passing]
 
 

@@ -30,6 +30,9 @@ from typing import Any
 FORMAT = 1
 """Bumped when the schema or the meaning of the terms changes: an index of another format is rebuilt."""
 HEAP = 15_000_000  # tantivy's minimum per writer thread is 3 MB; an index of events needs little
+WIDEN = 3
+"""Top-k searches at most per query: 4× more hits each time the last hit kept ties with one left out (memories of
+many near-identical events tie a lot; past that, a tie at the cut is broken by tantivy's document order)."""
 K1, B = 1.2, 0.75  # tantivy's BM25 constants (FTS5 uses the same)
 
 
@@ -207,15 +210,15 @@ class TermIndex:
         )
         searcher = self._index.searcher()
         want = limit
-        while True:  # widened while documents tied with the last one kept may be left out: ties go to the newest
+        for _ in range(WIDEN):  # widened while documents tied with the last one kept may be left out
             hits = searcher.search(query, want, count=False).hits
             if limit <= 0 or len(hits) < want or hits[-1][0] < hits[limit - 1][0]:
                 break
             want *= 4
         ids = searcher.fast_field_values("id", [address for _, address in hits])
-        found = sorted(((int(i), float(score)) for (score, _), i in zip(hits, ids, strict=True)),
-                       key=lambda pair: (-pair[1], -pair[0]))
-        return found[:limit]
+        # (score, id) pairs sorted descending: ties go to the newest document, as FTS5's "ORDER BY rank, rowid DESC".
+        found = sorted(zip([score for score, _ in hits], ids, strict=True), reverse=True)[:limit]
+        return [(int(i), float(score)) for score, i in found]
 
     def stats(self, terms: list[str]) -> tuple[int, dict[str, int]]:
         """(documents, document frequency of each term) as the committed index counts them."""
