@@ -153,12 +153,12 @@ async def test_index_first_ranking_equals_ranking_every_match(
             )
         }
         expected = [(event_id, rank) for event_id, rank in every if event_id in passing][:wanted]
-        original = store.PREFILTER
-        store.PREFILTER = prefilter
+        original = store.PREFILTER, store.INDEX_PREFILTER
+        store.PREFILTER = store.INDEX_PREFILTER = prefilter
         try:
             got = await store._best_matches(d.reader, match, where, params, wanted)
         finally:
-            store.PREFILTER = original
+            store.PREFILTER, store.INDEX_PREFILTER = original
         assert [(event_id, rank) for event_id, rank, _, _ in got] == expected
     finally:
         await d.close()

@@ -487,6 +487,8 @@ async def split_common(conn: Connection, match: str) -> tuple[str | None, str | 
 
 PREFILTER = 4
 """The best ``PREFILTER`` × wanted matches are ranked by the index alone before the filters are read."""
+INDEX_PREFILTER = 2
+"""The same for the derived index, whose widening costs one more top-k search rather than ranking every match."""
 
 
 async def _best_matches(
@@ -497,7 +499,7 @@ async def _best_matches(
     Ranked by the index alone first (half the cost of joining every match to its event row), then filtered; only
     when too few of those pass are more (or all) matches ranked (the same answer either way: a match outside the
     index's best ones ranks below every one of them)."""
-    pool = wanted * PREFILTER
+    pool = wanted * INDEX_PREFILTER
     terms = _or_terms(match)
     # The derived index's top k (events/search_index.py), widened until enough pass the filter or every match is
     # in: its ranking throughout. Without it (None), FTS5's: the best ``pool``, then every match with the filter.
@@ -508,6 +510,7 @@ async def _best_matches(
             return kept[:wanted]
         pool *= 16
         top = await search_index.ranked(conn, terms or [], pool)
+    pool = wanted * PREFILTER
     top = [
         (int(r[0]), float(r[1]))
         for r in await conn.execute_fetchall(
