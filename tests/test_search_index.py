@@ -5,6 +5,7 @@ SIGKILL, the reopened index answers exactly what a fresh rebuild from SQLite ans
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
@@ -167,12 +168,13 @@ search_index.BATCH = 1  # every query commits: the kill lands in index writes as
 async def main():
     d = Database(Path({path!r}))
     await d.open()
-    i = 100
-    while True:
+    i = {start}
+    while i < {stop}:
         await remember(d, [text(j) for j in range(i, i + 3)])
         await search_index.ranked(d.reader, ["alpha", "note"], 8)
         i += 3
         print(i, flush=True)
+    await d.close()
 
 asyncio.run(main())
 """
@@ -196,7 +198,8 @@ async def test_after_sigkill_mid_write_the_index_equals_a_rebuild(db: Database, 
     await remember(db, [text(i) for i in range(30)])
     await answers(db)
     await db.close()
-    code = CHILD.format(sidecar=str(REPO / "sidecar"), tests=str(REPO / "tests"), path=str(db.path))
+    code = CHILD.format(sidecar=str(REPO / "sidecar"), tests=str(REPO / "tests"), path=str(db.path), start=100,
+                        stop=10**9)
     assert _run_then_kill(code, rounds=25) == -signal.SIGKILL
     reopened = Database(db.path)
     await reopened.open()
@@ -208,3 +211,32 @@ async def test_after_sigkill_mid_write_the_index_equals_a_rebuild(db: Database, 
     assert count[0][0] >= 30 + 75 and all(a is not None for a in after)
     assert after == await rebuilt_answers(db.path)
     await db.open()  # (the fixture closes it)
+
+
+def _run_together(codes: list[str]) -> list[int]:
+    children = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL) for code in codes]
+    return [child.wait() for child in children]
+
+
+async def test_two_processes_writing_and_searching_at_once_leave_the_index_equal_to_a_rebuild(
+    db: Database, tmp_path: Path
+):
+    await remember(db, [text(i) for i in range(10)])
+    await answers(db)
+    await db.close()
+    codes = [
+        CHILD.format(sidecar=str(REPO / "sidecar"), tests=str(REPO / "tests"), path=str(db.path), start=start,
+                     stop=start + 60)
+        for start in (1000, 2000)
+    ]
+    assert await asyncio.to_thread(_run_together, codes) == [0, 0]
+    reopened = Database(db.path)
+    await reopened.open()
+    try:
+        after = await answers(reopened)
+        count = await reopened.reader.execute_fetchall("SELECT count(*) FROM events")
+    finally:
+        await reopened.close()
+    assert count[0][0] == 10 + 2 * 60 and all(a is not None for a in after)
+    assert after == await rebuilt_answers(db.path)
+    await db.open()
