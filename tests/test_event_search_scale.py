@@ -17,10 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stratagate.capture.store import ensure_namespace, ensure_session
-from stratagate.events import common_terms, search_index, store
+from stratagate.events import common_terms, store
 from stratagate.events.admit import Candidate, Options, admit
 from stratagate.events.store import Source
 from stratagate.events.visibility import where as visible_where
+from stratagate.storage import term_feed
 from stratagate.storage.db import Database
 from stratagate.text.terms import quote
 
@@ -144,7 +145,7 @@ async def test_index_first_ranking_equals_ranking_every_match(
         params = [*params, *statuses]
         match = " OR ".join(quote(w) for w in words)
         # Every match ranked (by the derived index: the ranking search uses), then filtered.
-        every = await search_index.ranked(d.reader, words, 10_000)
+        every = await term_feed.EVENTS.ranked(d.reader, words, 10_000)
         assert every is not None and len(every) == len({r[0] for r in every})
         passing = {
             int(r[0])

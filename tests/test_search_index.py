@@ -1,5 +1,5 @@
-"""Event search's derived index (storage/term_index.py, events/search_index.py) is never a second truth: it is
-rebuilt when missing, of another database or after a change it cannot apply in place; it catches up with events
+"""Event search's derived index (storage/term_index.py, storage/term_feed.py) is never a second truth: it is
+rebuilt when missing or of another database, removed by an erase; it catches up with events
 written after its watermark (by this connection or another process); and after a process writing it is killed with
 SIGKILL, the reopened index answers exactly what a fresh rebuild from SQLite answers. Real SQLite files."""
 
@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from stratagate.capture.store import ensure_namespace, ensure_session
-from stratagate.events import search_index, store
+from stratagate.events import store
 from stratagate.events.admit import Candidate, Options, admit
 from stratagate.events.store import Source
+from stratagate.storage import term_feed
 from stratagate.storage.db import Database
 from stratagate.storage.term_index import TermIndex
 
@@ -52,11 +53,19 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
     await d.close()
 
 
-async def answers(d: Database) -> list[list[tuple[int, float]] | None]:
-    return [await search_index.ranked(d.reader, q, 8) for q in QUERIES]
+async def answers(d: Database) -> list[list[int] | None]:
+    """The ranked event ids of each query, once every change is committed to the index (events not yet committed
+    are scored with an approximation of tantivy's BM25: near ties may order differently). Not their scores: a
+    replaced document counts in tantivy's statistics until its segment is merged, as in Lucene."""
+    assert await term_feed.EVENTS.flush(d.reader)
+    out = []
+    for q in QUERIES:
+        found = await term_feed.EVENTS.ranked(d.reader, q, 8)
+        out.append(None if found is None else [event_id for event_id, _ in found])
+    return out
 
 
-async def rebuilt_answers(path: Path) -> list[list[tuple[int, float]] | None]:
+async def rebuilt_answers(path: Path) -> list[list[int] | None]:
     """What a fresh rebuild from SQLite answers (the index directory removed, a new connection)."""
     shutil.rmtree(path.with_name(path.name + "-search"))
     fresh = Database(path)
@@ -77,7 +86,7 @@ async def test_built_when_missing_and_rebuilt_when_removed(db: Database, tmp_pat
     assert all(a is not None for a in first[:4]) and first[4] == []
     assert index_dir(db.path).is_dir() and oct(index_dir(db.path).parent.stat().st_mode & 0o777) == "0o700"
     # The best 'alpha' events hold it (odd texts: even ids), ties newest first.
-    alpha = first[0]
+    alpha = await term_feed.EVENTS.ranked(db.reader, ["alpha"], 8)
     assert alpha is not None and {i % 2 for i, _ in alpha} == {0}
     assert [i for i, _ in alpha] == sorted((i for i, _ in alpha), reverse=True)
     assert [r for _, r in alpha] == sorted(r for _, r in alpha)
@@ -99,10 +108,10 @@ async def test_events_past_the_watermark_are_found_then_committed(db: Database, 
         await remember(other, ["a zulu note", "zulu again and zulu"])
     finally:
         await other.close()
-    zulu = await search_index.ranked(db.reader, ["zulu"], 8)
+    zulu = await term_feed.EVENTS.ranked(db.reader, ["zulu"], 8)
     assert zulu is not None and len(zulu) == 2 and TermIndex.open(index_dir(db.path)).mark.seq == built.mark.seq
     # A full batch is committed: the watermark moves to the last change, and answers equal a rebuild's.
-    await remember(db, [text(i) for i in range(10, 10 + search_index.BATCH)])
+    await remember(db, [text(i) for i in range(10, 10 + term_feed.BATCH)])
     before = await answers(db)
     last = await db.reader.execute_fetchall("SELECT max(seq) FROM search_changes")
     committed = TermIndex.open(index_dir(db.path))
@@ -110,19 +119,35 @@ async def test_events_past_the_watermark_are_found_then_committed(db: Database, 
     assert before == await rebuilt_answers(db.path)
 
 
-async def test_a_change_rebuilds_and_an_erased_event_is_gone(db: Database, tmp_path: Path):
+async def test_a_rewritten_or_deleted_event_is_applied_in_place(db: Database, tmp_path: Path):
     await remember(db, [text(i) for i in range(12)])
-    hit = await search_index.ranked(db.reader, ["item5"], 8)
+    hit = await term_feed.EVENTS.ranked(db.reader, ["item5"], 8)
     assert hit is not None and [i for i, _ in hit] == [6]  # the sixth event remembered
-    # A purge-like deletion (any change the triggers feed) is applied by a rebuild.
+    # A redaction-like rewrite (any change the triggers feed): the old terms no longer match, the new ones do.
     async with db.transaction() as conn:
         await conn.execute("INSERT INTO privileged_writes(operation, started_at) VALUES ('redact', 'now')")
         await conn.execute("UPDATE events SET title = 'x', summary = 'x', narrative = 'x' WHERE id = 6")
         await conn.execute("DELETE FROM event_fts WHERE rowid = 6")
+        await conn.execute("INSERT INTO event_fts(rowid, terms) VALUES (6, 'xray')")
         await conn.execute("DELETE FROM privileged_writes")
-    inode = index_dir(db.path).stat().st_ino
-    assert await search_index.ranked(db.reader, ["item5"], 8) == []
-    assert index_dir(db.path).stat().st_ino != inode
+    assert await term_feed.EVENTS.ranked(db.reader, ["item5"], 8) == []
+    assert [i for i, _ in await term_feed.EVENTS.ranked(db.reader, ["xray"], 8) or []] == [6]
+    # Committed with a full batch, still the same answers, equal to a rebuild's.
+    await remember(db, [text(i) for i in range(100, 100 + term_feed.BATCH)])
+    assert await term_feed.EVENTS.ranked(db.reader, ["item5"], 8) == []
+    assert await answers(db) == await rebuilt_answers(db.path)
+
+
+async def test_compacting_after_an_erase_removes_the_index(db: Database, tmp_path: Path):
+    await remember(db, [text(i) for i in range(6)])
+    await answers(db)
+    assert any(index_dir(db.path).iterdir())
+    await db.compact_securely()
+    assert not index_dir(db.path).exists()
+    assert await term_feed.EVENTS.ranked(db.reader, ["item5"], 8) == await term_feed.EVENTS.ranked(
+        db.reader, ["item5"], 8
+    ) != []
+    assert index_dir(db.path).is_dir()
 
 
 async def test_another_databases_index_is_not_used(db: Database, tmp_path: Path):
@@ -141,7 +166,7 @@ async def test_another_databases_index_is_not_used(db: Database, tmp_path: Path)
     fresh = Database(db.path)
     await fresh.open()
     try:
-        assert await search_index.ranked(fresh.reader, ["kilo"], 8) == []
+        assert await term_feed.EVENTS.ranked(fresh.reader, ["kilo"], 8) == []
         assert await answers(fresh) == await answers(db)
     finally:
         await fresh.close()
@@ -150,7 +175,7 @@ async def test_another_databases_index_is_not_used(db: Database, tmp_path: Path)
 async def test_inside_a_write_transaction_fts5_answers(db: Database):
     await remember(db, [text(i) for i in range(4)])
     async with db.transaction() as conn:
-        assert await search_index.ranked(conn, ["alpha"], 8) is None
+        assert await term_feed.EVENTS.ranked(conn, ["alpha"], 8) is None
         found = await store.search(conn, 1, None, '"alpha"', ["active"], None, 8)
         assert {ev.id for ev, _ in found} == {2, 4}
 
@@ -159,11 +184,11 @@ CHILD = """
 import asyncio, sys
 sys.path[:0] = [{sidecar!r}, {tests!r}]
 from pathlib import Path
-from stratagate.events import search_index
+from stratagate.storage import term_feed
 from stratagate.storage.db import Database
 from test_search_index import remember, text
 
-search_index.BATCH = 1  # every query commits: the kill lands in index writes as often as in SQLite writes
+term_feed.BATCH = 1  # every query commits: the kill lands in index writes as often as in SQLite writes
 
 async def main():
     d = Database(Path({path!r}))
@@ -171,7 +196,7 @@ async def main():
     i = {start}
     while i < {stop}:
         await remember(d, [text(j) for j in range(i, i + 3)])
-        await search_index.ranked(d.reader, ["alpha", "note"], 8)
+        await term_feed.EVENTS.ranked(d.reader, ["alpha", "note"], 8)
         i += 3
         print(i, flush=True)
     await d.close()

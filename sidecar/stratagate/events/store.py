@@ -24,11 +24,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from stratagate import ids
-from stratagate.events import common_terms, lexicon, search_index
+from stratagate.events import common_terms, lexicon
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow, NewEvent, Status
 from stratagate.events.visibility import where as visible_where
 from stratagate.storage.db import ITEMS_ADDED, Actor, audit, on_commit
 from stratagate.storage.sqlconn import Connection
+from stratagate.storage.term_feed import EVENTS as EVENT_INDEX
 from stratagate.text.terms import fts_document, fts_query, quote, terms
 from stratagate.timeutil import now_iso, parse_time, to_iso
 
@@ -501,15 +502,15 @@ async def _best_matches(
     index's best ones ranks below every one of them)."""
     pool = wanted * INDEX_PREFILTER
     terms = _or_terms(match)
-    # The derived index's top k (events/search_index.py), widened until enough pass the filter or every match is
+    # The derived index's top k (storage/term_feed.py), widened until enough pass the filter or every match is
     # in: its ranking throughout. Without it (None), FTS5's: the best ``pool``, then every match with the filter.
-    top = await search_index.ranked(conn, terms, pool) if terms else None
+    top = await EVENT_INDEX.ranked(conn, terms, pool) if terms else None
     while top is not None:
         kept = await _passing(conn, top, where, params)
         if len(kept) >= wanted or len(top) < pool:
             return kept[:wanted]
         pool *= 16
-        top = await search_index.ranked(conn, terms or [], pool)
+        top = await EVENT_INDEX.ranked(conn, terms or [], pool)
     pool = wanted * PREFILTER
     top = [
         (int(r[0]), float(r[1]))

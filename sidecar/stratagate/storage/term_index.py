@@ -30,9 +30,6 @@ from typing import Any
 FORMAT = 1
 """Bumped when the schema or the meaning of the terms changes: an index of another format is rebuilt."""
 HEAP = 15_000_000  # tantivy's minimum per writer thread is 3 MB; an index of events needs little
-WIDEN = 3
-"""Top-k searches at most per query: 4× more hits each time the last hit kept ties with one left out (memories of
-many near-identical events tie a lot; past that, a tie at the cut is broken by tantivy's document order)."""
 K1, B = 1.2, 0.75  # tantivy's BM25 constants (FTS5 uses the same)
 
 
@@ -180,15 +177,17 @@ class TermIndex:
         return cls(path, tantivy.Index.open(str(path)), mark)
 
     def add(self, docs: list[tuple[int, str]], mark: Mark) -> None:
-        """Commit new documents (the caller holds the write lock); an id already present is replaced."""
+        """Commit documents (the caller holds the write lock): an id already present is replaced, and removed when
+        its terms are empty."""
         import tantivy
 
         writer = self._index.writer(heap_size=HEAP, num_threads=1)
         tokens = 0
         for item_id, terms in docs:
             writer.delete_documents_by_term("id", item_id)
-            writer.add_document(tantivy.Document(id=item_id, terms=terms))
-            tokens += terms.count(" ") + 1 if terms else 0
+            if terms:
+                writer.add_document(tantivy.Document(id=item_id, terms=terms))
+                tokens += terms.count(" ") + 1
         writer.commit()
         writer.wait_merging_threads()  # drops the writer: tantivy's own lock is released with it
         self.mark = Mark(mark.seq, mark.item, self.mark.docs + len(docs), self.mark.tokens + tokens)
@@ -210,7 +209,7 @@ class TermIndex:
         )
         searcher = self._index.searcher()
         want = limit
-        for _ in range(WIDEN):  # widened while documents tied with the last one kept may be left out
+        while True:  # widened while documents tied with the last one kept may be left out
             hits = searcher.search(query, want, count=False).hits
             if limit <= 0 or len(hits) < want or hits[-1][0] < hits[limit - 1][0]:
                 break

@@ -1,10 +1,12 @@
-"""Event search's derived index (storage/term_index.py), kept in step with ``event_fts`` through ``search_changes``.
+"""Derived indexes (storage/term_index.py) kept in step with their FTS table through ``search_changes``: ``EVENTS``
+over ``event_fts``, ``NODES`` over ``graph_fts``.
 
-Before each ranked query the feed rows past what this connection has seen are read: new events' terms are read from
-``event_fts`` and held as pending (scored here with the index's BM25) until ``BATCH`` of them are committed in one
-go, since a commit costs ~10 ms of CPU while scoring a pending event costs microseconds. A change or deletion (an
-erase, a redaction, a purge) rebuilds the index from ``event_fts``, so erased terms do not linger in old segments.
-The index is rebuilt too when it is missing, of another format, unreadable or of another database.
+Before each ranked query the feed rows past what this connection has seen are read: the items' current terms are
+read from the FTS table (none: the item is gone) and held as pending (scored here with the index's BM25, hiding the
+item's committed document) until ``BATCH`` of them are committed in one go, since a commit costs ~10 ms of CPU
+while scoring a pending item costs microseconds. The index is rebuilt when it is missing, of another format,
+unreadable or of another database. Erase, redaction and namespace deletion remove the indexes outright
+(``term_index.discard``): deleted documents would otherwise keep their terms in old segments until a merge.
 
 Answers None whenever the index cannot answer exactly what SQLite would hold: inside a write transaction (the
 index only knows committed rows), while another process holds the index's write lock and this one could not catch
@@ -27,26 +29,56 @@ log = logging.getLogger(__name__)
 
 BATCH = 64
 MAX_PENDING = 4096
-"""More pending events than this (the lock held elsewhere for long) and FTS5 answers instead."""
+"""More pending items than this (the lock held elsewhere for long) and FTS5 answers instead."""
 CHUNK = 500
+
+
+@dataclass(frozen=True)
+class Feed:
+    """One derived index: its ``search_changes`` kind, the FTS table it mirrors and its directory's name."""
+
+    kind: str
+    table: str
+    name: str
+
+    async def ranked(self, conn: Connection, terms: list[str], limit: int) -> list[tuple[int, float]] | None:
+        """The ``limit`` best (id, BM25 signed as FTS5's: lower is better) items holding any of ``terms``, best
+        first (ties: newest first), or None when FTS5 must answer."""
+        return await ranked(self, conn, terms, limit)
+
+    async def flush(self, conn: Connection) -> bool:
+        """Catch up and commit every pending item now (pending items are scored with this module's BM25, which
+        approximates tantivy's: its length norms are quantised); False when the index cannot be written now."""
+        state = await _state(self, conn)
+        if state is None or conn.in_transaction:
+            return False
+        async with state.lock:
+            if not await _catch_up(conn, state) or state.index is None:
+                return False
+            if state.pending:
+                _commit(state, state.index)
+            return not state.pending
+
+
+EVENTS = Feed("event", "event_fts", "events")
+NODES = Feed("node", "graph_fts", "nodes")
 
 
 @dataclass
 class _State:
+    feed: Feed
     path: Path
     index: TermIndex | None = None
     seen: Mark = field(default_factory=lambda: Mark(0, 0, 0, 0))
     pending: dict[int, tuple[int, Counter[str], int]] = field(default_factory=dict)
-    """Event id → (feed seq, term counts, length) of events read from SQLite but not committed to the index."""
+    """Item id → (feed seq, term counts, length) of items read from SQLite but not committed to the index."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
-async def ranked(conn: Connection, terms: list[str], limit: int) -> list[tuple[int, float]] | None:
-    """The ``limit`` best (event id, BM25 signed as FTS5's: lower is better) events holding any of ``terms``, best
-    first (ties: newest first), or None when FTS5 must answer."""
+async def ranked(feed: Feed, conn: Connection, terms: list[str], limit: int) -> list[tuple[int, float]] | None:
     if conn.in_transaction:
         return None
-    state = await _state(conn)
+    state = await _state(feed, conn)
     if state is None or state.lock.locked():
         return None  # (a rebuild is under way in a thread: FTS5 answers meanwhile rather than wait for it)
     async with state.lock:
@@ -55,21 +87,22 @@ async def ranked(conn: Connection, terms: list[str], limit: int) -> list[tuple[i
                 return None
             return _top(state.index, state.pending, terms, limit)
         except (OSError, ValueError) as exc:  # removed or damaged under us (another process, a discard)
-            log.warning("event search index unusable, FTS5 answers: %s", type(exc).__name__)
+            log.warning("%s search index unusable, FTS5 answers: %s", feed.kind, type(exc).__name__)
             state.index = None
             return None
 
 
-async def _state(conn: Connection) -> _State | None:
-    if __name__ in conn.caches:
-        cached: _State | None = conn.caches[__name__]
+async def _state(feed: Feed, conn: Connection) -> _State | None:
+    key = f"{__name__}.{feed.kind}"
+    if key in conn.caches:
+        cached: _State | None = conn.caches[key]
         return cached
     state = None
     rows = await conn.execute_fetchall("PRAGMA database_list")
     db_file = next((str(r[2]) for r in rows if r[1] == "main"), "")
     if db_file and term_index.available():
-        state = _State(term_index.root(Path(db_file)) / "events")
-    conn.caches[__name__] = state
+        state = _State(feed, term_index.root(Path(db_file)) / feed.name)
+    conn.caches[key] = state
     return state
 
 
@@ -78,21 +111,23 @@ async def _catch_up(conn: Connection, state: _State) -> bool:
         state.index = await _reopen(conn, state)
     if state.index is None:
         return await _rebuild(conn, state)
+    feed = state.feed
     rows = await conn.execute_fetchall(
-        "SELECT seq, item_id, op FROM search_changes WHERE seq > ? AND kind = 'event' ORDER BY seq", (state.seen.seq,)
+        "SELECT seq, item_id FROM search_changes WHERE seq > ? AND kind = ? ORDER BY seq", (state.seen.seq, feed.kind)
     )
-    if any(r[2] != "add" for r in rows):
-        return await _rebuild(conn, state)
     if rows:
-        ids = [int(r[1]) for r in rows]
-        seqs = {int(r[1]): int(r[0]) for r in rows}
+        seqs = {int(r[1]): int(r[0]) for r in rows}  # an item changed twice: its last change
+        ids = list(seqs)
+        found: dict[int, str] = {}
         for start in range(0, len(ids), CHUNK):
             chunk = ids[start : start + CHUNK]
             for item_id, text in await conn.execute_fetchall(
-                f"SELECT rowid, terms FROM event_fts WHERE rowid IN ({', '.join('?' for _ in chunk)})", chunk
+                f"SELECT rowid, terms FROM {feed.table} WHERE rowid IN ({', '.join('?' for _ in chunk)})", chunk
             ):
-                words = str(text).split()
-                state.pending[int(item_id)] = (seqs[int(item_id)], Counter(words), len(words))
+                found[int(item_id)] = str(text)
+        for item_id in ids:  # (no row: the item is gone; its pending entry holds no term and hides its document)
+            words = found.get(item_id, "").split()
+            state.pending[item_id] = (seqs[item_id], Counter(words), len(words))
         state.seen = Mark(int(rows[-1][0]), int(rows[-1][1]), 0, 0)
     if len(state.pending) >= BATCH:
         _commit(state, state.index)
@@ -100,7 +135,7 @@ async def _catch_up(conn: Connection, state: _State) -> bool:
 
 
 async def _reopen(conn: Connection, state: _State) -> TermIndex | None:
-    """The committed index when it belongs to this database; pending events it now holds are dropped."""
+    """The committed index when it belongs to this database; pending items it now holds are dropped."""
     index = TermIndex.open(state.path)
     if index is None:
         return None
@@ -118,7 +153,7 @@ async def _reopen(conn: Connection, state: _State) -> TermIndex | None:
 
 
 async def _rebuild(conn: Connection, state: _State) -> bool:
-    """Index every ``event_fts`` row again; False when another process holds the write lock."""
+    """Index every row of the feed's FTS table again; False when another process holds the write lock."""
     with term_index.write_lock(state.path.parent) as mine:
         if not mine:
             return False
@@ -130,7 +165,7 @@ async def _rebuild(conn: Connection, state: _State) -> bool:
         docs: list[tuple[int, str]] = []
         after = -1
         while rows := await conn.execute_fetchall(
-            "SELECT rowid, terms FROM event_fts WHERE rowid > ? ORDER BY rowid LIMIT 5000", (after,)
+            f"SELECT rowid, terms FROM {state.feed.table} WHERE rowid > ? ORDER BY rowid LIMIT 5000", (after,)
         ):
             docs.extend((int(r[0]), str(r[1])) for r in rows)
             after = int(rows[-1][0])
@@ -141,7 +176,7 @@ async def _rebuild(conn: Connection, state: _State) -> bool:
 
 
 def _commit(state: _State, index: TermIndex) -> None:
-    """Pending events into the index, when the write lock is free and no other process got there first."""
+    """Pending items into the index, when the write lock is free and no other process got there first."""
     with term_index.write_lock(state.path.parent) as mine:
         if not mine or index.stale():
             return  # the next query reopens what the other process committed
