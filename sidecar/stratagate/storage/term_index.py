@@ -30,6 +30,9 @@ from typing import Any
 FORMAT = 1
 """Bumped when the schema or the meaning of the terms changes: an index of another format is rebuilt."""
 HEAP = 15_000_000  # tantivy's minimum per writer thread is 3 MB; an index of events needs little
+TIES = 4096
+"""Hits read at most to keep ties at the cut newest first: past that (thousands of near-identical events tie), the
+tie is broken in tantivy's document order."""
 K1, B = 1.2, 0.75  # tantivy's BM25 constants (FTS5 uses the same)
 
 
@@ -211,9 +214,9 @@ class TermIndex:
         want = limit
         while True:  # widened while documents tied with the last one kept may be left out
             hits = searcher.search(query, want, count=False).hits
-            if limit <= 0 or len(hits) < want or hits[-1][0] < hits[limit - 1][0]:
+            if limit <= 0 or len(hits) < want or hits[-1][0] < hits[limit - 1][0] or want >= TIES:
                 break
-            want *= 4
+            want = min(want * 4, max(TIES, limit))
         ids = searcher.fast_field_values("id", [address for _, address in hits])
         # (score, id) pairs sorted descending: ties go to the newest document, as FTS5's "ORDER BY rank, rowid DESC".
         found = sorted(zip([score for score, _ in hits], ids, strict=True), reverse=True)[:limit]
