@@ -175,14 +175,14 @@ async def _rebuild(conn: Connection, state: _State) -> bool:
             await conn.execute("SELECT seq, item_id FROM search_changes ORDER BY seq DESC LIMIT 1")
         ).fetchone()
         mark = Mark(int(last[0]), int(last[1]), 0, 0) if last else Mark(0, 0, 0, 0)
-        docs: list[tuple[int, str]] = []
+        builder = await asyncio.to_thread(term_index.Builder, state.path)
         after = -1
         while rows := await conn.execute_fetchall(
-            f"SELECT rowid, terms FROM {state.feed.table} WHERE rowid > ? ORDER BY rowid LIMIT 5000", (after,)
+            f"SELECT rowid, terms FROM {state.feed.table} WHERE rowid > ? ORDER BY rowid LIMIT 2000", (after,)
         ):
-            docs.extend((int(r[0]), str(r[1])) for r in rows)
+            await asyncio.to_thread(builder.add, [(int(r[0]), str(r[1])) for r in rows])
             after = int(rows[-1][0])
-        state.index = await asyncio.to_thread(TermIndex.build, state.path, docs, mark)
+        state.index = await asyncio.to_thread(builder.finish, mark)
         state.seen = mark
         state.pending.clear()
     return True

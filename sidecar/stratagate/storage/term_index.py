@@ -7,7 +7,8 @@ cost what the few best postings blocks cost, where FTS5's ``bm25()`` scores ever
 Crash safety: a tantivy commit is atomic (its ``meta.json`` is replaced in one rename), and the watermark (the last
 change-feed ``seq`` the index holds) is written to ``watermark.json`` only after the commit, atomically too. After a
 kill -9 the watermark is therefore never ahead of the index; changes past it are applied again, which is idempotent
-(a document is deleted by id before it is added). A rebuild is written to a fresh directory and renamed into place.
+(a document is deleted by id before it is added). A rebuild (``Builder``) is written to a fresh directory and renamed
+into place.
 
 Several processes may share one database (DSH's sidecar, an MCP server): every write takes ``lock`` (flock, released
 by the kernel when a process dies); a process that cannot take it keeps reading the last commit. Readers notice
@@ -153,32 +154,6 @@ class TermIndex:
             return None
         return cls(path, index, mark)
 
-    @classmethod
-    def build(cls, path: Path, docs: Iterable[tuple[int, str]], mark: Mark) -> TermIndex:
-        """A new index of ``docs`` (the caller holds the write lock), swapped in place of any old one."""
-        import tantivy
-
-        fresh = path.with_name(f"{path.name}.new{os.getpid()}")
-        shutil.rmtree(fresh, ignore_errors=True)
-        fresh.mkdir(mode=0o700, parents=True)
-        index = tantivy.Index(_schema(), path=str(fresh), reuse=False)
-        writer = index.writer(heap_size=HEAP, num_threads=1)
-        count = tokens = 0
-        for item_id, terms in docs:
-            writer.add_document(tantivy.Document(id=item_id, terms=terms))
-            count += 1
-            tokens += terms.count(" ") + 1 if terms else 0
-        writer.commit()
-        writer.wait_merging_threads()
-        mark = Mark(mark.seq, mark.item, count, tokens)
-        _write_mark(fresh, mark)
-        old = path.with_name(f"{path.name}.old{os.getpid()}")
-        if path.exists():
-            os.replace(path, old)
-        os.replace(fresh, path)
-        shutil.rmtree(old, ignore_errors=True)
-        return cls(path, tantivy.Index.open(str(path)), mark)
-
     def add(self, docs: list[tuple[int, str]], mark: Mark) -> None:
         """Commit documents (the caller holds the write lock): an id already present is replaced, and removed when
         its terms are empty."""
@@ -226,6 +201,45 @@ class TermIndex:
         """(documents, document frequency of each term) as the committed index counts them."""
         searcher = self._index.searcher()
         return searcher.num_docs, {t: searcher.doc_freq("terms", t) for t in terms}
+
+
+class Builder:
+    """A new index written in slices (``add`` as the rows are read: one slice in memory at a time), then swapped in
+    place of any old one by ``finish``; the caller holds the write lock throughout."""
+
+    def __init__(self, path: Path):
+        import tantivy
+
+        self.path = path
+        self._fresh = path.with_name(f"{path.name}.new{os.getpid()}")
+        shutil.rmtree(self._fresh, ignore_errors=True)
+        self._fresh.mkdir(mode=0o700, parents=True)
+        self._writer = tantivy.Index(_schema(), path=str(self._fresh), reuse=False).writer(heap_size=HEAP,
+                                                                                            num_threads=1)
+        self._count = self._tokens = 0
+
+    def add(self, docs: Iterable[tuple[int, str]]) -> None:
+        import tantivy
+
+        for item_id, terms in docs:
+            if terms:
+                self._writer.add_document(tantivy.Document(id=item_id, terms=terms))
+                self._count += 1
+                self._tokens += terms.count(" ") + 1
+
+    def finish(self, mark: Mark) -> TermIndex:
+        import tantivy
+
+        self._writer.commit()
+        self._writer.wait_merging_threads()
+        mark = Mark(mark.seq, mark.item, self._count, self._tokens)
+        _write_mark(self._fresh, mark)
+        old = self.path.with_name(f"{self.path.name}.old{os.getpid()}")
+        if self.path.exists():
+            os.replace(self.path, old)
+        os.replace(self._fresh, self.path)
+        shutil.rmtree(old, ignore_errors=True)
+        return TermIndex(self.path, tantivy.Index.open(str(self.path)), mark)
 
 
 def _stamp(path: Path) -> tuple[int, int]:
