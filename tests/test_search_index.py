@@ -265,26 +265,3 @@ async def test_two_processes_writing_and_searching_at_once_leave_the_index_equal
     assert count[0][0] == 10 + 2 * 60 and all(a is not None for a in after)
     assert after == await rebuilt_answers(db.path)
     await db.open()
-
-
-async def test_graph_nodes_are_ranked_from_their_own_index_and_follow_reindexing(db: Database):
-    from stratagate.graph import store as graph_store
-
-    async with db.transaction() as conn:
-        ns_a = await ensure_namespace(conn, "proj")
-        ns_b = await ensure_namespace(conn, "other")
-        a = await graph_store.resolve_node(conn, ns_a, "proj", "Kiloquark", None, "agent")
-        b = await graph_store.resolve_node(conn, ns_b, "other", "Kiloquark", None, "agent")
-    found = await term_feed.NODES.ranked(db.reader, ["kiloquark"], 8)
-    assert found is not None and sorted(i for i, _ in found) == sorted([a.id, b.id])
-    assert term_feed.or_terms('"kiloquark" OR "x"') == ["kiloquark", "x"] and term_feed.or_terms('"a" AND "b"') is None
-    # A node's terms rewritten (a new alias) reach the index through the feed, for that node only.
-    async with db.transaction() as conn:
-        await conn.execute(
-            "INSERT INTO graph_aliases(namespace_id, key, node_id, alias, created_at) VALUES (?, 'zetaform', ?,"
-            " 'Zetaform', 'now')",
-            (ns_a, a.id),
-        )
-        await graph_store.reindex_node(conn, a.id)
-    assert [i for i, _ in await term_feed.NODES.ranked(db.reader, ["zetaform"], 8) or []] == [a.id]
-    assert await term_feed.EVENTS.ranked(db.reader, ["zetaform"], 8) == []

@@ -30,7 +30,6 @@ from stratagate.events.visibility import where as visible_where
 from stratagate.storage.db import ITEMS_ADDED, Actor, audit, on_commit
 from stratagate.storage.sqlconn import Connection
 from stratagate.storage.term_feed import EVENTS as EVENT_INDEX
-from stratagate.storage.term_feed import or_terms
 from stratagate.text.terms import fts_document, fts_query, quote, terms
 from stratagate.timeutil import now_iso, parse_time, to_iso
 
@@ -464,9 +463,15 @@ class EventFilter(BaseModel):
 _WHEN = "COALESCE(e.happened_start, e.mentioned_at)"
 
 
+_TERM = re.compile(r'"((?:[^"]|"")*)"')
+
+
 def _or_terms(match: str) -> list[str] | None:
     """The terms of a ``text.terms.fts_query`` expression ('"a" OR "b"'), or None for any other expression."""
-    return or_terms(match)
+    found = [m.group(1).replace('""', '"') for m in _TERM.finditer(match)]
+    if not found or match != " OR ".join(quote(t) for t in found):
+        return None
+    return found
 
 
 async def split_common(conn: Connection, match: str) -> tuple[str | None, str | None]:

@@ -16,7 +16,6 @@ from stratagate import ids
 from stratagate.graph import store
 from stratagate.graph.store import FactRow, NodeRow
 from stratagate.storage.sqlconn import Connection
-from stratagate.storage.term_feed import NODES, or_terms
 from stratagate.timeutil import parse_time, to_iso
 
 SHOWN = ("active", "superseded", "disputed")
@@ -156,8 +155,6 @@ async def search(
             (namespace_id, kind, kind),
         )
         scored: list[tuple[NodeRow, float | None]] = [(NodeRow.model_validate(dict(r)), None) for r in rows]
-    elif (ranked := await _ranked(conn, namespace_id, session_id, match, kind, limit)) is not None:
-        return ranked
     else:
         rows = await conn.execute_fetchall(
             "SELECT n.*, bm25(graph_fts) AS rank FROM graph_fts JOIN graph_nodes n ON n.id = graph_fts.rowid"
@@ -180,32 +177,6 @@ async def search(
                 if len(out) >= limit:
                     return out
     return out
-
-
-
-async def _ranked(
-    conn: Connection, namespace_id: int, session_id: int | None, match: str, kind: str | None, limit: int
-) -> list[tuple[NodeRow, float | None]] | None:
-    """``search`` from the derived node index (storage/term_feed.py): its top k, widened until ``limit`` visible
-    nodes of the namespace are in or every match is; None when FTS5 must answer."""
-    terms = or_terms(match)
-    pool = max(limit, 1) * 4
-    top = await NODES.ranked(conn, terms, pool) if terms else None
-    while top is not None:
-        ids_ = [node_id for node_id, _ in top]
-        rows = await conn.execute_fetchall(
-            f"SELECT * FROM graph_nodes WHERE id IN ({', '.join('?' for _ in ids_)}) AND namespace_id = ?"
-            " AND (? IS NULL OR kind = ?)",
-            (*ids_, namespace_id, kind, kind),
-        ) if ids_ else []
-        nodes = {int(r["id"]): r for r in rows}
-        visible = await visible_nodes(conn, list(nodes), session_id)
-        kept = [(node_id, rank) for node_id, rank in top if node_id in visible][:limit]
-        if len(kept) >= limit or len(top) < pool:
-            return [(NodeRow.model_validate(dict(nodes[node_id])), -rank) for node_id, rank in kept]
-        pool *= 16
-        top = await NODES.ranked(conn, terms or [], pool)
-    return None
 
 
 async def current_facts(conn: Connection, node: NodeRow, session_id: int | None) -> list[FactRow]:

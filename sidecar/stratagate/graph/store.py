@@ -426,5 +426,3 @@ async def reindex_node(conn: Connection, node_id: int) -> None:
     text = PLACEHOLDER_RE.sub(" ", "\n".join(parts))
     await conn.execute("DELETE FROM graph_fts WHERE rowid = ?", (node_id,))
     await conn.execute("INSERT INTO graph_fts(rowid, terms) VALUES (?, ?)", (node_id, fts_document(text)))
-    # The derived node index (storage/term_feed.py) re-reads these terms after the commit.
-    await conn.execute("INSERT INTO search_changes(kind, item_id) VALUES ('node', ?)", (node_id,))

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,18 +58,6 @@ class Feed:
             if state.pending:
                 _commit(state, state.index)
             return not state.pending
-
-
-_TERM = re.compile(r'"((?:[^"]|"")*)"')
-
-
-def or_terms(match: str) -> list[str] | None:
-    """The terms of a ``text.terms.fts_query`` expression ('"a" OR "b"'), or None for any other expression (only
-    FTS5 answers those)."""
-    found = [m.group(1).replace('""', '"') for m in _TERM.finditer(match)]
-    if not found or match != " OR ".join('"' + t.replace('"', '""') + '"' for t in found):
-        return None
-    return found
 
 
 EVENTS = Feed("event", "event_fts", "events")
