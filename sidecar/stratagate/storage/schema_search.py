@@ -2,8 +2,7 @@
 
 SQLite stays the truth; the derived indexes next to the database only catch up. Every write that can change an
 event's search terms (an insert, an erase or a redaction rewriting its content, a purge deleting it) appends a row
-here from a trigger, so no code path can forget to; a graph node's terms are rewritten in one place
-(``graph.store.reindex_node``), which appends its row. An index's watermark is the last ``seq`` it holds.
+here from a trigger, so no code path can forget to. An index's watermark is the last ``seq`` it holds.
 AUTOINCREMENT: a sequence number is never reused, even after a rollback, so ``seq > watermark`` is exactly what the
 index has not seen.
 """
@@ -11,7 +10,7 @@ index has not seen.
 SEARCH_SQL = """
 CREATE TABLE search_changes(
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
-  kind TEXT NOT NULL CHECK (kind IN ('event', 'node')),
+  kind TEXT NOT NULL CHECK (kind IN ('event')),
   item_id INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX search_changes_by_kind ON search_changes(kind, seq);

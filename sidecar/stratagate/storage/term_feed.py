@@ -1,5 +1,6 @@
 """Derived indexes (storage/term_index.py) kept in step with their FTS table through ``search_changes``: ``EVENTS``
-over ``event_fts``, ``NODES`` over ``graph_fts``.
+over ``event_fts``. (Not graph nodes yet: a node is re-indexed on every fact change, and tantivy counts a replaced
+document in its BM25 statistics until its segment is merged, so the scores of unchanged nodes would drift.)
 
 Before each ranked query the feed rows past what this connection has seen are read: the items' current terms are
 read from the FTS table (none: the item is gone) and held as pending (scored here with the index's BM25, hiding the
@@ -61,7 +62,6 @@ class Feed:
 
 
 EVENTS = Feed("event", "event_fts", "events")
-NODES = Feed("node", "graph_fts", "nodes")
 
 
 @dataclass
