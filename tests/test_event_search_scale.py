@@ -21,6 +21,7 @@ from stratagate.events import common_terms, store
 from stratagate.events.admit import Candidate, Options, admit
 from stratagate.events.store import Source
 from stratagate.events.visibility import where as visible_where
+from stratagate.storage import term_feed
 from stratagate.storage.db import Database
 from stratagate.text.terms import quote
 
@@ -143,18 +144,23 @@ async def test_index_first_ranking_equals_ranking_every_match(
         where = [visible, f"e.status IN ({', '.join('?' for _ in statuses)})"]
         params = [*params, *statuses]
         match = " OR ".join(quote(w) for w in words)
-        expected = await d.reader.execute_fetchall(
-            "SELECT e.id, bm25(event_fts) AS rank FROM event_fts JOIN events e ON e.id = event_fts.rowid"
-            f" WHERE event_fts MATCH ? AND {' AND '.join(where)} ORDER BY rank, e.id DESC LIMIT ?",
-            (match, *params, wanted),
-        )
-        original = store.PREFILTER
-        store.PREFILTER = prefilter
+        # Every match ranked (by the derived index: the ranking search uses), then filtered.
+        every = await term_feed.EVENTS.ranked(d.reader, words, 10_000)
+        assert every is not None and len(every) == len({r[0] for r in every})
+        passing = {
+            int(r[0])
+            for r in await d.reader.execute_fetchall(
+                f"SELECT e.id FROM events e WHERE {' AND '.join(where)}", params
+            )
+        }
+        expected = [(event_id, rank) for event_id, rank in every if event_id in passing][:wanted]
+        original = store.PREFILTER, store.INDEX_PREFILTER
+        store.PREFILTER = store.INDEX_PREFILTER = prefilter
         try:
             got = await store._best_matches(d.reader, match, where, params, wanted)
         finally:
-            store.PREFILTER = original
-        assert [(event_id, rank) for event_id, rank, _, _ in got] == [(int(r[0]), float(r[1])) for r in expected]
+            store.PREFILTER, store.INDEX_PREFILTER = original
+        assert [(event_id, rank) for event_id, rank, _, _ in got] == expected
     finally:
         await d.close()
 

@@ -422,8 +422,9 @@ async def test_delete_namespace_removes_every_row_and_leaves_one_entry(client: S
     triggers = {r["name"] for r in db_rows(db, "SELECT name FROM sqlite_master WHERE type = 'trigger'")}
     assert {"audit_no_delete", "imports_no_delete", "erasures_no_delete", "messages_kept"} <= triggers
     # Secure: no byte of it is left in the files.
-    for path in tmp_path.glob("memory.db*"):
-        assert marker.encode() not in path.read_bytes(), path.name
+    for path in [*tmp_path.glob("memory.db*"), *tmp_path.glob("memory.db-search/**/*")]:  # derived index too
+        if path.is_file():
+            assert marker.encode() not in path.read_bytes(), path.name
     assert await refused(client, "/namespaces/delete", {"namespace": NS, "confirm": NS}, 404)
     status, _ = await page(client, "POST", "/events/forget", {"namespace": NS, "id": evt})
     assert status == 404

@@ -242,6 +242,13 @@ async def page_reads(client: SidecarClient, sessions: list[str], sealed: list[st
     return shown
 
 
+def _memory_files(folder: Path) -> list[Path]:
+    """Every file of the database: memory.db, its -wal and -shm, and the files of its derived search index."""
+    return sorted(p for p in folder.glob("memory.db*/**/*") if p.is_file()) + sorted(
+        p for p in folder.glob("memory.db*") if p.is_file()
+    )
+
+
 def _forms(secret: str) -> set[str]:
     """A secret as it would sit in a file: itself, JSON-escaped, and each line of a multi-line one (PEM bodies)."""
     forms = {secret, json.dumps(secret)[1:-1]}
@@ -277,9 +284,9 @@ async def test_no_secret_is_stored_shown_sent_or_logged(tmp_path: Path, model_se
         sessions = [session_name(i, p) for i, p in enumerate(payloads)] + ["dsh shapes", "context"]
         shown += await page_reads(client, sessions, sealed)
         await client.settled()
-        # The files as they are while the sidecar runs: its -wal and -shm hold the latest writes.
-        running = [(f"{p.name} (running)", p.read_bytes()) for p in tmp_path.iterdir()
-                   if p.name.startswith("memory.db")]
+        # The files as they are while the sidecar runs: its -wal and -shm hold the latest writes, and the derived
+        # search index (memory.db-search/) the same terms as the FTS tables.
+        running = [(f"{p.name} (running)", p.read_bytes()) for p in _memory_files(tmp_path)]
     finally:
         await client.close()
     assert {name for name, _ in running} >= {"memory.db (running)", "memory.db-wal (running)"}
@@ -292,7 +299,7 @@ async def test_no_secret_is_stored_shown_sent_or_logged(tmp_path: Path, model_se
     texts += [(f"model request {i}", json.dumps(b, ensure_ascii=False)) for i, b in enumerate(model_server.requests)]
     texts.append(("DEBUG log", "".join(client.stderr_lines)))
     assert "DEBUG" in texts[-1][1]
-    files = [p for p in tmp_path.iterdir() if p.name.startswith("memory.db")]
+    files = _memory_files(tmp_path)
     assert files
     blobs = [(p.name, p.read_bytes()) for p in files] + running
     leaks = []

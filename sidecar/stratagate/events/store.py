@@ -29,6 +29,7 @@ from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow, NewEvent, 
 from stratagate.events.visibility import where as visible_where
 from stratagate.storage.db import ITEMS_ADDED, Actor, audit, on_commit
 from stratagate.storage.sqlconn import Connection
+from stratagate.storage.term_feed import EVENTS as EVENT_INDEX
 from stratagate.text.terms import fts_document, fts_query, quote, terms
 from stratagate.timeutil import now_iso, parse_time, to_iso
 
@@ -487,6 +488,8 @@ async def split_common(conn: Connection, match: str) -> tuple[str | None, str | 
 
 PREFILTER = 4
 """The best ``PREFILTER`` × wanted matches are ranked by the index alone before the filters are read."""
+INDEX_PREFILTER = 2
+"""The same for the derived index, whose widening costs one more top-k search rather than ranking every match."""
 
 
 async def _best_matches(
@@ -495,25 +498,29 @@ async def _best_matches(
     """The ``wanted`` best (id, BM25, status, weight cap) matches passing ``where``, best first (ties: newest first).
 
     Ranked by the index alone first (half the cost of joining every match to its event row), then filtered; only
-    when too few of those pass are all matches ranked with the filter (the same answer either way: a match outside
-    the index's best ones ranks below every one of them)."""
+    when too few of those pass are more (or all) matches ranked (the same answer either way: a match outside the
+    index's best ones ranks below every one of them)."""
+    pool = wanted * INDEX_PREFILTER
+    terms = _or_terms(match)
+    # The derived index's top k (storage/term_feed.py), widened until enough pass the filter or every match is
+    # in: its ranking throughout. Without it (None), FTS5's: the best ``pool``, then every match with the filter.
+    top = await EVENT_INDEX.ranked(conn, terms, pool) if terms else None
+    while top is not None:
+        kept = await _passing(conn, top, where, params)
+        if len(kept) >= wanted or len(top) < pool:
+            return kept[:wanted]
+        pool *= 16
+        top = await EVENT_INDEX.ranked(conn, terms or [], pool)
     pool = wanted * PREFILTER
-    top = await conn.execute_fetchall(
-        "SELECT rowid, bm25(event_fts) AS rank FROM event_fts WHERE event_fts MATCH ?"
-        " ORDER BY rank, rowid DESC LIMIT ?",
-        (match, pool),
-    )
-    if not top:
-        return []
-    passing = {
-        int(r[0]): (str(r[1]), r[2])
+    top = [
+        (int(r[0]), float(r[1]))
         for r in await conn.execute_fetchall(
-            f"SELECT e.id, e.status, e.weight_cap FROM events e WHERE e.id IN ({', '.join('?' for _ in top)})"
-            f" AND {' AND '.join(where)}",
-            (*[int(r[0]) for r in top], *params),
+            "SELECT rowid, bm25(event_fts) AS rank FROM event_fts WHERE event_fts MATCH ?"
+            " ORDER BY rank, rowid DESC LIMIT ?",
+            (match, pool),
         )
-    }
-    kept = [(int(r[0]), float(r[1]), *passing[int(r[0])]) for r in top if int(r[0]) in passing]
+    ]
+    kept = await _passing(conn, top, where, params)
     if len(kept) >= wanted or len(top) < pool:
         return kept[:wanted]
     rows = await conn.execute_fetchall(
@@ -523,6 +530,22 @@ async def _best_matches(
         (match, *params, wanted),
     )
     return [(int(r[0]), float(r[1]), str(r[2]), r[3]) for r in rows]
+
+
+async def _passing(
+    conn: Connection, top: list[tuple[int, float]], where: list[str], params: list[Any]
+) -> list[tuple[int, float, str, float | None]]:
+    """The ranked (id, BM25) rows whose events pass ``where``, in rank order, with their status and weight cap."""
+    passing: dict[int, tuple[str, float | None]] = {}
+    for start in range(0, len(top), 5000):  # (SQLite's limit on parameters: a widened pool can hold more ids)
+        chunk = [item_id for item_id, _ in top[start : start + 5000]]
+        for r in await conn.execute_fetchall(
+            f"SELECT e.id, e.status, e.weight_cap FROM events e WHERE e.id IN ({', '.join('?' for _ in chunk)})"
+            f" AND {' AND '.join(where)}",
+            (*chunk, *params),
+        ):
+            passing[int(r[0])] = (str(r[1]), r[2])
+    return [(item_id, rank, *passing[item_id]) for item_id, rank in top if item_id in passing]
 
 
 async def search(

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from stratagate.safety.secrets import configure_key, redact_value
+from stratagate.storage import term_index
 from stratagate.storage.schema import MIGRATIONS, SCHEMA_VERSION
 from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
@@ -363,6 +364,7 @@ class Database:
         async with self.exclusive() as conn:
             await conn.execute("VACUUM")
             await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            await asyncio.to_thread(term_index.discard, self.path)  # derived: rebuilt from what is left
 
     async def run_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(sqlite3 connection of the reader)`` in the reader's thread: a heavy read off the event loop, in
