@@ -1,4 +1,4 @@
-"""Migration 13: the change feed of the derived search indexes (storage/term_index.py, storage/term_feed.py).
+"""Migration 14: the change feed of the derived search indexes (storage/term_index.py, storage/term_feed.py).
 
 SQLite stays the truth; the derived indexes next to the database only catch up. Every write that can change an
 event's search terms (an insert, an erase or a redaction rewriting its content, a purge deleting it) appends a row
