@@ -435,6 +435,28 @@ async def audit(
         collector[1].append(int(cursor.lastrowid or 0))
 
 
+AuditRow = tuple[int | None, Actor, str, str | None, str | None, Any, Any]
+"""namespace_id, actor, action, subject_type, subject_id, before, after: :func:`audit`'s arguments."""
+
+
+async def audit_many(conn: Connection, rows: list[AuditRow]) -> None:
+    """:func:`audit` for a bulk load, in one statement: before/after are written as given, so the caller passes
+    only values already redacted (admission's bulk path: events/store.py ``insert_events``)."""
+    if not rows:
+        return
+    at = now_iso()
+    before_max = (await (await conn.execute("SELECT coalesce(max(id), 0) FROM audit_log")).fetchone())[0]
+    await conn.executemany(
+        "INSERT INTO audit_log(namespace_id, at, actor, action, subject_type, subject_id, before, after)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [(ns, at, actor, action, stype, sid, _dump(b), _dump(a)) for ns, actor, action, stype, sid, b, a in rows],
+    )
+    collector = _audit_ids.get()
+    if collector is not None and collector[0] is asyncio.current_task():
+        collector[1].extend(r[0] for r in await conn.execute_fetchall(
+            "SELECT id FROM audit_log WHERE id > ? ORDER BY id", (before_max,)))
+
+
 _audit_ids: contextvars.ContextVar[tuple[object, list[int]] | None] = contextvars.ContextVar("audit_ids", default=None)
 
 
