@@ -206,7 +206,6 @@ async def events_size(fig: Figures, n: int, db: Path, workdir: Path, sz: Sizes, 
                                 "graph_facts": counts["graph_facts"]})
         await reader_session(client)
         await client.call("activation.render", {"namespace": NS, "session": "reader", "query": "warm up"}, 120)
-        await scale_build.wait_jobs(client, timeout=120)  # the reader's block summaries: a quiet sidecar
         renders = Sampler(client.proc.pid)
         deadline = time.monotonic() + sz.budget_s
         while len(renders) < sz.renders and (len(renders) < MIN_SAMPLES or time.monotonic() < deadline):
@@ -225,6 +224,9 @@ async def events_size(fig: Figures, n: int, db: Path, workdir: Path, sz: Sizes, 
                                   {"namespace": NS, "session": "reader", "query": qs[i % len(qs)]}, 120)
         fig.put(f"stall_during_renders_{n}", {"worst_ping_ms": probe.worst, "pings": probe.count})
         fig.put(f"loop_info_{n}", await loop_info(client))
+    except Exception:
+        print("\n".join(client.stderr_lines[-60:]), file=sys.stderr)  # the sidecar's traceback of an internal error
+        raise
     finally:
         await client.close()
 

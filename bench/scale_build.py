@@ -132,7 +132,8 @@ async def build_events(sizes: list[int], *, per_row: bool = False) -> dict[int, 
     done = 0
     try:
         while done < top:
-            chunk = [next(stream) for _ in range(min(BATCH, top - done))]
+            stop = min(n for n in want if n > done)  # a size that is not a multiple of BATCH is snapshotted too
+            chunk = [next(stream) for _ in range(min(BATCH, stop - done))]
             await write_events(db, chunk, done, per_row=per_row)
             done += len(chunk)
             if done in want:
