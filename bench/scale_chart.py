@@ -32,6 +32,7 @@ def series(r: dict[str, Any]) -> list[Series]:
     """What the chart draws, from a bench_scale.py JSON (sizes 0 are left out: a log axis has no 0)."""
     events = [n for n in r["sizes"]["events"] if n and f"render_{n}" in r]
     turns = [n for n in r["sizes"]["turns"] if n and f"capture_{n}" in r]
+    lo, hi = min(events + turns, default=1), max(events + turns, default=1)  # what a horizontal line spans
     out: list[Series] = [
         ("recall CPU p99", "#c0392b", "", [(n, _cpu(r[f"render_{n}"], "p99")) for n in events]),
         ("recall CPU p50", "#e67e22", "", [(n, _cpu(r[f"render_{n}"], "p50")) for n in events]),
@@ -51,12 +52,12 @@ def series(r: dict[str, Any]) -> list[Series]:
     commit, pipe = r.get("floor_commit"), r.get("floor_pipe_ms")
     if turns and isinstance(commit, dict) and isinstance(pipe, dict):
         ms = commit["cpu_p50"] + pipe["cpu"]
-        out.append(("floor: commit + pipe", "#2471a3", "6,4", [(turns[0], ms), (turns[-1], ms)]))
+        out.append(("floor: commit + pipe", "#2471a3", "6,4", [(lo, ms), (hi, ms)]))
     goals = [(n, t) for n, t in ((10000, 10.0), (100000, 30.0)) if n in events]
     if goals:
         out.append(("goal: recall p99", "#c0392b", "2,3", goals if len(goals) > 1 else goals * 2))
     if turns:
-        out.append(("goal: capture p50", "#2471a3", "2,3", [(turns[0], 1.2), (turns[-1], 1.2)]))
+        out.append(("goal: capture p50", "#2471a3", "2,3", [(lo, 1.2), (hi, 1.2)]))
     return [s for s in out if s[3]]
 
 
