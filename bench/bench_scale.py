@@ -95,6 +95,7 @@ class Sizes:
     cold_starts: int
     cold_events: int
     locomo_questions: int | None = None  # None: all
+    locomo_file: str | None = None  # None: bench_locomo's default (../shared/data/locomo/26.json from the repo)
     budget_s: float = 60.0  # per size and measure: stop early (after MIN_SAMPLES) when renders are this slow
 
 
@@ -315,7 +316,7 @@ async def first_answers(fig: Figures, db: Path, workdir: Path, qs: list[str], ta
 async def locomo(fig: Figures, workdir: Path, sz: Sizes) -> None:
     import bench_locomo as bl
 
-    conv = bl.load(bl.DEFAULT_FILE)
+    conv = bl.load(Path(sz.locomo_file) if sz.locomo_file else bl.DEFAULT_FILE)
     turns, where = bl.capture_plan(conv)
     cached = scale_build.cache_path("locomo", len(turns))
     if not cached.exists():
@@ -601,6 +602,8 @@ async def main() -> None:
                       "(the default)")
     parser.add_argument("--events", type=int, nargs="+", help="events sizes instead of the mode's")
     parser.add_argument("--turns", type=int, nargs="+", help="turns-of-history sizes instead of the mode's (0: fresh)")
+    parser.add_argument("--locomo", help="the LoCoMo conversation file (default: bench_locomo.py's; a git worktree "
+                        "has no ../shared beside it)")
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS), help="run only these parts")
     parser.add_argument("--out", type=Path, default=Path("bench-scale.json"),
                         help="raw figures (JSON); the Markdown table goes beside it (.md)")
@@ -611,6 +614,7 @@ async def main() -> None:
         sz.cold_events = min(sz.events, key=lambda n: abs(n - sz.cold_events))
     if args.turns:
         sz.turns = sorted(args.turns)
+    sz.locomo_file = args.locomo
     CACHE.mkdir(parents=True, exist_ok=True)
     cached = all(scale_build.cache_path("events", n).exists() for n in sz.events) and all(  # before any build
         scale_build.cache_path("turns", n).exists() for n in sz.turns if n)
