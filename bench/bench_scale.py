@@ -11,9 +11,9 @@ What is built (bench/scale_build.py, cached under bench/.cache/ keyed by generat
   a real `stratagate serve` with 64 captures in flight, block summaries answered at once by the host, the rest
   in-process through turn.capture's own transaction body;
 - the LoCoMo conversation (bench_locomo.py's file) captured by a real sidecar with dense on, vectors stored.
-100k events and 100k turns build in about 5 minutes of CPU. Every measurement then runs against a real
-`stratagate serve` child process on a COPY, over stdio JSON-RPC (the test client, tests/support/sidecar.py, with
-``process=True``), so each figure includes the RPC hop.
+100k events and 100k turns build in about 6½ minutes of CPU (measured: events 109 s, turns 276 s). Every
+measurement then runs against a real `stratagate serve` child process on a COPY, over stdio JSON-RPC (the test
+client, tests/support/sidecar.py, with ``process=True``), so each figure includes the RPC hop.
 
 Every per-request figure is the sidecar child's own CPU time (bench/scale_cpu.py: its process CPU clock read
 around each request, all threads; wall time on a shared machine is mostly other people's work), with wall time
