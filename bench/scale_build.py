@@ -1,12 +1,12 @@
 """Build (and cache) the scale bench's databases.
 
-Events: in-process, with the store functions memory_remember writes through (``events/admit.py``'s redaction and
-``_new_event``, then ``store.insert_event``: row, search terms, audit; ``store.insert_sources``; and memory_remember's
-inline projection ``graph.projection.project_event`` + ``mark_projected``), ``BATCH`` memories per transaction. Only
-the JSON-RPC hop and admission's duplicate checks are skipped: the generator never repeats a memory (asserted by
-fingerprint here) and every text carries its own numbers, so no two are near duplicates either. 100k sequential
-memory_remember round trips take hours on main today. 1k and 10k are prefixes of the 100k stream, snapshotted on
-the way.
+Events: in-process, through admission's bulk path (``events/admit.py`` ``admit_new``: the redaction, rows, search
+terms, audit rows and sources memory_remember writes, each kind in one statement per batch, then memory_remember's
+inline projection ``graph.projection.project_event`` + ``mark_projected`` per event), ``BATCH`` memories per
+transaction. Only the JSON-RPC hop and admission's duplicate checks are skipped: the generator never repeats a memory
+(``admit_new`` refuses a repeated fingerprint) and every text carries its own numbers, so no two are near duplicates
+either. ``--per-row`` builds through ``admit`` instead, one memory at a time (what memory_remember does; the
+bulk test compares the two). 1k and 10k are prefixes of the 100k stream, snapshotted on the way.
 
 Turns: a real ``stratagate serve`` over stdio, ``WINDOW`` captures in flight at once (the spool replay path), the
 host answering block summaries at once; the build waits until the job queue is empty, so a copy starts quiet.
@@ -30,8 +30,7 @@ sys.path.insert(0, str(REPO / "sidecar"))
 
 from conftest import summary_arguments  # noqa: E402
 from scale_workload import GENERATOR_VERSION, history_turn, memories  # noqa: E402
-from stratagate.events import store  # noqa: E402
-from stratagate.events.admit import Candidate, Options, _new_event, _redacted  # noqa: E402
+from stratagate.events.admit import Candidate, Options, admit, admit_new  # noqa: E402
 from stratagate.events.store import Source  # noqa: E402
 from stratagate.graph.projection import mark_projected, project_event  # noqa: E402
 from stratagate.storage.db import Database  # noqa: E402
@@ -92,7 +91,31 @@ async def _project_now(conn, event, explicit):  # memory_remember's projector (t
     return graph
 
 
-async def build_events(sizes: list[int]) -> dict[int, Path]:
+def candidates(chunk: list[dict], first: int) -> list[Candidate]:
+    """memory_remember's candidates for generated memories ``first``, ``first + 1``, …"""
+    return [Candidate(statement=m["text"], type=m["type"], mentioned_at=START + timedelta(minutes=first + k),
+                      sources=[Source(call_id=f"scale-{first + k}", quote=m["text"])]) for k, m in enumerate(chunk)]
+
+
+async def write_events(db: Database, chunk: list[dict], first: int, *, per_row: bool = False) -> None:
+    """One transaction of generated memories, as memory_remember stores them (bulk, or ``per_row`` through admit)."""
+    async with db.transaction() as conn:
+        ns = await ensure_namespace(conn, NS)
+        sess, _ = await ensure_session(conn, ns, WRITER)
+        options = Options(
+            namespace_id=ns, session_id=sess, origin="remember", actor="agent", on_tombstone="refuse",
+            on_exact_duplicate="keep", unknown_target="error", projector=_project_now,
+        )
+        if not per_row:
+            await admit_new(conn, candidates(chunk, first), options)
+            return
+        for c in candidates(chunk, first):
+            outcome = (await admit(conn, [c], options)).outcomes[0]
+            if outcome.result != "inserted":  # the generator's job: every memory is new
+                raise AssertionError(f"generator repeated a memory: {c.statement!r} ({outcome.result})")
+
+
+async def build_events(sizes: list[int], *, per_row: bool = False) -> dict[int, Path]:
     """Databases with the first n generated memories for every n in ``sizes`` (cached)."""
     want = {n: cache_path("events", n) for n in sizes}
     if all([await cached("events", n) for n in sizes]):
@@ -106,30 +129,12 @@ async def build_events(sizes: list[int]) -> dict[int, Path]:
     await db.open()
     t0 = time.perf_counter()
     stream = memories(top)
-    seen: set[str] = set()
     done = 0
     try:
         while done < top:
-            chunk = [next(stream) for _ in range(min(BATCH, top - done))]
-            async with db.transaction() as conn:
-                ns = await ensure_namespace(conn, NS)
-                sess, _ = await ensure_session(conn, ns, WRITER)
-                options = Options(
-                    namespace_id=ns, session_id=sess, origin="remember", actor="agent", on_tombstone="refuse",
-                    on_exact_duplicate="keep", unknown_target="error", projector=_project_now,
-                )
-                for k, m in enumerate(chunk):
-                    c = _redacted(Candidate(
-                        statement=m["text"], type=m["type"], mentioned_at=START + timedelta(minutes=done + k),
-                        sources=[Source(call_id=f"scale-{done + k}", quote=m["text"])],
-                    ))
-                    fp = store.fingerprint(c.statement)
-                    if fp in seen:  # the generator's job: every memory is new (admission would keep the first)
-                        raise AssertionError(f"generator repeated a memory: {m['text']!r}")
-                    seen.add(fp)
-                    event = await store.insert_event(conn, _new_event(options, c, fp), "agent")
-                    await store.insert_sources(conn, event.id, c.sources)
-                    await _project_now(conn, event, frozenset())
+            stop = min(n for n in want if n > done)  # a size that is not a multiple of BATCH is snapshotted too
+            chunk = [next(stream) for _ in range(min(BATCH, stop - done))]
+            await write_events(db, chunk, done, per_row=per_row)
             done += len(chunk)
             if done in want:
                 await db.close()

@@ -366,6 +366,11 @@ async def admit(conn: Connection, candidates: list[Candidate], options: Options)
         outcomes.append(await _admit_one(conn, options, candidate))
     result = Admission(outcomes=outcomes, namespace_id=options.namespace_id)
     inserted = [o.event.id for o in outcomes if o.result == "inserted" and o.event is not None]
+    await _queue_projection(conn, options, inserted, result)
+    return result
+
+
+async def _queue_projection(conn: Connection, options: Options, inserted: list[int], result: Admission) -> None:
     if inserted and options.projector is None:
         # The one place an admitted event queues its graph projection: its batches (the jobs' subjects) in the
         # admitting transaction, and their jobs in it too unless a job handler returns them as follow-ups.
@@ -376,4 +381,35 @@ async def admit(conn: Connection, candidates: list[Candidate], options: Options)
                 await enqueue(conn, options.namespace_id, GRAPH_PROJECTION, batch)
                 for batch in result.projection_batches
             ]
+
+
+async def admit_new(conn: Connection, candidates: list[Candidate], options: Options) -> Admission:
+    """Bulk admission of candidates known to be new (a bulk load into a fresh memory: the scale bench's
+    databases): steps 1, 2, 6, 7 and 8 of :func:`admit` (redaction, fingerprint, insert, sources, projection) with
+    the rows, search terms, audit rows and sources written in a few statements for the whole batch. The same rows as
+    :func:`admit` writes for the same candidates (tests/test_bulk_admit.py).
+
+    There is no tombstone, duplicate or target check: a candidate that names targets, or whose fingerprint an event
+    of the namespace already has or another candidate of the batch repeats, raises :class:`Invalid` and nothing of
+    the batch is kept (the caller's transaction rolls back). Near duplicates are the caller's to avoid."""
+    cs = [_redacted(c) for c in candidates]
+    fps = [store.fingerprint(c.statement) for c in cs]
+    repeated = len(set(fps)) < len(fps) or await store.stored_fingerprints(conn, options.namespace_id, fps)
+    if repeated or any(c.supersedes or c.conflicts_with for c in cs):
+        raise Invalid("a bulk admission takes only new memories with no targets; use admit()")
+    rows = await store.insert_events(conn, [_new_event(options, c, fp) for c, fp in zip(cs, fps, strict=True)],
+                                     options.actor)
+    await store.insert_new_sources(conn, [(row.id, src) for row, c in zip(rows, cs, strict=True) for src in c.sources])
+    outcomes = []
+    for row, c in zip(rows, cs, strict=True):
+        outcome = Outcome(result="inserted", sources_added=len({(s.message_id, s.call_id, s.import_id, s.source_ref,
+                                                                 s.quote) for s in c.sources}))
+        if options.projector is not None:
+            outcome.graph = await options.projector(conn, row, frozenset())
+        outcomes.append(outcome)
+    events = {e.id: e for e in await store.get_events(conn, [row.id for row in rows])}  # after the projection
+    for row, outcome in zip(rows, outcomes, strict=True):
+        outcome.event = events.get(row.id, row)
+    result = Admission(outcomes=outcomes, namespace_id=options.namespace_id)
+    await _queue_projection(conn, options, [row.id for row in rows], result)
     return result

@@ -27,7 +27,7 @@ from stratagate import ids
 from stratagate.events import common_terms, lexicon
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow, NewEvent, Status
 from stratagate.events.visibility import where as visible_where
-from stratagate.storage.db import ITEMS_ADDED, Actor, audit, on_commit
+from stratagate.storage.db import ITEMS_ADDED, Actor, audit, audit_rows, on_commit
 from stratagate.storage.sqlconn import Connection
 from stratagate.storage.term_feed import EVENTS as EVENT_INDEX
 from stratagate.text.terms import fts_document, fts_query, quote, terms
@@ -117,6 +117,16 @@ async def get_event(conn: Connection, event_id: int) -> EventRow | None:
     return None if row is None else EventRow.from_row(row)
 
 
+async def get_events(conn: Connection, event_ids: list[int]) -> list[EventRow]:
+    """The events of ``event_ids`` that exist, in id order."""
+    out: list[EventRow] = []
+    for i in range(0, len(event_ids), 500):
+        chunk = event_ids[i : i + 500]
+        out += [EventRow.from_row(r) for r in await conn.execute_fetchall(
+            f"{_SELECT} WHERE e.id IN ({', '.join('?' * len(chunk))})", chunk)]
+    return sorted(out, key=lambda e: e.id)
+
+
 class Source(BaseModel):
     """One evidence row of an event: a captured message, a memory_remember call, or an import item. ``quote`` is
     the wording it came with (already redacted by the caller: events/admit.py)."""
@@ -187,6 +197,66 @@ async def insert_sources(conn: Connection, event_id: int, rows: list[Source]) ->
         )
         added.append(src)
     return added
+
+
+async def insert_events(conn: Connection, evs: list[NewEvent], actor: Actor) -> list[EventRow]:
+    """:func:`insert_event` for a batch, in a fixed number of statements: the same rows, search terms and
+    ``event.<origin>`` audit rows, in order. Only events/admit.py calls this (its bulk path, ``admit_new``).
+
+    The audit payloads are not passed through the redactor again: admission redacted every text of ``evs``, and
+    redaction is idempotent, so it would return them unchanged (tests/test_bulk_admit.py compares the rows)."""
+    if not evs:
+        return []
+    now = now_iso()
+    before = (await (await conn.execute("SELECT coalesce(max(id), 0) FROM events")).fetchone())[0]
+    data = [ev.model_dump() for ev in evs]
+    cols = [*data[0].keys(), "status", "pinned", "created_at", "updated_at"]
+    await conn.executemany(
+        f"INSERT INTO events({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
+        [[*(_json(v) if k in ("tags", "quotes", "participants", "claims") else v for k, v in d.items()),
+          "active", 0, now, now] for d in data],
+    )
+    # Each new rowid is above every existing one, in insertion order: the batch is exactly the ids above ``before``.
+    rows = [EventRow.from_row(r) for r in await conn.execute_fetchall(f"{_SELECT} WHERE e.id > ? ORDER BY e.id",
+                                                                      (before,))]
+    assert len(rows) == len(evs)
+    for namespace_id in {ev.namespace_id for ev in evs}:
+        on_commit(conn, ITEMS_ADDED, namespace_id)
+    await conn.executemany("INSERT INTO event_fts(rowid, terms) VALUES (?, ?)",
+                           [(row.id, _fts_text(ev)) for row, ev in zip(rows, evs, strict=True)])
+    await audit_rows(conn, [(ev.namespace_id, actor, f"event.{ev.origin}", "event", row.public_id, None, row.public())
+                            for row, ev in zip(rows, evs, strict=True)], redacted=True)
+    return rows
+
+
+async def insert_new_sources(conn: Connection, rows: list[tuple[int, Source]]) -> None:
+    """:func:`insert_sources` for events just inserted (they have no evidence yet): ``(event_id, source)`` pairs in
+    one statement, an event's repeated (place, quote) kept once."""
+    now = now_iso()
+    seen: set[tuple[Any, ...]] = set()
+    values = []
+    for event_id, src in rows:
+        key = (event_id, src.message_id, src.call_id, src.import_id, src.source_ref, src.quote)
+        if key not in seen:
+            seen.add(key)
+            values.append((event_id, src.message_id, src.call_id, src.quote, src.import_id, src.source_ref, now))
+    await conn.executemany(
+        "INSERT INTO event_sources(event_id, message_id, call_id, quote, import_id, source_ref, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        values,
+    )
+
+
+async def stored_fingerprints(conn: Connection, namespace_id: int, fps: list[str]) -> set[str]:
+    """Which of ``fps`` an event of ``namespace_id`` already has, whatever its status."""
+    found: set[str] = set()
+    for i in range(0, len(fps), 500):
+        chunk = fps[i : i + 500]
+        found |= {r[0] for r in await conn.execute_fetchall(
+            f"SELECT fingerprint FROM events WHERE namespace_id = ? AND fingerprint IN ({', '.join('?' * len(chunk))})",
+            (namespace_id, *chunk),
+        )}
+    return found
 
 
 async def copy_sources(conn: Connection, from_event: int, to_event: int) -> list[int]:

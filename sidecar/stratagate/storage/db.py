@@ -438,13 +438,15 @@ async def audit(
     await audit_rows(conn, [(namespace_id, actor, action, subject_type, subject_id, before, after)])
 
 
-async def audit_rows(conn: Connection, rows: Iterable[AuditRow]) -> None:
+async def audit_rows(conn: Connection, rows: Iterable[AuditRow], *, redacted: bool = False) -> None:
     """Append audit rows inside the caller's transaction, in order, as one statement (executemany: a capture that
-    seals a block writes its rows at once). Secrets in before/after are redacted first. A task collecting its audit
-    ids (``collect_audit_ids``) gets them row by row: executemany reports no row ids."""
+    seals a block, or a bulk admission, writes its rows at once). Secrets in before/after are redacted first, unless
+    the caller says they already are (``redacted``: admission's bulk path redacted the texts it stores). A task
+    collecting its audit ids (``collect_audit_ids``) gets them row by row: executemany reports no row ids."""
     at = now_iso()
     values = [
-        (ns, at, actor, action, subject_type, subject_id, _dump(redact_value(before)), _dump(redact_value(after)))
+        (ns, at, actor, action, subject_type, subject_id, _dump(before if redacted else redact_value(before)),
+         _dump(after if redacted else redact_value(after)))
         for ns, actor, action, subject_type, subject_id, before, after in rows
     ]
     collector = _audit_ids.get()
