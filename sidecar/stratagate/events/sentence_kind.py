@@ -82,7 +82,11 @@ _REPORTED = re.compile(
     r"[^，,。]{0,6}?(?:说|觉得|认为|建议|推荐|问|提到)|据说|听说|据称|"
     # Someone else's content: "the tutorial deploys to Heroku", "书里作者用的是 Haskell".
     r"^\s*(?:in\s+)?(?:the|that|this)\s+(?:tutorial|book|article|blog(?:\s+post)?|video|course|talk|paper)\b|"
-    r"^(?:那篇|这篇)?(?:教程|书|文章|博客|视频|课程|论文|网上)(?:里|上|中)?",
+    r"^(?:那篇|这篇)?(?:教程|书|文章|博客|视频|课程|论文|网上)(?:里|上|中)?|"
+    # Other companies' and projects' systems: "their backend runs on Java", "竞争对手刚发布了移动端".
+    r"^\s*(?:their|(?:our\s+|a\s+)?competitors?(?:'s?)?|other\s+(?:companies|teams|projects)|"
+    r"(?:another|some other)\s+(?:company|team|project)(?:'s)?)\b|"
+    r"^(?:他们的|她们的|别的公司|别家|友商|竞争对手|其他公司|别的团队|其他团队|别人家)",
     re.I,
 )
 
