@@ -164,6 +164,25 @@ def test_the_assistant_alone_never_creates_an_event(said: list[str]):
     assert propose(messages, []).output.events == []
 
 
+def test_a_kind_the_model_hesitates_about_is_not_stored():
+    """'none' is below the threshold, but decision and change split the rest almost evenly: only a model without
+    the kind gate makes it an event."""
+    rows = {"w:ditch": (0.0, 1.0, 0.9, 0.0, 0.0, 0.0, 0.0)}
+    bias = (0.5, 0.0, 0.0, -9.0, -9.0, -9.0, -9.0)
+    gated = sentence_kind.Model(sentence_kind.LABELS, bias, rows, threshold=0.6, min_kind=0.55)
+    ungated = sentence_kind.Model(sentence_kind.LABELS, bias, rows, threshold=0.6)
+    assert sentence_kind.judge("ditch", gated).label == "none"
+    assert sentence_kind.judge("ditch", ungated).label == "decision"
+
+
+@pytest.mark.parametrize("text", ["Their mobile team builds everything with Flutter.",
+                                  "Our competitor's checkout runs on Magento.",
+                                  "他们的后台用的是 Rails。", "友商的推送走极光。"])
+def test_other_companies_systems_are_no_events(text: str):
+    assert sentence_kind.guard(text) == "reported"
+    assert _kind(text) == "none"
+
+
 def test_a_rule_is_a_decision_tagged_rule_and_a_first_person_preference_is_the_users():
     rule = propose([_message(1, "Pushing straight to main is not allowed.")], []).output.events
     assert [(d.type, d.tags) for d in rule] == [("decision", ["rule"])]
