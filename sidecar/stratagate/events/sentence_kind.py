@@ -9,10 +9,13 @@ Two steps, cheapest first:
 2. A linear model (multinomial logistic regression) over features that generalise across wordings: word and
    word-pair stems with the names of tools and products replaced by placeholders ("switch from TOOL to TOOL"),
    character 1–3-grams of Chinese, the cue table's verdict (text/cues.py) as one more feature, whether the
-   sentence names a time and whether that time is ahead. It is trained offline by
-   ``scripts/train_sentence_kinds.py`` on the train split of the labelled corpus in ``tests/fixtures/extraction/``
-   and shipped as ``events/data/sentence_kinds.json``; run time is pure Python (no numpy, no encoder), loaded on
-   first use, so it works with the dense channel off.
+   sentence names a time and whether that time is ahead, word groups ("must / never / 必须"), and how the sentence
+   is built (its first word's class, tense, modal, negation, "from X to Y" and "X instead of Y" shapes, Chinese
+   aspect markers and subjects). A sentence is an event only when the model is confident enough of both "an
+   event" and its kind (``Model``). It is trained offline by ``scripts/train_sentence_kinds.py`` on the train
+   split of the labelled corpus in ``tests/fixtures/extraction/`` (settings chosen by cross-validation on that
+   split) and shipped as ``events/data/sentence_kinds.json``; run time is pure Python (no numpy, no encoder),
+   loaded on first use, so it works with the dense channel off.
 
 English and Chinese are what the corpus covers. Other languages get the guards that apply to them (a trailing
 question mark) and whatever their Latin-script words and tool names share with English; the model's "none" is the
@@ -38,7 +41,7 @@ Label = Literal["none", "decision", "change", "plan", "preference", "rule", "fac
 LABELS: tuple[Label, ...] = ("none", "decision", "change", "plan", "preference", "rule", "fact")
 EVENT_LABELS: tuple[Label, ...] = LABELS[1:]
 MIN_PROBABILITY = 0.5
-"""A sentence is an event when the model gives 'none' less than this; its kind is then the likeliest event kind."""
+"""A sentence can be an event when the model gives 'none' less than this (the weights file may set its own)."""
 MAX_SENTENCE = 400
 WEIGHTS = Path(__file__).with_name("data") / "sentence_kinds.json"
 # Features read time against a fixed day, so the same sentence gets the same features whenever it is judged.
@@ -255,8 +258,10 @@ _FIRST_CLASS: dict[str, str] = {
 _MODAL = re.compile(r"\b(?:will|'ll|going to|gonna|shall)\b|\b(?:must|should|need to|needs to|have to|has to|"
                     r"can't|cannot|may not|mustn't|shouldn't)\b|\b(?:would|could|might|may)\b", re.I)
 _SHAPES: dict[str, re.Pattern[str]] = {
-    "from_to": re.compile(r"\bfrom\s+[\w.+#-]+(?:\s+[\w.+#-]+){0,2}\s+(?:to|into)\b|从.{1,12}(?:改|换|迁|切|升)?(?:到|成|为)", re.I),
-    "instead": re.compile(r"\binstead(?: of)?\b|\brather than\b|\bin place of\b|代替|取代|替换|而不是|改用|换成|改成", re.I),
+    "from_to": re.compile(r"\bfrom\s+[\w.+#-]+(?:\s+[\w.+#-]+){0,2}\s+(?:to|into)\b|"
+                          r"从.{1,12}(?:改|换|迁|切|升)?(?:到|成|为)", re.I),
+    "instead": re.compile(r"\binstead(?: of)?\b|\brather than\b|\bin place of\b|"
+                          r"代替|取代|替换|而不是|改用|换成|改成", re.I),
     "x_not_y": re.compile(r",\s*not\s+\w|\bnot\s+[\w.+#-]+\s*(?:anymore|any more)|，\s*不是|而非", re.I),
     "over": re.compile(r"\b\w+\s+over\s+\w+", re.I),
     "now_end": re.compile(r"\bnow\s*[.!]?\s*$|现在|了\s*[。！!.]?\s*$", re.I),
