@@ -9,8 +9,13 @@ Run from the repo root:  .venv/bin/python bench/bench_capture.py [--history 0 10
   that cut a block: render L5/L4/L3, count tokens, enqueue the summary job) are reported apart.
 - History is built through the pipelined path (captures sent without waiting, in one other session): a bulk path,
   not 100k sequential round trips.
+- Before each level's sequential captures the bench waits until the job queue is idle (the history's block
+  summaries done), so the figures are the captures' own cost, not the history's background work.
 - Pipelined: a burst of ``--burst`` captures of a new session sent without waiting (a spool replay), then waited
   for: turns/s through group commit.
+- Sidecar CPU per sequential capture: the child's CPU time (every thread, from /proc/<pid>/task/*/schedstat, in ns)
+  read before and after each reply, and its main thread's (the event loop: the rest is the commit's and fsync's
+  worker thread and background work); on a shared machine this is the figure to compare, wall time is noise.
 - Floors, same run, same disk: a bare SQLite commit with fsync (WAL, synchronous=FULL, one small row per
   transaction) and a bare JSON-lines round trip over a pipe to a Python child.
 
@@ -74,6 +79,20 @@ async def host(method: str, params: dict) -> dict:
     return {"text": "", "finish_reason": "tool_calls", "tool_calls": [call]}
 
 
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU time so far of every thread of PID and of its main thread (the event loop), in seconds; ns resolution
+    (psutil's cpu_times counts 10 ms ticks)."""
+    total = main = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            ns = int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):  # a thread that ended between listing and reading
+            continue
+        total += ns
+        main += ns if task.name == str(pid) else 0
+    return total / 1e9, main / 1e9
+
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -113,21 +132,39 @@ async def pipelined(client: SidecarClient, session: str, first: int, count: int)
     return time.perf_counter() - t0
 
 
-async def sequential(client: SidecarClient, session: str, first: int, count: int) -> tuple[list[float], list[float]]:
-    plain, sealing = [], []
+async def settle(client: SidecarClient, limit_s: float = 1800) -> float:
+    """Wait until the job queue is idle (the history's block summaries done); seconds waited. The sequential
+    captures are then measured without the history's background work on the CPU (their own summaries still run)."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < limit_s:
+        jobs = (await client.call("system.info", timeout=120))["counts"]["jobs"]
+        if jobs["queued"] == 0 and jobs["running"] == 0:
+            break
+        await asyncio.sleep(0.5)  # a bench polling an idle flag, not a test synchronising on time
+    return time.perf_counter() - t0
+
+
+async def sequential(client: SidecarClient, session: str, first: int, count: int) -> dict[str, list[float]]:
+    """Wall and sidecar CPU seconds of each capture, plain and sealing apart."""
+    out: dict[str, list[float]] = {k: [] for k in ("plain", "sealing", "plain_cpu", "sealing_cpu", "plain_loop")}
+    pid = client.proc.pid
     for i in range(first, first + count):
-        t0 = time.perf_counter()
+        (c0, l0), t0 = cpu_seconds(pid), time.perf_counter()
         result = await client.call("turn.capture", make_turn(i, session), timeout=120)
-        took = time.perf_counter() - t0
-        (sealing if result["sealed_block_ids"] else plain).append(took)
-    return plain, sealing
+        took, (c1, l1) = time.perf_counter() - t0, cpu_seconds(pid)
+        kind = "sealing" if result["sealed_block_ids"] else "plain"
+        out[kind].append(took)
+        out[f"{kind}_cpu"].append(c1 - c0)
+        if kind == "plain":
+            out["plain_loop"].append(l1 - l0)
+    return out
 
 
 async def run(args: argparse.Namespace, workdir: Path) -> dict:
     env = {"STRATAGATE_DENSE": "0"}
     if args.code:
         env["PYTHONPATH"] = str(Path(args.code).resolve())
-    client = await SidecarClient.start(workdir / "capture.db", host_handler=host, env=env)
+    client = await SidecarClient.start(workdir / "capture.db", host_handler=host, env=env, process=True)
     levels = []
     try:
         built = 0
@@ -136,8 +173,9 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict:
                 step = min(5000, level - built)
                 await pipelined(client, "history", built + 1, step)
                 built += step
-            plain, sealing = await sequential(client, f"seq{level}", 1, args.samples)
-            levels.append({"history": level, "plain": plain, "sealing": sealing})
+            settled = await settle(client)
+            levels.append({"history": level, "settled_s": settled,
+                           **await sequential(client, f"seq{level}", 1, args.samples)})
         burst_s = await pipelined(client, "burst", 1, args.burst)
         rss = psutil.Process(client.proc.pid).memory_info().rss
         size = sum(p.stat().st_size for p in workdir.glob("capture.db*"))
@@ -151,7 +189,7 @@ async def cold_start(workdir: Path, n: int, code: str | None) -> list[float]:
     times = []
     for k in range(n):
         t0 = time.perf_counter()
-        client = await SidecarClient.start(workdir / f"cold-{k}.db", env=env)
+        client = await SidecarClient.start(workdir / f"cold-{k}.db", env=env, process=True)
         times.append(time.perf_counter() - t0)
         await client.close()
     return times
@@ -180,14 +218,20 @@ async def main() -> None:
     print(f"Floors (same run): bare commit with fsync p50 {ms(commit, 0.5)} ms (p99 {ms(commit, 0.99)}); "
           f"bare pipe round trip p50 {ms(pipe, 0.5)} ms (p99 {ms(pipe, 0.99)}); "
           f"sum {(pct(commit, 0.5) + pct(pipe, 0.5)) * 1000:.2f} ms\n")
-    print("| turns of history | capture p50 ms | capture p99 ms | sealing capture p50 ms | sealing capture p99 ms "
-          "| p50 / floor |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    print("| turns of history | capture CPU p50 / p99 ms | of which the loop thread p50 / p99 ms "
+          "| sealing capture CPU p50 / p99 ms | capture wall p50 / p99 ms | sealing capture wall p50 / p99 ms "
+          "| wall p50 / floor |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     floor = pct(commit, 0.5) + pct(pipe, 0.5)
     for level in result["levels"]:
         plain, sealing = level["plain"], level["sealing"]
-        print(f"| {level['history']} | {ms(plain, 0.5)} | {ms(plain, 0.99)} | {ms(sealing, 0.5)} "
-              f"| {ms(sealing, 0.99)} | {pct(plain, 0.5) / floor:.1f}× |")
+        pc, sc, loop = level["plain_cpu"], level["sealing_cpu"], level["plain_loop"]
+        print(f"| {level['history']} | {ms(pc, 0.5)} / {ms(pc, 0.99)} | {ms(loop, 0.5)} / {ms(loop, 0.99)} "
+              f"| {ms(sc, 0.5)} / {ms(sc, 0.99)} "
+              f"| {ms(plain, 0.5)} / {ms(plain, 0.99)} | {ms(sealing, 0.5)} / {ms(sealing, 0.99)} "
+              f"| {pct(plain, 0.5) / floor:.1f}× |")
+    print("\nWaited for an idle job queue before each level: "
+          + ", ".join(f"{lv['history']}: {lv['settled_s']:.1f} s" for lv in result["levels"]))
     print(f"\nPipelined burst of {args.burst} captures (group commit): {result['burst_turns_per_s']:.0f} turns/s. "
           f"Sidecar RSS {result['rss_mb']:.0f} MB, database {result['db_mb']:.1f} MB.")
     if starts:

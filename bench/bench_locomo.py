@@ -295,9 +295,10 @@ async def host(method: str, params: dict) -> dict:
     return {"text": "", "finish_reason": "tool_calls", "tool_calls": [call]}
 
 
-async def run_sidecar(conv: Conversation, db_path: Path) -> tuple[Run, dict[str, Any]]:
+async def run_sidecar(conv: Conversation, db_path: Path, dense: str = "on") -> tuple[Run, dict[str, Any]]:
     turns, where = capture_plan(conv)
-    client = await SidecarClient.start(db_path, host_handler=host)
+    # The test client starts an in-process sidecar with dense off unless told otherwise; the product's default is on.
+    client = await SidecarClient.start(db_path, host_handler=host, env={"STRATAGATE_DENSE": dense})
     run = Run("**memory_search_raw** (StrataGate, over JSON-RPC)")
     extra: dict[str, Any] = {}
     try:
@@ -523,6 +524,8 @@ async def main() -> None:
     parser.add_argument("--split", action="store_true",
                         help="also report the tuning (even-numbered) and held-out (odd-numbered) questions")
     parser.add_argument("--skip-ablation", action="store_true")
+    parser.add_argument("--dense", choices=("on", "off"), default="on",
+                        help="the sidecar's dense channel (default on, as the product ships; off: lexical only)")
     parser.add_argument("--scale", type=int, nargs="*", default=[],
                         help="also time lexical ranking over this many copies of the conversation (e.g. 10 100)")
     parser.add_argument("--no-speaker-names", action="store_true",
@@ -533,7 +536,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         db_path = workdir / "locomo.db"
-        ours, extra = await run_sidecar(conv, db_path)
+        ours, extra = await run_sidecar(conv, db_path, args.dense)
         runs = [ours,
                 run_rank_bm25(conv, words, "rank-bm25 BM25Okapi (lower-cased \\w+ words)"),
                 run_rank_bm25(conv, terms, "rank-bm25 BM25Okapi over our tokenizer's terms"),

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,9 +21,10 @@ from stratagate.protocol.errors import as_rpc_error
 from stratagate.protocol.registry import Table
 from stratagate.protocol.toolbox import Toolbox
 from stratagate.protocol.types import Result
-from stratagate.rpc.methods import METHODS
+from stratagate.rpc.methods import METHODS, ON_DEMAND, PAGE_MODULE, load_all_methods, module_to_load
 from stratagate.tools.catalog import build_registry
 
+REPO = Path(__file__).resolve().parents[1]
 RETRIEVAL = {
     "memory_get_blocks",
     "memory_expand_block",
@@ -31,12 +37,55 @@ RETRIEVAL = {
 
 
 def test_every_method_and_tool_has_a_params_and_a_result_model():
+    load_all_methods()  # the handler modules are imported with the first call of one of their methods
     assert len(METHOD_TABLE.names()) >= 17
     for entry in [*METHOD_TABLE, *TOOL_TABLE]:
         assert issubclass(entry.params, BaseModel), entry.name
         assert issubclass(entry.result, BaseModel), entry.name
         assert entry.result is not BaseModel
     assert set(METHODS) == set(METHOD_TABLE.names()), "the dispatch dict is built from the table"
+
+
+MANIFEST_PROBE = """
+import json, sys
+from stratagate.protocol import METHOD_TABLE
+from stratagate.rpc import methods
+at_start = set(METHOD_TABLE.names())
+registered = {}
+for module in dict.fromkeys(methods.ON_DEMAND.values()):
+    before = set(METHOD_TABLE.names())
+    methods.load_methods(module)
+    registered[module] = sorted(set(METHOD_TABLE.names()) - before)
+before = set(METHOD_TABLE.names())
+methods.load_methods(methods.PAGE_MODULE)
+print(json.dumps({"at_start": sorted(at_start), "registered": registered,
+                  "page": sorted(set(METHOD_TABLE.names()) - before), "dispatched": sorted(methods.METHODS)}))
+"""
+
+
+def test_the_methods_loaded_on_demand_are_the_ones_their_modules_register():
+    """The server imports a handler module with the first call of a method ``ON_DEMAND`` names (``page.*``: the
+    Memory page): the map must name exactly what each module registers, or a method would be "not found"."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATAGATE_")}
+    env["PYTHONPATH"] = str(REPO / "sidecar")
+    out = subprocess.run([sys.executable, "-c", MANIFEST_PROBE], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout.splitlines()[-1])
+    for module, names in found["registered"].items():
+        assert names == sorted(n for n, m in ON_DEMAND.items() if m == module), module
+    assert not set(ON_DEMAND) & set(found["at_start"])
+    assert found["page"] and all(name.startswith("page.") for name in found["page"])
+    assert not any(name.startswith("page.") for name in found["at_start"])
+    assert set(found["dispatched"]) == set(found["at_start"]) | set(ON_DEMAND) | set(found["page"])
+
+
+def test_which_module_a_method_waits_for():
+    load_all_methods()
+    assert module_to_load("activation.render") is None
+    assert module_to_load("page.nothing") is None, "once the page is loaded, an unknown page method is not found"
+    assert module_to_load("no.such.method") is None
+    assert module_to_load(["not", "a", "name"]) is None
+    assert PAGE_MODULE == "stratagate.page.routes"
 
 
 def test_retrieval_tools_are_the_ones_flagged_evidence():

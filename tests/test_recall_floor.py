@@ -18,6 +18,7 @@ from conftest import turn
 from stratagate.activation import relevance
 from stratagate.safety.secrets import PLACEHOLDER_RE
 from stratagate.text.specificity import weight
+from stratagate.text.terms import fts_document
 from support.sidecar import SidecarClient
 
 NS = "project:shop:0123456789abcdef"
@@ -126,6 +127,14 @@ def test_the_score_is_a_sum_of_bounded_weights(query: list[str], item: list[str]
     assert math.isclose(relevance.score(q, d), relevance.score(d, q))  # symmetric (up to the order of the sum)
     assert relevance.score(q, d) <= len(q & d) + 1e-9
     assert relevance.score(q, frozenset()) == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=12), max_size=8), st.lists(st.text(min_size=1, max_size=12), max_size=20))
+def test_the_terms_a_document_shares_are_found_without_splitting_it(query: list[str], document: list[str]):
+    q = relevance.text_terms(" ".join(query + document[:2]))  # some shared, some not
+    doc = fts_document("\n".join(document))  # how a graph node's index is written
+    assert relevance.shared(q, doc) == q & frozenset(doc.split())
 
 
 def test_ordinary_words_weigh_less_than_specific_ones():

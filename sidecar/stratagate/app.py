@@ -27,10 +27,10 @@ from stratagate.storage import counts as stored
 from stratagate.storage.db import ITEMS_ADDED, TURN_CAPTURED, Database
 from stratagate.storage.schema import SCHEMA_VERSION
 from stratagate.tokens import count_tokens
-from stratagate.tools.catalog import build_registry
 
 if TYPE_CHECKING:
     from stratagate.model import ModelGateway
+    from stratagate.protocol.toolbox import Toolbox
 
 log = logging.getLogger("stratagate")
 
@@ -94,6 +94,12 @@ def _warm_up(fn: Any, *args: Any) -> asyncio.Future[Any]:
     return future
 
 
+def _tool_registry() -> Toolbox:
+    from stratagate.tools.catalog import build_registry
+
+    return build_registry()
+
+
 class App:
     def __init__(self, settings: Settings):
         self.settings = settings
@@ -104,7 +110,7 @@ class App:
         self.peer: Any = None  # set by the server once stdio is connected
         self.started = time.monotonic()
         self.shutdown_requested = asyncio.Event()
-        self.tools = build_registry()
+        self._tools: Toolbox | None = None
         self._gateway: ModelGateway | None = None
         self.tokens_ready: asyncio.Future[int] | None = None
         self.secrets_ready: asyncio.Future[None] | None = None
@@ -131,6 +137,13 @@ class App:
         # The page's stored settings (user_settings.py): applied over the environment once the database is open.
         self.user_settings = user_settings.Applied.of(settings)
 
+    async def tools(self) -> Toolbox:
+        """The agent tools (tools.list, tools.call): their modules are imported with the first use, in a thread (a
+        recall or a capture never needs them, and importing them on the loop would stall every request behind it)."""
+        if self._tools is None:
+            self._tools = await asyncio.to_thread(_tool_registry)
+        return self._tools
+
     def gateway(self) -> ModelGateway:
         if self.settings.zero_model:
             # Zero-model mode makes no model call at all: a stage that still asks for the model fails at once.
@@ -152,7 +165,7 @@ class App:
         self.stalls.start()
         await self.db.open()
         self.user_settings = await user_settings.apply_at_start(self.db, self.settings)
-        # The tokenizer is built off the event loop (`stratagate serve` has it built before the loop serves, cli.py
+        # The tokenizer is built off the event loop (`stratagate serve` starts it before its imports, cli.py
         # _warm_ups; an App started otherwise builds it here, in a thread); captures await it, pings do not.
         self.tokens_ready = _warm_up(count_tokens, "warm up")
         # The secret detector (detect-secrets' patterns, ~150 ms to import) too (also built early by cli.py: the

@@ -26,28 +26,35 @@ if TYPE_CHECKING:
     from stratagate.config import Settings
 
 WARM_UP_WAIT_S = 60.0
-"""How long `serve` waits for a warm-up before serving anyway (a first start on a slow machine builds the token
-cache in a child process; captures then wait for it, pings do not)."""
+"""How long `serve` waits for the secret detector before serving anyway."""
 
 
-def _warm_ups() -> list[threading.Thread]:
-    """Start what the first answers need and what would stall the event loop if built while it serves."""
+def _warm_ups() -> dict[str, threading.Thread]:
+    """Start what the first answers need and what would stall the event loop if built while it serves: the rendering
+    rule's character class then the token encoding (a recall awaits the encoding, so both are built by the time it
+    renders), and the secret detector (every log line is redacted, the first ones during start)."""
     from stratagate import tokens
-    from stratagate.safety import secrets
+    from stratagate.safety import inert, secrets
 
     log = logging.getLogger("stratagate")
 
-    def run(name: str, fn: Callable[[], object]) -> None:
-        try:
-            fn()
-        except Exception:  # the sidecar still starts; what needs it reports the error itself
-            log.exception("warm-up of the %s failed", name)
+    def run(*steps: tuple[str, Callable[[], object]]) -> None:
+        for name, fn in steps:
+            try:
+                fn()
+            except Exception:  # the sidecar still starts; what needs it reports the error itself
+                log.exception("warm-up of the %s failed", name)
 
-    threads = [
-        threading.Thread(target=run, args=(name, fn), name=f"warm-up {name}", daemon=True)
-        for name, fn in (("tokenizer", tokens.get_encoding), ("secret detector", secrets.warm))
-    ]
-    for thread in threads:
+    threads = {
+        "tokenizer": threading.Thread(
+            target=run, args=(("rendering rule", inert.warm), ("tokenizer", tokens.get_encoding)),
+            name="warm-up tokenizer", daemon=True,
+        ),
+        "secret detector": threading.Thread(
+            target=run, args=(("secret detector", secrets.warm),), name="warm-up secret detector", daemon=True
+        ),
+    }
+    for thread in threads.values():
         thread.start()
     return threads
 
@@ -128,6 +135,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     maintain.add_argument("--db", type=Path)
     maintain.add_argument("--dry-run", action="store_true", help="report what it would do and write nothing")
+    maintain.add_argument("--full", action="store_true",
+                          help="consolidate every event, not only those changed since the last pass")
     maintain.add_argument("--json", action="store_true", help="print the result as JSON")
     return parser
 
@@ -573,7 +582,7 @@ def maintenance_command(args: argparse.Namespace, settings: Any) -> int:
         db = Database(settings.db, lock_timeout=settings.db_lock_timeout_s)
         await db.open()
         try:
-            return await Maintenance(db, settings).run_pass("manual", "user")
+            return await Maintenance(db, settings).run_pass("manual", "user", full=args.full)
         finally:
             await db.close()
 
@@ -602,10 +611,11 @@ def _serve_command(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     from stratagate.rpc.server import serve
 
-    # Finished before the loop serves: the first capture needs both, and the tokenizer's one ~150 ms GIL-holding
-    # step (or a request waiting on a half-built detector) would stall every request behind it.
-    for thread in warm_ups:
-        thread.join(WARM_UP_WAIT_S)
+    # The secret detector is finished before the loop serves: the first log lines redact with it, and building it on
+    # the loop (or waiting there for a half-built one) would stall every request behind it. The tokenizer is not
+    # waited for: what counts tokens awaits it (App.tokens_ready), so a first start that builds the token cache in a
+    # child process still answers pings.
+    warm_ups["secret detector"].join(WARM_UP_WAIT_S)
     try:
         return asyncio.run(serve(settings))
     except KeyboardInterrupt:

@@ -49,6 +49,8 @@ DELETES: tuple[tuple[str, str], ...] = (
     ("graph_nodes", _NS),
     ("graph_batches", _NS),
     ("event_merges", _NS),
+    ("event_shape_prefix", f"event_id IN ({_EVENTS})"),
+    ("event_shapes", f"event_id IN ({_EVENTS})"),
     ("tombstones", _NS),
     ("event_sources", f"event_id IN ({_EVENTS})"),
     ("event_fts", f"rowid IN ({_EVENTS})"),

@@ -37,7 +37,6 @@ from stratagate.evidence.weights import event_weights
 from stratagate.safety.inert import Named, heading
 from stratagate.search.fusion import rrf
 from stratagate.storage.sqlconn import Connection
-from stratagate.text.terms import fts_query
 
 MAX_EVENTS = 4
 MAX_TOKENS = 900
@@ -90,8 +89,21 @@ def topic(queries: list[str]) -> frozenset[str]:
     return relevance.text_terms(queries[1])
 
 
+@dataclass(frozen=True)
+class Step:
+    """The step's queries (the human message, the recent turns' words), tokenised once for the whole render: their
+    FTS matches (None: nothing searchable) and the ``topic`` relevance is judged against."""
+
+    matches: list[str | None]
+    about: frozenset[str]
+
+    @classmethod
+    def of(cls, queries: list[str]) -> Step:
+        return cls([relevance.query_match(q) for q in queries], topic(queries))
+
+
 async def _ranked_events(
-    conn: Connection, ns: int | None, sess: int | None, queries: list[str], viewer: Viewer
+    conn: Connection, ns: int | None, sess: int | None, step: Step, viewer: Viewer
 ) -> list[EventRow]:
     """Matches of the human message (weight 2) and of the recent turns (weight 1) that pass the relevance floor
     against the step's ``topic``, fused by reciprocal rank, then scaled by each event's long-term weight as seen from
@@ -99,9 +111,8 @@ async def _ranked_events(
     rankings: list[list[int]] = []
     fusion_weights: list[float] = []
     rows: dict[int, EventRow] = {}
-    about = topic(queries)
-    for query, importance in zip(queries, (2.0, 1.0), strict=False):
-        match = fts_query(relevance.clean(query)) if query.strip() else None
+    about = step.about
+    for match, importance in zip(step.matches, (2.0, 1.0), strict=False):
         if match is None:
             continue
         # Superseded events are searched too and stand for their current successor at their rank: "do we still use
@@ -322,18 +333,18 @@ async def render_longterm(
     out = LongTerm()
     budget = min(budget, MAX_TOKENS)
     viewer = await visibility.viewer(conn, ns, sess)
-    queries = [human or "", await context_text(conn, sess)]
+    step = Step.of([human or "", await context_text(conn, sess)])
     sealed_until = await _sealed_until(conn, sess)
 
     def in_open_turns(ev: EventRow) -> bool:
         return sess is not None and ev.session_id == sess and ev.block_id is None and ev.created_at > sealed_until
 
-    ranked = [ev for ev in await _ranked_events(conn, ns, sess, queries, viewer) if not in_open_turns(ev)]
+    ranked = [ev for ev in await _ranked_events(conn, ns, sess, step, viewer) if not in_open_turns(ev)]
     pinned = [ev for ev in await _pinned(conn, ns, sess) if not in_open_turns(ev)]
     safety = [ev for ev in await _safety(conn, ns, sess) if not in_open_turns(ev)]
     chosen = await _choose(conn, admission_order(safety, ranked, pinned), viewer, in_open_turns)
     entries, used = await _event_entries(conn, chosen, viewer, count, quote, budget, out.event_ids)
-    nodes = await graph_recall.matched_nodes(conn, ns, sess, queries, topic(queries)) if ns is not None else []
+    nodes = await graph_recall.matched_nodes(conn, ns, sess, step.matches, step.about) if ns is not None else []
     node_entries = await graph_recall.node_entries(conn, nodes, sess, count, quote, budget - used, out.node_ids)
     _fit(out, entries, node_entries, count, budget)
     return out

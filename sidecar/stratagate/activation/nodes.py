@@ -18,10 +18,8 @@ from dataclasses import dataclass
 from stratagate.activation import relevance
 from stratagate.graph import read as graph_read
 from stratagate.graph import store as graph
-from stratagate.graph.store import FactRow
 from stratagate.safety.inert import Named, heading
 from stratagate.storage.sqlconn import Connection
-from stratagate.text.terms import fts_query
 
 MAX_NODES = 4
 CANDIDATES = 12
@@ -36,13 +34,12 @@ def _day(stamp: str | None) -> str | None:
 
 
 async def matched_nodes(
-    conn: Connection, ns: int, sess: int | None, queries: list[str], about: frozenset[str]
+    conn: Connection, ns: int, sess: int | None, matches: list[str | None], about: frozenset[str]
 ) -> list[graph.NodeRow]:
-    """The namespace's nodes matching the queries, best first, that pass the relevance floor against ``about`` (the
-    graph is per namespace: no user tier there)."""
+    """The namespace's nodes matching the step's queries (their FTS ``matches``, made once per step), best first,
+    that pass the relevance floor against ``about`` (the graph is per namespace: no user tier there)."""
     nodes: dict[int, graph.NodeRow] = {}
-    for query in [q for q in queries if q.strip()]:
-        match = fts_query(relevance.clean(query))
+    for match in matches:
         if match is None:
             continue
         for node, _ in await graph_read.search(conn, ns, sess, match, None, CANDIDATES):
@@ -50,38 +47,43 @@ async def matched_nodes(
     indexed = await graph_read.index_terms(conn, list(nodes))
     return [
         node for node in nodes.values()
-        if relevance.relevant(about, frozenset(indexed.get(node.id, "").split()))
+        if relevance.relevant(about, relevance.shared(about, indexed.get(node.id, "")))
     ]
 
 
 @dataclass
 class _Entry:
     text: str
-    fact_ids: list[str]
+    fact_ids: list[int]
     linked: list[int]
 
 
+async def _line(fact: graph_read.CurrentFact, r: graph_read.Renderer) -> str:
+    state = {"node_id": fact.node_id, "object_id": fact.object_id, "attribute": fact.attribute, "value": fact.value}
+    line = await r.statement(state)
+    if fact.valid_from:
+        line += f" (since {_day(fact.valid_from)})"
+    if fact.status == "disputed":
+        line += " — DISPUTED, not settled"
+    return line
+
+
 async def _entry(
-    conn: Connection, node: graph.NodeRow, sess: int | None, quote: Callable[[str], str], shown: set[str],
+    conn: Connection, node: graph.NodeRow, sess: int | None, quote: Callable[[str], str], shown: set[int],
     r: graph_read.Renderer,
 ) -> _Entry | None:
     """A node with its current facts (and their ids) and the nodes those facts link it to; facts already shown under
-    another node are not repeated (None when nothing is left to show)."""
-    facts: list[FactRow] = await graph_read.current_facts(conn, node, sess)
-    state = [f for f in await graph_read.briefs(facts, r) if f["id"] not in shown]
+    another node are not repeated (None when nothing is left to show). Every current fact is read (plain rows) for
+    the links; only the ``FACTS_PER_NODE`` shown are rendered."""
+    facts = await graph_read.current_fact_rows(conn, node.id, sess)
+    state = [f for f in facts if f.id not in shown][:FACTS_PER_NODE]
     if not state:
         return None
-    lines = []
-    for fact in state[:FACTS_PER_NODE]:
-        line = fact["statement"]
-        if fact.get("valid_from"):
-            line += f" (since {_day(fact['valid_from'])})"
-        if fact["status"] == "disputed":
-            line += " — DISPUTED, not settled"
-        lines.append(line)
+    await r.prefetch(state)
+    lines = [await _line(fact, r) for fact in state]
     label = f"{node.kind} · {node.category}" if node.category else node.kind
     text = heading(node.public_id, label, Named(node.name)) + "\n" + quote("\n".join(lines))
-    return _Entry(text, [f["id"] for f in state[:FACTS_PER_NODE]], graph_read.neighbours(node.id, facts))
+    return _Entry(text, [f.id for f in state], graph_read.neighbours(node.id, facts))
 
 
 async def node_entries(
@@ -99,17 +101,20 @@ async def node_entries(
     expand = EXPAND if expand is None else expand
     used = count(NODES_TITLE) + 1
     entries: list[str] = []
-    shown: set[str] = set()
+    shown: set[int] = set()  # fact ids
     renderer = graph_read.Renderer(conn)  # node names read once per render, not once per node shown
 
     async def add(node: graph.NodeRow) -> list[int]:
         """Show the node if it fits; the nodes its facts link it to (none when it was not shown)."""
         nonlocal used
         entry = await _entry(conn, node, sess, quote, shown, renderer)
-        if entry is None or used + count(entry.text) + 1 > room:
+        if entry is None:
+            return []
+        cost = count(entry.text) + 1
+        if used + cost > room:
             return []
         entries.append(entry.text)
-        used += count(entry.text) + 1
+        used += cost
         shown_out.append(node.public_id)
         shown.update(entry.fact_ids)
         return entry.linked
@@ -120,9 +125,12 @@ async def node_entries(
             break
         hop.update(dict.fromkeys(await add(node)))
     direct = {node.id for node in nodes}
-    for node_id in [n for n in hop if n not in direct] if expand else []:
+    linked = [n for n in hop if n not in direct] if expand else []
+    for i, node_id in enumerate(linked):
         if len(entries) >= MAX_NODES:
             break
+        if i % MAX_NODES == 0:  # the next few hop nodes in one statement: a hub links to hundreds
+            await renderer.prefetch_nodes(linked[i : i + MAX_NODES])
         neighbour = await renderer.node(node_id)
         if neighbour is not None:
             await add(neighbour)

@@ -25,7 +25,7 @@ from stratagate.events import lexicon
 from stratagate.events.models import EventRow
 from stratagate.safety.secrets import PLACEHOLDER_RE
 from stratagate.text.specificity import overlap
-from stratagate.text.terms import terms
+from stratagate.text.terms import fts_query, terms
 
 FLOOR = 0.65
 """The shared specificity an item needs (calibrated: between the best unrelated match, 0.59, and the weakest
@@ -46,6 +46,13 @@ def text_terms(text: str) -> frozenset[str]:
     return frozenset(terms("\n".join([cleaned, *lexicon.names_in(cleaned)])))
 
 
+@lru_cache(maxsize=32)
+def query_match(text: str) -> str | None:
+    """The FTS match of a step's query with its secret placeholders taken out, or None when nothing in it is
+    searchable. Cached: the recent turns' words are the same query step after step until the next capture."""
+    return fts_query(clean(text)) if text.strip() else None
+
+
 def event_text(ev: EventRow) -> str:
     """What an event is about, in words: its search text without type, dates or placeholders."""
     named = clean("\n".join([ev.title, ev.narrative, *ev.tags]))
@@ -59,6 +66,13 @@ def score(query: frozenset[str], item: frozenset[str]) -> float:
 
 def relevant(query: frozenset[str], item: frozenset[str]) -> bool:
     return score(query, item) >= FLOOR
+
+
+def shared(query: frozenset[str], document: str) -> frozenset[str]:
+    """The query's terms an index document (terms joined by spaces, as ``fts_document`` writes it) holds, found
+    without splitting the document: a graph node's holds every current fact's terms, the query a handful."""
+    padded = f" {document} "
+    return frozenset(term for term in query if f" {term} " in padded)
 
 
 _EVENT_TERMS: dict[tuple[int, str, str, str], frozenset[str]] = {}

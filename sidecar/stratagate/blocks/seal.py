@@ -15,7 +15,7 @@ from stratagate import ids
 from stratagate.blocks.render import seal_views
 from stratagate.blocks.source import ROW_COLUMNS, from_row
 from stratagate.jobs.queue import BLOCK_SUMMARY, enqueue
-from stratagate.storage.db import audit
+from stratagate.storage.db import AuditRow, audit_rows
 from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
 
@@ -35,9 +35,11 @@ async def seal_full_runs(
     block_turns: int,
     count: Callable[[str], int],
     max_attempts: int,
+    audits: list[AuditRow] | None = None,
 ) -> list[int]:
-    """Seal as many full blocks as the session's open turns allow; return the new block keys."""
-    return await _seal(conn, namespace_id, session_id, block_turns, count, max_attempts, None)
+    """Seal as many full blocks as the session's open turns allow; return the new block keys. With ``audits``,
+    the blocks' audit rows are appended there for the caller to write with its own (one statement)."""
+    return await _seal(conn, namespace_id, session_id, block_turns, count, max_attempts, None, audits)
 
 
 async def seal_open_turns(
@@ -51,7 +53,7 @@ async def seal_open_turns(
 ) -> list[int]:
     """Seal every open turn of the session: full runs first, then what is left as one short block. Inside the
     caller's transaction, so a turn is sealed once whoever asks (capture, idle sweep, close, shutdown)."""
-    return await _seal(conn, namespace_id, session_id, block_turns, count, max_attempts, reason)
+    return await _seal(conn, namespace_id, session_id, block_turns, count, max_attempts, reason, None)
 
 
 async def _seal(
@@ -62,14 +64,21 @@ async def _seal(
     count: Callable[[str], int],
     max_attempts: int,
     tail_reason: str | None,
+    audits: list[AuditRow] | None,
 ) -> list[int]:
-    """Seal the open turns in runs of ``block_turns``; a shorter last run only with a ``tail_reason``."""
+    """Seal the open turns in runs of ``block_turns``; a shorter last run only with a ``tail_reason``. The audit rows
+    go to ``audits`` when given, else they are written here."""
     open_turns = await _open_turns(conn, session_id)
     sealed: list[int] = []
+    rows: list[AuditRow] = [] if audits is None else audits
     while len(open_turns) >= block_turns or (open_turns and tail_reason is not None):
         run, open_turns = open_turns[:block_turns], open_turns[block_turns:]
         kind = "full" if len(run) == block_turns else tail_reason or "full"
-        sealed.append(await _seal_run(conn, namespace_id, session_id, run, count, max_attempts, kind))
+        block_id, row = await _seal_run(conn, namespace_id, session_id, run, count, max_attempts, kind)
+        sealed.append(block_id)
+        rows.append(row)
+    if audits is None:
+        await audit_rows(conn, rows)
     return sealed
 
 
@@ -81,9 +90,9 @@ async def _seal_run(
     count: Callable[[str], int],
     max_attempts: int,
     reason: str,
-) -> int:
-    """One block of ``run`` (consecutive open turns of the session); ``reason`` says why it was cut: ``full``, or
-    ``idle`` / ``close`` / ``shutdown`` for a tail."""
+) -> tuple[int, AuditRow]:
+    """One block of ``run`` (consecutive open turns of the session) and its audit row (for the caller to write);
+    ``reason`` says why it was cut: ``full``, or ``idle`` / ``close`` / ``shutdown`` for a tail."""
     turn_ids = [r["id"] for r in run]
     marks = ",".join("?" * len(turn_ids))
     rows = await conn.execute_fetchall(
@@ -126,5 +135,4 @@ async def _seal_run(
     }
     if reason != "full":
         detail["tail"] = reason
-    await audit(conn, namespace_id, "capture", "block.sealed", "block", ids.make("blk", block_id), None, detail)
-    return block_id
+    return block_id, (namespace_id, "capture", "block.sealed", "block", ids.make("blk", block_id), None, detail)

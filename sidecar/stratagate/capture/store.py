@@ -15,7 +15,15 @@ from stratagate.capture.order import current_place
 from stratagate.config import Settings
 from stratagate.errors import STORAGE_ERROR, DomainError
 from stratagate.safety.secrets import redact_text, redact_value
-from stratagate.storage.db import ITEMS_ADDED, TURN_CAPTURED, Database, StorageError, audit, on_commit
+from stratagate.storage.db import (
+    ITEMS_ADDED,
+    TURN_CAPTURED,
+    AuditRow,
+    Database,
+    StorageError,
+    audit_rows,
+    on_commit,
+)
 from stratagate.storage.lookup import ensure_namespace, ensure_session
 from stratagate.storage.sqlconn import Connection
 from stratagate.text.messages import search_text
@@ -124,11 +132,13 @@ async def _capture(
     on_commit(conn, ITEMS_ADDED, namespace_id)  # the new messages get vectors after the commit (search/vectors.py)
     on_commit(conn, TURN_CAPTURED, session_id)  # shutdown seals this session's open tail (blocks/tail.py)
     rows = _message_rows(p, captured_at)
-    for position, row in enumerate(rows):
-        cur = await conn.execute(
-            "INSERT INTO messages(namespace_id, session_id, turn_id, position, role, content, tool_name,"
-            " tool_call_id, tool_arguments, tool_result, is_error, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    # Two statements for all the turn's messages, however many: executemany runs each once per row in SQLite,
+    # without a round through the connection per row. The FTS row finds its message by (turn_id, position).
+    await conn.executemany(
+        "INSERT INTO messages(namespace_id, session_id, turn_id, position, role, content, tool_name,"
+        " tool_call_id, tool_arguments, tool_result, is_error, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
             (
                 namespace_id,
                 session_id,
@@ -142,24 +152,30 @@ async def _capture(
                 row.get("tool_result"),
                 row.get("is_error", 0),
                 row["created_at"],
-            ),
-        )
-        await conn.execute(
-            "INSERT INTO message_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, fts_document(search_text(row)))
-        )
-    await audit(
-        conn,
-        namespace_id,
-        "capture",
-        "turn.captured",
-        "turn",
-        ids.make("turn", turn_id),
-        None,
-        {"session": p.session, "seq": seq, "receipt": p.receipt, "messages": len(rows)},
+            )
+            for position, row in enumerate(rows)
+        ],
     )
+    await conn.executemany(
+        "INSERT INTO message_fts(rowid, terms) SELECT id, ? FROM messages WHERE turn_id = ? AND position = ?",
+        [(fts_document(search_text(row)), turn_id, position) for position, row in enumerate(rows)],
+    )
+    # The turn's audit row and those of the blocks it seals: one statement, in this order.
+    audits: list[AuditRow] = [
+        (
+            namespace_id,
+            "capture",
+            "turn.captured",
+            "turn",
+            ids.make("turn", turn_id),
+            None,
+            {"session": p.session, "seq": seq, "receipt": p.receipt, "messages": len(rows)},
+        )
+    ]
     sealed = await seal_full_runs(
-        conn, namespace_id, session_id, settings.block_turns, _counted_once(count), settings.job_max_attempts
+        conn, namespace_id, session_id, settings.block_turns, _counted_once(count), settings.job_max_attempts, audits
     )
+    await audit_rows(conn, audits)
     return CaptureResult(
         turn_id=ids.make("turn", turn_id), duplicate=False, sealed_block_ids=[ids.make("blk", b) for b in sealed]
     )

@@ -45,6 +45,7 @@ starts the longest wins (so "next week Friday" beats "next week", "May 11, 2026"
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -136,7 +137,7 @@ def resolve(expression: str | None, mentioned_at: datetime, *, tz: tzinfo | None
     assert zone is not None
     ctx = _Ctx(today=local.date(), zone=zone)
     best: tuple[tuple[int, int, int], _Win, int, int] | None = None
-    for order, (pattern, handler) in enumerate(_RULES):
+    for order, (pattern, handler) in enumerate(_compiled_rules()):
         for m in pattern.finditer(text):
             try:
                 win = handler(m, ctx)
@@ -342,15 +343,21 @@ _CN_DAY_WORDS = {
 }  # fmt: skip
 
 Handler = Callable[[re.Match[str], _Ctx], _Win | None]
-_RULES: list[tuple[re.Pattern[str], Handler]] = []
+_RULES: list[tuple[str, int, Handler]] = []
 
 
 def _rule(pattern: str, flags: int = 0) -> Callable[[Handler], Handler]:
     def register(handler: Handler) -> Handler:
-        _RULES.append((re.compile(pattern, flags), handler))
+        _RULES.append((pattern, flags, handler))
         return handler
 
     return register
+
+
+@functools.cache
+def _compiled_rules() -> tuple[tuple[re.Pattern[str], Handler], ...]:
+    """The rules' patterns, compiled on the first resolve (importing the module is on the sidecar's start path)."""
+    return tuple((re.compile(pattern, flags), handler) for pattern, flags, handler in _RULES)
 
 
 def _day_shift(n: int) -> Handler:

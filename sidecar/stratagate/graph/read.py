@@ -9,8 +9,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime, time
-from typing import Any
+from typing import Any, NamedTuple
 
 from stratagate import ids
 from stratagate.graph import store
@@ -70,11 +71,13 @@ class Renderer:
         self._conn = conn
         self._nodes: dict[int, NodeRow | None] = {}
 
-    async def prefetch(self, facts: list[FactRow]) -> None:
+    async def prefetch(self, facts: Iterable[FactRow | CurrentFact]) -> None:
         """Load the nodes these facts name in one statement (instead of one per node on first use)."""
-        wanted = list(dict.fromkeys(
-            n for f in facts for n in (f.node_id, f.object_id) if n is not None and n not in self._nodes
-        ))
+        await self.prefetch_nodes(n for f in facts for n in (f.node_id, f.object_id) if n is not None)
+
+    async def prefetch_nodes(self, node_ids: Iterable[int]) -> None:
+        """Load these nodes in one statement (those not read yet)."""
+        wanted = list(dict.fromkeys(n for n in node_ids if n not in self._nodes))
         if not wanted:
             return
         rows = await self._conn.execute_fetchall(
@@ -189,6 +192,44 @@ async def current_facts(conn: Connection, node: NodeRow, session_id: int | None)
     ]
 
 
+class CurrentFact(NamedTuple):
+    """What recall shows of a current fact, read as a plain row (no validation): recall reads every current fact of
+    a node for its links and shows a handful."""
+
+    id: int
+    node_id: int
+    object_id: int | None
+    attribute: str
+    value: str | None
+    status: str
+    valid_from: str | None
+
+
+_CURRENT_FACTS = (
+    "SELECT f.id, f.node_id, e.dst_id, f.attribute, f.value, f.status, f.valid_from, f.valid_to, f.scope, f.session_id"
+    " FROM graph_facts f LEFT JOIN graph_edges e ON e.id = f.edge_id WHERE f.id IN"
+    " (SELECT id FROM graph_facts WHERE node_id = ? AND status IN ('active', 'disputed')"
+    " UNION SELECT f2.id FROM graph_edges e2 JOIN graph_facts f2 ON f2.edge_id = e2.id"
+    " WHERE e2.dst_id = ? AND f2.status IN ('active', 'disputed')) ORDER BY f.id"
+)
+"""``store.current_facts_of_node``'s statement, reading only the columns recall uses."""
+
+
+async def current_fact_rows(conn: Connection, node_id: int, session_id: int | None) -> list[CurrentFact]:
+    """``current_facts`` as plain rows, oldest first: the same facts by the same rules (visible to the caller,
+    window holding now)."""
+    now = to_iso(datetime.now(UTC))
+    out: list[CurrentFact] = []
+    for fid, nid, obj, attribute, value, status, start, end, scope, owner in await conn.execute_fetchall(
+        _CURRENT_FACTS, (node_id, node_id)
+    ):
+        if scope == "session" and (session_id is None or owner != session_id):
+            continue  # FactRow.visible_to
+        if (start is None or start <= now) and (end is None or now < end):  # holds_at
+            out.append(CurrentFact(fid, nid, obj, attribute, value, status, start))
+    return out
+
+
 async def briefs(facts: list[FactRow], r: Renderer) -> list[dict[str, Any]]:
     await r.prefetch(facts)
     return [await r.brief(fact.id, fact.state()) for fact in facts]
@@ -201,7 +242,7 @@ async def current_state(
     return await briefs(await current_facts(conn, node, session_id), r)
 
 
-def neighbours(node_id: int, facts: list[FactRow]) -> list[int]:
+def neighbours(node_id: int, facts: Iterable[FactRow | CurrentFact]) -> list[int]:
     """The nodes one of ``facts`` links ``node_id`` to (the other end of each edge), in fact order, each once."""
     out: dict[int, None] = {}
     for fact in facts:

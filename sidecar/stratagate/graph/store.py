@@ -14,7 +14,6 @@ from pydantic import BaseModel
 
 from stratagate import ids
 from stratagate.events import lexicon
-from stratagate.events.claims import PROJECT, USER
 from stratagate.events.models import EventRow
 from stratagate.events.store import normalise
 from stratagate.safety.secrets import PLACEHOLDER_RE
@@ -178,6 +177,8 @@ async def resolve_node(
     conn: Connection, namespace_id: int, namespace_key: str, name: str, kind: str | None, actor: Actor
 ) -> NodeRow:
     """The node for a name: an existing one by name or alias, else a new one (kind and category from the lexicon)."""
+    from stratagate.events.claims import PROJECT, USER  # the claim patterns are compiled for writes only
+
     existing = await find_node(conn, namespace_id, name)
     if existing is not None:
         return existing

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from typing import Any
 
 from pydantic import BaseModel
@@ -33,6 +32,7 @@ from stratagate.events import store as events
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow
 from stratagate.graph.store import follow_event_status
 from stratagate.maintenance import store
+from stratagate.maintenance.shapes import Shape, group_key, near, shapes
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.storage.lookup import namespace_name
 from stratagate.storage.sqlconn import Connection, ReadConnection
@@ -75,58 +75,55 @@ def similarity(a: Any, b: Any) -> tuple[float, str] | None:
     return (round(max(scores), 4), "near") if scores else None
 
 
-def _group(row: Any) -> tuple[Any, ...]:
-    return (row["type"], row["time_status"], row["scope"], row["session_id"] if row["scope"] == "session" else None)
+def _pair_score(a: dict[str, Any], b: dict[str, Any], shaped: dict[int, list[Shape]]) -> tuple[float, str] | None:
+    """``similarity`` of two rows of one group from their shapes, computed once per row."""
+    if a["fingerprint"] == b["fingerprint"]:
+        return 1.0, "exact"
+    theirs = {s.field: s for s in shaped[int(b["id"])]}
+    scores = [score for s in shaped[int(a["id"])] if (t := theirs.get(s.field)) is not None
+              and t.bucket == s.bucket and (score := near(s.words, t.words)) is not None]
+    return (round(max(scores), 4), "near") if scores else None
 
 
-def _candidate_pairs(rows: list[Any]) -> set[tuple[int, int]]:
-    """Index positions (i < j) that may reach the near-duplicate threshold: the prefix filter of set-similarity
-    joins (a pair with Jaccard ≥ t shares a word among the first |x| − ⌈t·|x|⌉ + 1 words of each set in one global
-    order, rarest first), so a pass is far from quadratic. Exact restatements pair by fingerprint."""
+def _candidate_pairs(rows: list[dict[str, Any]], shaped: dict[int, list[Shape]]) -> set[tuple[int, int]]:
+    """Index positions (i < j) that may be duplicates: the same fingerprint, or a shared bucket and prefix word
+    (shapes.py: the prefix filter of set-similarity joins), so a plan is far from quadratic."""
     pairs: set[tuple[int, int]] = set()
-    by_fp: dict[str, list[int]] = defaultdict(list)
-    for i, row in enumerate(rows):
-        by_fp[row["fingerprint"]].append(i)
-    for same in by_fp.values():
-        pairs.update((a, b) for k, a in enumerate(same) for b in same[k + 1 :])
-    for field in ("summary", "narrative"):
-        sets = [frozenset(terms(row[field])) for row in rows]
-        freq = Counter(w for words in sets for w in words)
-        index: dict[str, list[int]] = defaultdict(list)
-        for j, words in enumerate(sets):
-            if len(words) < 3:  # near_same needs three words on each side
-                continue
-            ordered = sorted(words, key=lambda w: (freq[w], w))
-            prefix = ordered[: len(words) - math.ceil(events.NEAR_DUPLICATE * len(words)) + 1]
-            for word in prefix:
-                for i in index[word]:
-                    pairs.add((i, j))
-                index[word].append(j)
+    index: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for j, row in enumerate(rows):
+        index[("fp", str(row["fingerprint"]))].append(j)
+        for shape in shaped[int(row["id"])]:
+            for token in shape.prefix:
+                index[(shape.bucket, token)].append(j)
+    for same in index.values():
+        pairs.update((a, b) for k, a in enumerate(same) for b in same[k + 1 :] if a != b)
     return pairs
 
 
 def _plan_namespace(namespace_id: int, name: str, rows: list[dict[str, Any]]) -> list[Merge]:
-    """The merges of one namespace's active events (pure; run in a worker thread: tokenising thousands of events
-    must not stall the event loop)."""
+    """The merges of one namespace's active events, all pairs considered (a dry run, and the reference the
+    incremental sweep (sweep.py) keeps to). Pure; run in a worker thread."""
     out: list[Merge] = []
-    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    shaped: dict[int, list[Shape]] = {}
     for row in rows:
-        groups[_group(row)].append(row)
+        groups[group_key(row)].append(row)
+        shaped[int(row["id"])] = shapes(row)
     for members in groups.values():
         if len(members) < 2:
             continue
         neighbours: dict[int, list[int]] = defaultdict(list)
-        for i, j in _candidate_pairs(members):
+        for i, j in _candidate_pairs(members, shaped):
             neighbours[min(i, j)].append(max(i, j))
         taken: set[int] = set()
         for i, survivor in enumerate(members):  # survivors first: pinned, then the oldest
             if i in taken:
                 continue
-            for j in sorted(neighbours[i]):
+            for j in sorted(set(neighbours[i])):
                 other = members[j]
                 if j in taken or other["pinned"]:
                     continue
-                score = similarity(survivor, other)
+                score = _pair_score(survivor, other, shaped)
                 if score is None:
                     continue
                 taken.update((i, j))

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from stratagate.maintenance import store
+from stratagate.maintenance.gate import Pause, no_wait
 from stratagate.storage.db import Database
 from stratagate.storage.sqlconn import ReadConnection
 
@@ -34,7 +35,7 @@ async def plan(conn: ReadConnection) -> dict[str, Any]:
     }
 
 
-async def run(db: Database) -> dict[str, Any]:
+async def run(db: Database, pause: Pause = no_wait) -> dict[str, Any]:
     _, fts = await store.tables(db.reader)
     merged: dict[str, int] = {}
     for table in fts:
@@ -43,6 +44,7 @@ async def run(db: Database) -> dict[str, Any]:
             async with db.transaction() as conn:
                 changed = await store.fts_merge_step(conn, table, MERGE_PAGES)
             steps += 1
+            await pause()  # a waiting request goes between two merge steps
             if not changed:
                 break
         merged[table] = steps

@@ -25,8 +25,11 @@ from stratagate.graph.projection import mark_projected, project_event
 from stratagate.jobs import queue
 from stratagate.jobs.pipeline import GRAPH_PROJECTION
 from stratagate.maintenance import store
+from stratagate.maintenance.gate import Pause, no_wait
 from stratagate.storage.db import Actor, Database
 from stratagate.storage.sqlconn import ReadConnection
+
+SWEEP_IDS = 2048  # ids one re-projection statement covers
 
 
 class StalePlan(BaseModel):
@@ -80,3 +83,25 @@ async def apply(db: Database, todo: StalePlan, actor: Actor) -> Repaired:
         out.projection_jobs_retried += [ids.make("job", j) for j in await queue.retry(db, job_id, None, actor)]
     return out
 
+
+async def sweep(db: Database, actor: Actor, pause: Pause = no_wait,
+                window: int = SWEEP_IDS) -> tuple[StalePlan, Repaired]:
+    """``plan`` then ``apply`` over windows of ``window`` ids, yielding the loop between them: no statement reads
+    the whole graph at once, and what a window finds is repaired before the next is read."""
+    found, out = StalePlan(), Repaired()
+    for table, kind in (("graph_facts", "facts"), ("events", "unprojected")):
+        top = await store.max_id(db.reader, table)
+        for after in range(0, top, window):
+            ids = (after, min(after + window, top))
+            todo = (StalePlan(facts=await store.stale_facts(db.reader, ids)) if kind == "facts"
+                    else StalePlan(unprojected=await store.unprojected_events(db.reader, ids)))
+            found.facts += todo.facts
+            found.unprojected += todo.unprojected
+            done = await apply(db, todo, actor)
+            out.facts_refreshed += done.facts_refreshed
+            out.events_projected += done.events_projected
+            await pause()
+    found.failed_jobs = await store.failed_projection_jobs(db.reader, GRAPH_PROJECTION)
+    retried = await apply(db, StalePlan(failed_jobs=found.failed_jobs), actor)
+    out.projection_jobs_retried = retried.projection_jobs_retried
+    return found, out

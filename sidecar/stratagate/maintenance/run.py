@@ -1,9 +1,10 @@
 """A maintenance pass, the ``maintenance`` job that runs it on a schedule, and the start-up check.
 
-A pass, in order: consolidation (consolidate.py), the upgrade trigger of rule-written fallback blocks
-(``blocks.summarize.requeue_fallbacks``), re-projection of a stale graph (reproject.py), FTS/SQLite optimize
-(optimize.py), then the report (stats.py), stored with the run in ``maintenance_runs``. Each step writes in short
-transactions of its own, so captures and reads never wait for a pass. Nothing is deleted.
+A pass, in order: consolidation of the events changed since the last pass (sweep.py; every event on the first pass
+or when ``full``), the upgrade trigger of rule-written fallback blocks (``blocks.summarize.requeue_fallbacks``),
+re-projection of a stale graph (reproject.py), FTS/SQLite optimize (optimize.py), then the report (stats.py), stored
+with the run in ``maintenance_runs``. Each step works in short slices, each its own transaction, and between two
+slices waits while a request is in flight (gate.py), so captures and reads never wait for a pass. Nothing is deleted.
 
 A dry run only reads (through a read-only connection from the CLI, the reader from the RPC): it reports what a pass
 would merge and repair, and writes no byte, not even its run record.
@@ -24,7 +25,8 @@ from stratagate.config import Settings
 from stratagate.events import extraction
 from stratagate.jobs.pipeline import StageDeps
 from stratagate.jobs.queue import JobRow, mark_done
-from stratagate.maintenance import consolidate, optimize, reproject, stats, store
+from stratagate.maintenance import consolidate, optimize, reproject, stats, store, sweep
+from stratagate.maintenance.gate import Gate, Pause
 from stratagate.redact import preview
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.storage.sqlconn import Connection, ReadConnection
@@ -48,11 +50,14 @@ class Maintenance:
         self.db, self.settings = db, settings
         self.lock = asyncio.Lock()
         self.due_from_start = False
+        self.gate = Gate()  # the server marks its requests; a pass's slices wait for them
 
-    async def run_pass(self, trigger: str, actor: Actor) -> dict[str, Any]:
-        """A real pass, recorded in ``maintenance_runs`` (``failed`` with its error if a step raises)."""
+    async def run_pass(self, trigger: str, actor: Actor, *, full: bool = False) -> dict[str, Any]:
+        """A real pass, recorded in ``maintenance_runs`` (``failed`` with its error if a step raises): what changed
+        since the last completed pass, or everything when ``full``."""
         async with self.lock:
-            return await _run_pass(self.db, self.settings, trigger, actor)
+            with self.gate.running():
+                return await _run_pass(self.db, self.settings, trigger, actor, full, self.gate.turn)
 
     async def at_start(self, now: float | None = None) -> str:
         """Queue the maintenance job at start when it is overdue (no run younger than the interval); what it did."""
@@ -88,17 +93,18 @@ async def dry_run(conn: ReadConnection, settings: Settings, trigger: str = "manu
     }
 
 
-async def _run_pass(db: Database, settings: Settings, trigger: str, actor: Actor) -> dict[str, Any]:
-    """``Maintenance.run_pass`` under its lock."""
+async def _run_pass(db: Database, settings: Settings, trigger: str, actor: Actor, full: bool,
+                    pause: Pause) -> dict[str, Any]:
+    """``Maintenance.run_pass`` under its lock. Every step works in slices that yield the loop between them."""
     async with db.transaction() as conn:
         run_id = await store.start_run(conn, trigger)
     try:
         why = f"maintenance run {run_id} ({trigger})"
-        merges = await consolidate.apply(db, await consolidate.plan(db.reader), actor, run_id, why)
+        swept = await sweep.run(db, actor, run_id, why, full=full, pause=pause)
+        merges = swept.merges
         fallbacks = await _requeue_fallbacks(db, settings.job_max_attempts)
-        stale = await reproject.plan(db.reader)
-        repaired = await reproject.apply(db, stale, actor)
-        tidy = await optimize.run(db)
+        stale, repaired = await reproject.sweep(db, actor, pause)
+        tidy = await optimize.run(db, pause)
         result: dict[str, Any] = {
             "dry_run": False,
             "run_id": run_id,
@@ -109,6 +115,7 @@ async def _run_pass(db: Database, settings: Settings, trigger: str, actor: Actor
             "fallbacks_requeued": fallbacks,
             "optimize": tidy,
         }
+        await pause()
         result["report"] = await stats.report(db.reader, settings.db, settings.maintenance_interval_hours)
     except Exception as exc:
         async with db.transaction() as conn:
@@ -117,7 +124,8 @@ async def _run_pass(db: Database, settings: Settings, trigger: str, actor: Actor
     async with db.transaction() as conn:
         await store.finish_run(conn, run_id, result)
         await audit(conn, None, actor, "maintenance.run", "maintenance_run", str(run_id), None,
-                    {"trigger": trigger, "merged": len(merges), "facts_refreshed": len(repaired.facts_refreshed),
+                    {"trigger": trigger, "merged": len(merges), "full": swept.full, "events_examined": swept.examined,
+                     "facts_refreshed": len(repaired.facts_refreshed),
                      "events_projected": len(repaired.events_projected)})
     return result
 

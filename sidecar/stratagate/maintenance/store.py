@@ -41,7 +41,8 @@ async def active_events(conn: ReadConnection, namespace_id: int) -> list[sqlite3
     """Every active event of a namespace, survivors first: pinned ones, then the oldest."""
     return await _all(
         conn,
-        "SELECT id, type, scope, session_id, time_status, summary, narrative, fingerprint, pinned FROM events"
+        "SELECT id, namespace_id, type, scope, session_id, time_status, summary, narrative, fingerprint, pinned"
+        " FROM events"
         " WHERE namespace_id = ? AND status = 'active' ORDER BY pinned DESC, id",
         (namespace_id,),
     )
@@ -169,33 +170,44 @@ async def mark_undone(conn: Connection, merge_id: int) -> None:
 _CURRENT = "('active', 'disputed')"
 
 
-async def stale_facts(conn: ReadConnection) -> list[int]:
+_ALL_IDS = (0, 1 << 62)
+
+
+async def stale_facts(conn: ReadConnection, ids: tuple[int, int] = _ALL_IDS) -> list[int]:
     """Facts whose status disagrees with their events: shown as current with no current event holding them up
     (its events were forgotten, superseded, merged or archived and the fact did not follow), or not current though a
-    current event supports it and no current event ended it."""
+    current event supports it and no current event ended it. ``ids``: only facts with ``after < id <= upto``."""
     rows = await _all(
         conn,
-        f"SELECT f.id FROM graph_facts f WHERE (f.status IN {_CURRENT} AND NOT EXISTS ("
+        f"SELECT f.id FROM graph_facts f WHERE f.id > ? AND f.id <= ? AND ((f.status IN {_CURRENT} AND NOT EXISTS ("
         f"  SELECT 1 FROM graph_fact_events l JOIN events e ON e.id = l.event_id"
         f"  WHERE l.fact_id = f.id AND l.role = 'supports' AND e.status IN {_CURRENT}))"
         f" OR (f.status NOT IN {_CURRENT} AND EXISTS ("
         f"  SELECT 1 FROM graph_fact_events l JOIN events e ON e.id = l.event_id"
         f"  WHERE l.fact_id = f.id AND l.role = 'supports' AND e.status IN {_CURRENT}) AND NOT EXISTS ("
         f"  SELECT 1 FROM graph_fact_events l JOIN events e ON e.id = l.event_id"
-        f"  WHERE l.fact_id = f.id AND l.role = 'ends' AND e.status IN {_CURRENT}))"
+        f"  WHERE l.fact_id = f.id AND l.role = 'ends' AND e.status IN {_CURRENT})))"
         " ORDER BY f.id",
+        ids,
     )
     return [int(r[0]) for r in rows]
 
 
-async def unprojected_events(conn: ReadConnection) -> list[tuple[int, int]]:
+async def unprojected_events(conn: ReadConnection, ids: tuple[int, int] = _ALL_IDS) -> list[tuple[int, int]]:
     """Current events the graph never saw: no projection record at all (``(namespace_id, event_id)``)."""
     rows = await _all(
         conn,
         f"SELECT e.namespace_id, e.id FROM events e LEFT JOIN graph_projection p ON p.event_id = e.id"
-        f" WHERE e.status IN {_CURRENT} AND p.event_id IS NULL ORDER BY e.namespace_id, e.id",
+        f" WHERE e.id > ? AND e.id <= ? AND e.status IN {_CURRENT} AND p.event_id IS NULL"
+        " ORDER BY e.namespace_id, e.id",
+        ids,
     )
     return [(int(r[0]), int(r[1])) for r in rows]
+
+
+async def max_id(conn: ReadConnection, table: str) -> int:
+    row = await _one(conn, f'SELECT MAX(id) FROM "{table}"')
+    return int(row[0] or 0) if row else 0
 
 
 async def projected(conn: Connection, event_id: int) -> bool:

@@ -26,9 +26,12 @@ __all__ = [
     "WeightsParams",
 ]
 
+_PARAMS = ConfigDict(extra="forbid", defer_build=True)
+"""Unknown params are refused; each validator is built with the method's first call (start-up pays for none)."""
+
 
 class ToolsCallParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _PARAMS
 
     namespace: Name
     session: Name
@@ -38,7 +41,7 @@ class ToolsCallParams(BaseModel):
 
 
 class JobsListParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _PARAMS
 
     namespace: Name | None = None
     status: Literal["queued", "running", "done", "failed"] | None = None
@@ -46,20 +49,20 @@ class JobsListParams(BaseModel):
 
 
 class JobsRetryParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _PARAMS
 
     id: str | None = Field(None, description="A job id such as 'job_7'; omit to retry every failed job.")
     namespace: Name | None = None
 
 
 class MaintenanceRunParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _PARAMS
 
     dry_run: bool = Field(False, description="Report what a pass would do and write nothing.")
 
 
 class UnmergeParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _PARAMS
 
     id: Annotated[str, StringConstraints(min_length=1, max_length=64)] = Field(
         description="The merged duplicate, an event id such as 'evt_12'."
@@ -71,7 +74,7 @@ ImportId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 
 
 class ImportRunParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _PARAMS
 
     namespace: Name
     path: Annotated[str, StringConstraints(min_length=1, max_length=4096)] | None = Field(
@@ -97,20 +100,20 @@ class ImportRunParams(BaseModel):
 
 
 class ImportIdParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _PARAMS
 
     namespace: Name = Field(description="The namespace the import belongs to; other namespaces' ids are unknown.")
     id: ImportId = Field(description="An import id such as 'imp_3'.")
 
 
 class ImportListParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _PARAMS
 
     namespace: Name = Field(description="The namespace whose imports are listed (never another's).")
 
 
 class EraseParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _PARAMS
 
     namespace: Name
     id: Annotated[str, StringConstraints(min_length=1, max_length=64)]
@@ -120,7 +123,7 @@ RefText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, 
 
 
 class WeightsParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _PARAMS
 
     namespace: Name
     session: Name = Field(description="The session whose turn clock measures the distance.")
@@ -128,7 +131,7 @@ class WeightsParams(BaseModel):
 
 
 class OpenBatchesParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _PARAMS
 
     namespace: Name
     session: Name

@@ -2,8 +2,8 @@
 model and its handler, registered by one mechanism (``@method`` / ``@tool``).
 
 Handlers register where they are written (rpc/ for methods, tools/ for tools), so the table is complete once
-``stratagate.rpc.methods`` (which imports every RPC handler module) and ``stratagate.tools`` (which imports every
-tool module, in tools.list order) are imported.
+``stratagate.rpc.methods.load_all_methods()`` has run (the server imports each handler module with its first call)
+and ``stratagate.tools`` (which imports every tool module, in tools.list order) is imported.
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ class Empty(BaseModel):
 
 class Result(BaseModel):
     """Base of every result model: a key the model does not declare is a bug (the reply would drift from the
-    documented shape), so it is refused rather than passed on."""
+    documented shape), so it is refused rather than passed on. Each model's validator is built when it is first
+    used (``defer_build``): a sidecar answers few kinds of request, and building all of them costs start-up time."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)

@@ -1,16 +1,17 @@
 """The JSON-RPC methods: handlers registered with ``@method`` (protocol/registry.py) and the dispatch table built
-from them. This module imports every RPC handler module (rpc/imports.py, rpc/evidence.py, rpc/context_views.py,
-rpc/maintenance.py, rpc/namespace_settings.py, rpc/sessions.py), so once it is imported the protocol table holds every
-method; params are validated and results typed by protocol/adapter.py."""
+from them. The methods of this module are always there; the other handler modules (rpc/context.py, rpc/dsh.py, ...,
+the Memory page's ``page.*``) are imported with the first call of one of their methods (``ON_DEMAND``,
+``load_methods``): a sidecar pays at start only for what its first answers use. ``load_all_methods`` fills the
+protocol table with every method. Params are validated and results typed by protocol/adapter.py."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from jsonrpcserver import Success
 
-import stratagate.page.routes  # noqa: F401  (the Memory page's methods and page.request register @method)
 from stratagate import __version__, ids
 from stratagate.activation.render import ActivationParams, render_activation
 from stratagate.app import App
@@ -34,16 +35,6 @@ from stratagate.protocol.results import (
     ResolveResult,
     ToolsCallResult,
     ToolsListResult,
-)
-from stratagate.rpc import (  # noqa: F401  (they register @method)
-    context,
-    context_views,
-    dsh,
-    evidence,
-    imports,
-    maintenance,
-    namespace_settings,
-    sessions,
 )
 from stratagate.tokens import count_tokens
 
@@ -102,7 +93,7 @@ async def activation_render(app: App, p: ActivationParams) -> dict[str, Any]:
 
 @method("tools.list", params=Empty, result=ToolsListResult)
 async def tools_list(app: App, _: Empty) -> list[dict[str, Any]]:
-    return app.tools.specs()
+    return (await app.tools()).specs()
 
 
 @method("tools.call", params=ToolsCallParams, result=ToolsCallResult)
@@ -110,7 +101,7 @@ async def tools_call(app: App, p: ToolsCallParams) -> Any:
     ctx = ToolContext(app.db, app.settings, p.namespace, p.session, p.call_id, dense=app.dense)
     if p.name == "memory_forget" and app.tokens_ready is not None:
         await app.tokens_ready  # erase=true re-renders and re-counts blocks
-    return await app.tools.call(ctx, p.name, p.arguments)
+    return await (await app.tools()).call(ctx, p.name, p.arguments)
 
 
 @method("jobs.list", params=JobsListParams, result=JobsListResult)
@@ -144,4 +135,48 @@ async def memory_erase(app: App, p: EraseParams) -> dict[str, Any]:
 
 
 METHODS: dict[str, Callable[..., Awaitable[Any]]] = {entry.name: _jsonrpc(entry) for entry in METHOD_TABLE}
-"""What jsonrpcserver dispatches: every method of the table (this module imports every RPC handler module)."""
+"""What jsonrpcserver dispatches: every method of the table; ``load_methods`` adds the others as they are imported."""
+
+PAGE_MODULE = "stratagate.page.routes"
+"""The Memory page's methods (``page.request``, its DSH route, included) are all named ``page.*``."""
+ON_DEMAND: dict[str, str] = {
+    name: module
+    for module, names in {
+        "stratagate.rpc.context": ("context.plan", "context.landed", "context.settings.get", "context.settings.set"),
+        "stratagate.rpc.context_views": ("context.status", "context.command"),
+        "stratagate.rpc.dsh": ("turn.capture_raw", "activation.render_step", "namespace.for_session", "system.status"),
+        "stratagate.rpc.evidence": ("memory.weights", "evidence.open_batches"),
+        "stratagate.rpc.imports": ("import.run", "import.remove", "import.list", "import.get"),
+        "stratagate.rpc.maintenance": ("system.stats", "maintenance.run", "events.unmerge"),
+        "stratagate.rpc.namespace_settings": ("namespace.settings.get", "namespace.settings.set"),
+        "stratagate.rpc.sessions": ("session.close", "session.seal_idle"),
+    }.items()
+    for name in names
+}
+"""Method name → the handler module that registers it (a test keeps this in step with the modules)."""
+
+
+def module_to_load(method_name: object) -> str | None:
+    """The module to import before ``method_name`` can be dispatched (None: nothing to import, or an unknown name)."""
+    if not isinstance(method_name, str) or method_name in METHODS:
+        return None
+    if method_name.startswith("page."):
+        return None if PAGE_MODULE in _loaded else PAGE_MODULE
+    return ON_DEMAND.get(method_name)
+
+
+_loaded: set[str] = set()
+
+
+def load_methods(module: str) -> None:
+    """Import a handler module (its methods register themselves) and add its methods to ``METHODS``. Idempotent and
+    thread-safe (the server runs it in a thread, off the event loop)."""
+    importlib.import_module(module)
+    METHODS.update({entry.name: _jsonrpc(entry) for entry in METHOD_TABLE if entry.name not in METHODS})
+    _loaded.add(module)
+
+
+def load_all_methods() -> None:
+    """Every method in the protocol table and in ``METHODS`` (the docs, `stratagate` inspectors, tests)."""
+    for module in [*dict.fromkeys(ON_DEMAND.values()), PAGE_MODULE]:
+        load_methods(module)

@@ -18,7 +18,7 @@ from stratagate.app import App
 from stratagate.capture.order import ArrivalOrder, Place, holding
 from stratagate.config import Settings
 from stratagate.errors import has_surrogate
-from stratagate.rpc.methods import METHODS
+from stratagate.rpc.methods import METHODS, load_methods, module_to_load
 from stratagate.rpc.peer import Peer, error_response
 
 log = logging.getLogger("stratagate.server")
@@ -145,14 +145,15 @@ class _Dispatcher:
             done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self.captures_in_flight.add(done)
             try:
-                with holding(place):
+                with holding(place), self.app.maintenance.gate.busy():
                     return await self._one(message)
             finally:
                 done.set_result(None)
                 self.captures_in_flight.discard(done)
         if self.captures_in_flight:
             await asyncio.wait(list(self.captures_in_flight))
-        return await self._one(message)
+        with self.app.maintenance.gate.busy():  # a maintenance pass runs its slices between requests
+            return await self._one(message)
 
     async def _one(self, message: Any) -> Any:
         problem = request_problem(message)
@@ -167,6 +168,9 @@ class _Dispatcher:
             return error_response(
                 request_id, errors.SHUTTING_DOWN, "the sidecar is shutting down; retry after it restarts"
             )
+        module = module_to_load(message["method"])
+        if module is not None:  # its first call: imported off the loop, other requests go on meanwhile
+            await asyncio.to_thread(load_methods, module)
         response = await dispatch_to_serializable(
             "", methods=METHODS, context=self.app, deserializer=lambda _raw: message
         )

@@ -560,9 +560,27 @@ _ALL_TRIGGERS = frozenset(t for ts in _TRIGGERS.values() if ts for t in ts)
 # Every word that can make ``_line_spans`` look further, as one pattern: most texts (dict keys, titles, ordinary
 # prose) hold none and no long run, and then one C-speed search answers instead of ~100 substring checks and a pass
 # over every rule. It must list every literal ``_line_spans`` tests below.
-_ANY_TRIGGER = re.compile(
-    "|".join(re.escape(t) for t in sorted({*_ALL_TRIGGERS, *_KEYWORD_LITERALS, *_ZH_LITERALS, "pass", "pw"}))
-)
+def _any_of(words: set[str]) -> str:
+    """A pattern found in a text exactly when one of ``words`` is: the words as a prefix tree, so the engine tests
+    one character class per position instead of every word (~4x faster than a flat alternation). A word that
+    starts with another word is left out (the shorter one is in any text that holds the longer)."""
+    tree: dict[str, Any] = {}
+    for word in words:
+        node = tree
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def branch(node: dict[str, Any]) -> str:
+        if "" in node:
+            return ""
+        alts = [re.escape(ch) + branch(child) for ch, child in sorted(node.items())]
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+    return branch(tree)
+
+
+_ANY_TRIGGER = re.compile(_any_of({*_ALL_TRIGGERS, *_KEYWORD_LITERALS, *_ZH_LITERALS, "pass", "pw"}))
 
 
 def _line_spans(text: str, low: str, lo: int, hi: int) -> list[Span]:

@@ -413,6 +413,15 @@ def _dump(value: Any) -> str | None:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
+AuditRow = tuple[int | None, Actor, str, str | None, str | None, Any, Any]
+"""One audit row to write: namespace_id, actor, action, subject_type, subject_id, before, after."""
+
+_AUDIT_INSERT = (
+    "INSERT INTO audit_log(namespace_id, at, actor, action, subject_type, subject_id, before, after)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
 async def audit(
     conn: Connection,
     namespace_id: int | None,
@@ -424,15 +433,25 @@ async def audit(
     after: Any = None,
 ) -> None:
     """Append one audit row inside the caller's transaction. Secrets in before/after are redacted first."""
-    before, after = redact_value(before), redact_value(after)
-    cursor = await conn.execute(
-        "INSERT INTO audit_log(namespace_id, at, actor, action, subject_type, subject_id, before, after)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (namespace_id, now_iso(), actor, action, subject_type, subject_id, _dump(before), _dump(after)),
-    )
+    await audit_rows(conn, [(namespace_id, actor, action, subject_type, subject_id, before, after)])
+
+
+async def audit_rows(conn: Connection, rows: Iterable[AuditRow]) -> None:
+    """Append audit rows inside the caller's transaction, in order, as one statement (executemany: a capture that
+    seals a block writes its rows at once). Secrets in before/after are redacted first. A task collecting its audit
+    ids (``collect_audit_ids``) gets them row by row: executemany reports no row ids."""
+    at = now_iso()
+    values = [
+        (ns, at, actor, action, subject_type, subject_id, _dump(redact_value(before)), _dump(redact_value(after)))
+        for ns, actor, action, subject_type, subject_id, before, after in rows
+    ]
     collector = _audit_ids.get()
     if collector is not None and collector[0] is asyncio.current_task():
-        collector[1].append(int(cursor.lastrowid or 0))
+        for row in values:
+            cursor = await conn.execute(_AUDIT_INSERT, row)
+            collector[1].append(int(cursor.lastrowid or 0))
+    elif values:
+        await conn.executemany(_AUDIT_INSERT, values)
 
 
 _audit_ids: contextvars.ContextVar[tuple[object, list[int]] | None] = contextvars.ContextVar("audit_ids", default=None)

@@ -13,6 +13,7 @@ from stratagate.storage.schema_leases import LEASES_SQL
 from stratagate.storage.schema_maintain import MAINTAIN_SQL
 from stratagate.storage.schema_privacy import PRIVACY_SQL
 from stratagate.storage.schema_recall import RECALL_SQL
+from stratagate.storage.schema_shapes import SHAPES_SQL
 from stratagate.storage.schema_tail import TAIL_SQL
 
 MIGRATION_1 = """
@@ -339,6 +340,6 @@ CREATE TABLE graph_projection(
 
 MIGRATIONS: list[str] = [
     MIGRATION_1, MIGRATION_2, MIGRATION_3, EVIDENCE_SQL, DENSE_SQL, PRIVACY_SQL, LEASES_SQL, CONTEXT_SQL, MAINTAIN_SQL,
-    RECALL_SQL, ERASE_SQL, TAIL_SQL,
+    RECALL_SQL, ERASE_SQL, TAIL_SQL, SHAPES_SQL,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
