@@ -271,6 +271,10 @@ _SHAPES: dict[str, re.Pattern[str]] = {
     "negation": re.compile(r"\b(?:not|no|never|nobody|nothing|none|without)\b|n't\b|不|没|别|无", re.I),
     "please": re.compile(r"\bplease\b|\bpls\b|请|麻烦", re.I),
     "number": re.compile(r"\d"),
+    # A one-off edit of the code at hand ("swap the axios call for fetch in this component") is no event.
+    "local": re.compile(r"\b(?:this|that|these)\s+(?:file|function|component|line|class|method|snippet|block|call|"
+                        r"loop|query|page|variable|object|test|cell)s?\b|\bhere\b|这个(?:文件|函数|组件|变量|方法|类)|"
+                        r"这段|这里|这行|这块|此处", re.I),
     "zh_le_mid": re.compile(r"了(?=[\u4e00-\u9fff])"),
     "zh_guo": re.compile(r"过(?![去来])"),
     "zh_future": re.compile(r"将|要|会|打算|准备"),
@@ -279,6 +283,11 @@ _SHAPES: dict[str, re.Pattern[str]] = {
     "zh_subject_i": re.compile(r"^我(?!们)"),
     "zh_imperative": re.compile(r"^(?:请|别|不要|用|把|给|记得|统一|尽量|保持)"),
 }
+
+
+_TOOL_SWAP = re.compile(r"TOOL not TOOL|TOOL instead of TOOL|from TOOL to TOOL|TOOL over TOOL|"
+                        r"^(?:switch|swap|move|migrat|go|chang)\w* (?:\w+ ){0,3}(?:to|for|with) TOOL|"
+                        r"^(?:use|go with) TOOL(?: not TOOL)?$")
 
 
 def _shape_features(sentence: str) -> list[str]:
@@ -329,6 +338,9 @@ def features(sentence: str) -> list[str]:
     size = len(latin) + len(chars) // 2
     feats.append("len:1" if size <= 2 else "len:3" if size <= 4 else "len:5+")
     feats += _shape_features(sentence)
+    # One tool put in another's place: "use TOOL, not TOOL", "switch to TOOL", "TOOL instead of TOOL".
+    if _TOOL_SWAP.search(" ".join(tokens)):
+        feats.append("shape:tool_swap")
     return list(dict.fromkeys(feats))
 
 
@@ -391,11 +403,14 @@ def judge(sentence: str, weights: Model | None = None) -> Kind:
     if why is not None:
         return Kind("none", 1.0, reason=why)
     chosen = weights or model()
-    probs = chosen.probabilities(features(text))
+    feats = features(text)
+    probs = chosen.probabilities(feats)
     if probs[0] >= chosen.threshold:
         return Kind("none", probs[0])
     best = max(range(1, len(LABELS)), key=lambda i: probs[i])
-    if probs[best] < chosen.min_kind * (1.0 - probs[0]):
+    if "shape:tool_swap" in feats:
+        best = LABELS.index("change")  # one tool put in another's place replaces a state, whatever else it is
+    elif probs[best] < chosen.min_kind * (1.0 - probs[0]):
         return Kind("none", probs[0])
     label = LABELS[best]
     scope: Literal["project", "user"] = (
