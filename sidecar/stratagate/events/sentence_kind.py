@@ -10,12 +10,13 @@ Two steps, cheapest first:
    word-pair stems with the names of tools and products replaced by placeholders ("switch from TOOL to TOOL"),
    character 1–3-grams of Chinese, the cue table's verdict (text/cues.py) as one more feature, whether the
    sentence names a time and whether that time is ahead, word groups ("must / never / 必须"), and how the sentence
-   is built (its first word's class, tense, modal, negation, "from X to Y" and "X instead of Y" shapes, Chinese
-   aspect markers and subjects). A sentence is an event only when the model is confident enough of both "an
-   event" and its kind (``Model``). It is trained offline by ``scripts/train_sentence_kinds.py`` on the train
-   split of the labelled corpus in ``tests/fixtures/extraction/`` (settings chosen by cross-validation on that
-   split) and shipped as ``events/data/sentence_kinds.json``; run time is pure Python (no numpy, no encoder),
-   loaded on first use, so it works with the dense channel off.
+   is built (its first word's class, tense, modal, negation, "from X to Y" and "X instead of Y" shapes, a one-off
+   edit of the code at hand, Chinese aspect markers and subjects). A sentence is an event only when the model is
+   confident enough of both "an event" and its kind (``Model``); one tool put in another's place ("use pnpm, not
+   npm") is then a change whatever the model's likeliest kind. It is trained offline by
+   ``scripts/train_sentence_kinds.py`` on the train split of the labelled corpus in ``tests/fixtures/extraction/``
+   (settings chosen by cross-validation on that split) and shipped as ``events/data/sentence_kinds.json``; run
+   time is pure Python (no numpy, no encoder), loaded on first use, so it works with the dense channel off.
 
 English and Chinese are what the corpus covers. Other languages get the guards that apply to them (a trailing
 question mark) and whatever their Latin-script words and tool names share with English; the model's "none" is the
