@@ -89,7 +89,7 @@ STAGES: tuple[Stage, ...] = (
             "a session tail sealed: idle, session.close, shutdown (a short block)",
             "memory_erase / memory_forget erase=true (a rebuilt block)",
         ),
-        recover="stratagate.blocks.summarize:requeue_fallbacks",
+        recover="stratagate.blocks.upgrade:requeue_fallbacks",
         recovers="re-queued at start (and after a model success) while its block has fallback views: the upgrade",
     ),
     Stage(
@@ -100,7 +100,7 @@ STAGES: tuple[Stage, ...] = (
         follow_ups=(GRAPH_PROJECTION, EMBEDDING),
         waits_while=EXTRACTION_ORDER,
         waits_for="an earlier block of its namespace whose events are not admitted yet (block order)",
-        recover="stratagate.events.extraction:recover_jobs",
+        recover="stratagate.events.recovery:recover_jobs",
         recovers="re-derived at start if lost between a handler's commit and its queuing; failed ones re-queued at "
         "start while its block's events are the rule fallback",
     ),

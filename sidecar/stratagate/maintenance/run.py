@@ -1,7 +1,7 @@
 """A maintenance pass, the ``maintenance`` job that runs it on a schedule, and the start-up check.
 
 A pass, in order: consolidation of the events changed since the last pass (sweep.py; every event on the first pass
-or when ``full``), the upgrade trigger of rule-written fallback blocks (``blocks.summarize.requeue_fallbacks``),
+or when ``full``), the upgrade trigger of rule-written fallback blocks (``blocks.upgrade.requeue_fallbacks``),
 re-projection of a stale graph (reproject.py), FTS/SQLite optimize (optimize.py), then the report (stats.py), stored
 with the run in ``maintenance_runs``. Each step works in short slices, each its own transaction, and between two
 slices waits while a request is in flight (gate.py), so captures and reads never wait for a pass. Nothing is deleted.
@@ -20,9 +20,9 @@ import asyncio
 import time
 from typing import Any
 
-from stratagate.blocks import summarize
+from stratagate.blocks import upgrade
 from stratagate.config import Settings
-from stratagate.events import extraction
+from stratagate.events import recovery
 from stratagate.jobs.pipeline import StageDeps
 from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.maintenance import consolidate, optimize, reproject, stats, store, sweep
@@ -68,11 +68,11 @@ class Maintenance:
 
 
 async def _requeue_fallbacks(db: Database, max_attempts: int) -> dict[str, int]:
-    """The upgrade triggers of rule-written fallback output: blocks' views (``blocks.summarize``) and blocks' events
-    (``events.extraction``) get their model jobs again."""
+    """The upgrade triggers of rule-written fallback output: blocks' views (``blocks.upgrade``) and blocks' events
+    (``events.recovery``) get their model jobs again. Neither module imports the summarizer or the extractor."""
     return {
-        "blocks": int(await summarize.requeue_fallbacks(db, max_attempts)),
-        "events": int(await extraction.requeue_fallbacks(db, max_attempts)),
+        "blocks": int(await upgrade.requeue_fallbacks(db, max_attempts)),
+        "events": int(await recovery.requeue_fallbacks(db, max_attempts)),
     }
 
 
