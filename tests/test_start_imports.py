@@ -83,12 +83,19 @@ LAZY = (
     "stratagate.events.sentence_kind",
     "stratagate.events.extraction_model",
     "stratagate.blocks.summary_model",
+    "stratagate.maintenance.consolidate",  # a maintenance pass's steps: imported by the first pass
+    "stratagate.maintenance.shapes",
+    "stratagate.maintenance.sweep",
+    "stratagate.maintenance.reproject",
+    "stratagate.maintenance.optimize",
+    "stratagate.maintenance.stats",
 )
 
 
 def test_serve_and_the_app_import_no_stage_handler_module() -> None:
     """The stages' recovers at start (blocks/upgrade.py, events/recovery.py) and the maintenance start-up check
-    need none of the handlers' modules; the handlers are imported with their stage's first job, in a thread."""
+    need none of the handlers' modules nor a pass's steps; the handlers are imported with their stage's first job,
+    the steps with the first pass, both in a thread."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATAGATE_")}
     env["PYTHONPATH"] = str(REPO / "sidecar")
     probe = LAZY_PROBE.replace("{LAZY}", repr(set(LAZY)))

@@ -25,7 +25,7 @@ from stratagate.config import Settings
 from stratagate.events import recovery
 from stratagate.jobs.pipeline import StageDeps
 from stratagate.jobs.queue import JobRow, mark_done
-from stratagate.maintenance import consolidate, optimize, reproject, stats, store, sweep
+from stratagate.maintenance import store
 from stratagate.maintenance.gate import Gate, Pause
 from stratagate.redact import preview
 from stratagate.storage.db import Actor, Database, audit
@@ -37,6 +37,16 @@ START_DELAY_S = 60.0
 
 QUEUED_AT_START = "overdue: queued"
 """What ``at_start`` answers when it queued the job: that job's pass is recorded with the trigger "start"."""
+
+
+def _import_steps() -> None:
+    """The pass's steps (consolidation, shapes, re-projection, optimize, the report): imported by the first pass or
+    dry run, in a thread, not by the sidecar's start, whose ``at_start`` needs only the store."""
+    from stratagate.maintenance import consolidate, optimize, reproject, stats, sweep  # noqa: F401
+
+
+async def _steps_imported() -> None:
+    await asyncio.to_thread(_import_steps)  # a first import on the loop would hold every request behind it
 
 
 class Maintenance:
@@ -78,6 +88,9 @@ async def _requeue_fallbacks(db: Database, max_attempts: int) -> dict[str, int]:
 
 async def dry_run(conn: ReadConnection, settings: Settings, trigger: str = "manual") -> dict[str, Any]:
     """What a pass would do now, by reading ``conn`` only."""
+    await _steps_imported()
+    from stratagate.maintenance import consolidate, optimize, reproject, stats
+
     merges = await consolidate.plan(conn)
     stale = await reproject.plan(conn)
     return {
@@ -96,6 +109,9 @@ async def dry_run(conn: ReadConnection, settings: Settings, trigger: str = "manu
 async def _run_pass(db: Database, settings: Settings, trigger: str, actor: Actor, full: bool,
                     pause: Pause) -> dict[str, Any]:
     """``Maintenance.run_pass`` under its lock. Every step works in slices that yield the loop between them."""
+    await _steps_imported()
+    from stratagate.maintenance import optimize, reproject, stats, sweep
+
     async with db.transaction() as conn:
         run_id = await store.start_run(conn, trigger)
     try:
