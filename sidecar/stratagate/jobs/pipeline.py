@@ -5,7 +5,9 @@ or recovery function). Nothing else lists job kinds: the runner, the app, ``jobs
 ``STAGES`` (tests/test_pipeline.py checks that no other module spells a kind and that the docs match).
 
 Handlers and stage functions are named by import path (``"module:attribute"``) and resolved by the app, which sits
-above every stage: the jobs layer stays below the stages it runs (see the layers contract in pyproject.toml).
+above every stage: the jobs layer stays below the stages it runs (see the layers contract in pyproject.toml). A
+``handler``'s module is imported with its stage's first job (start-up imports none); a ``recover`` runs at every
+start, so it lives in a module that imports no handler code.
 
 Contracts of the named functions:
 
