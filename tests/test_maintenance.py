@@ -292,8 +292,8 @@ async def test_stale_facts_and_unprojected_events_are_repaired(tmp_path: Path):
 
 
 async def test_a_pass_is_recorded_reports_and_deletes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from stratagate.blocks import summarize
-    from stratagate.events import extraction
+    from stratagate.blocks import upgrade
+    from stratagate.events import recovery
 
     calls: list[tuple[str, int]] = []
 
@@ -305,8 +305,8 @@ async def test_a_pass_is_recorded_reports_and_deletes_nothing(tmp_path: Path, mo
         return requeue
 
     # The upgrade triggers of fallback blocks and events (zblocks', zevents'), whatever they do, are called once.
-    monkeypatch.setattr(summarize, "requeue_fallbacks", fake("blocks", 3), raising=False)
-    monkeypatch.setattr(extraction, "requeue_fallbacks", fake("events", 1), raising=False)
+    monkeypatch.setattr(upgrade, "requeue_fallbacks", fake("blocks", 3))
+    monkeypatch.setattr(recovery, "requeue_fallbacks", fake("events", 1))
     settings_ = Settings(db=tmp_path / "memory.db", dense=False, job_max_attempts=4)
     db = await open_db(settings_.db)
     try:

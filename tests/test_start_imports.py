@@ -62,3 +62,43 @@ def test_serve_imports_neither_the_page_nor_the_tools_nor_the_other_handler_modu
     out = subprocess.run([sys.executable, "-c", SERVE_PROBE], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.splitlines()[-1]) == []
+
+
+LAZY_PROBE = """
+import json, pathlib, sys, tempfile
+import stratagate.cli, stratagate.context.settings, stratagate.rpc.server
+from stratagate.app import App
+from stratagate.config import load_settings
+App(load_settings({"db": pathlib.Path(tempfile.mkdtemp()) / "m.db"}, environ={}))
+print(json.dumps(sorted(m for m in sys.modules if m in {LAZY})))
+"""
+
+LAZY = (
+    "stratagate.blocks.summarize",  # the stages' handlers: built with their first job (app.build_runner)
+    "stratagate.events.extraction",
+    "stratagate.graph.projection",
+    "stratagate.events.admit",  # what the handlers import: admission, claims, cues, the sentence classifier
+    "stratagate.events.claims",
+    "stratagate.text.cues",
+    "stratagate.events.sentence_kind",
+    "stratagate.events.extraction_model",
+    "stratagate.blocks.summary_model",
+    "stratagate.maintenance.consolidate",  # a maintenance pass's steps: imported by the first pass
+    "stratagate.maintenance.shapes",
+    "stratagate.maintenance.sweep",
+    "stratagate.maintenance.reproject",
+    "stratagate.maintenance.optimize",
+    "stratagate.maintenance.stats",
+)
+
+
+def test_serve_and_the_app_import_no_stage_handler_module() -> None:
+    """The stages' recovers at start (blocks/upgrade.py, events/recovery.py) and the maintenance start-up check
+    need none of the handlers' modules nor a pass's steps; the handlers are imported with their stage's first job,
+    the steps with the first pass, both in a thread."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATAGATE_")}
+    env["PYTHONPATH"] = str(REPO / "sidecar")
+    probe = LAZY_PROBE.replace("{LAZY}", repr(set(LAZY)))
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[-1]) == []

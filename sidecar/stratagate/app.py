@@ -15,7 +15,7 @@ from stratagate import __version__, tokens, user_settings, wiring
 from stratagate.blocks.tail import TailSealer
 from stratagate.config import Settings
 from stratagate.jobs import pipeline
-from stratagate.jobs.queue import latest_failure
+from stratagate.jobs.queue import JobRow, latest_failure
 from stratagate.jobs.runner import JobRunner, PermanentJobError
 from stratagate.maintenance.run import Maintenance
 from stratagate.maintenance.store import scheduled_jobs
@@ -41,13 +41,28 @@ def _resolve(path: str) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
+class _OnDemandHandler:
+    """A stage's handler built with its first job: its module (the summarizer, the extractor, the projection) is
+    imported then, in a thread, so that a start imports none of them and the import does not hold the loop."""
+
+    def __init__(self, path: str, deps: pipeline.StageDeps):
+        self._path, self._deps = path, deps
+        self._handler: Any = None
+
+    async def __call__(self, job: JobRow) -> Any:
+        if self._handler is None:
+            factory = await asyncio.to_thread(_resolve, self._path)
+            self._handler = self._handler or factory(self._deps)
+        return await self._handler(job)
+
+
 def build_runner(db: Database, settings: Settings, deps: pipeline.StageDeps, notify: Any = None) -> JobRunner:
     """The job runner of the declared pipeline: one handler per stage, follow-up queues, recoveries, and the
     attempts, backoff, watch and lease settings."""
     stages = pipeline.STAGES
     return JobRunner(
         db,
-        {stage.kind: _resolve(stage.handler)(deps) for stage in stages},
+        {stage.kind: _OnDemandHandler(stage.handler, deps) for stage in stages},
         concurrency=settings.model_concurrency,
         backoff_base=settings.job_backoff_base,
         backoff_cap=settings.job_backoff_cap,

@@ -23,10 +23,10 @@ from stratagate.activation.longterm import render_longterm, summary
 from stratagate.blocks import queries as block_queries
 from stratagate.blocks.render import LEVEL_LABELS
 from stratagate.blocks.views import BlockRow, session_blocks
-from stratagate.capture.models import Name
 from stratagate.config import Settings
 from stratagate.events import queries as event_queries
 from stratagate.events.forgotten import Forgotten, load, shown_view
+from stratagate.protocol.types import Name
 from stratagate.safety.inert import Named, heading, quote
 from stratagate.storage import lookup
 from stratagate.storage.db import Database

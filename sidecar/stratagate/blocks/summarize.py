@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -20,13 +19,15 @@ from stratagate import ids
 from stratagate.blocks.extractive import extractive_summary
 from stratagate.blocks.render import render_l0, render_l2
 from stratagate.blocks.summary_model import BlockSummary
+from stratagate.blocks.upgrade import requeue_fallbacks as requeue_fallbacks  # its old home: callers import it here
+from stratagate.blocks.upgrade import requeue_fallbacks_in
 from stratagate.blocks.views import block_messages
 from stratagate.config import Settings
-from stratagate.jobs.pipeline import BLOCK_SUMMARY, EVENT_EXTRACTION, FollowUp, StageDeps
+from stratagate.jobs.pipeline import EVENT_EXTRACTION, FollowUp, StageDeps
 from stratagate.jobs.queue import JobRow, enqueue, mark_done, requeue
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.redact import preview, redact
-from stratagate.storage.db import JOBS_QUEUED, Database, audit, on_commit
+from stratagate.storage.db import Database, audit
 from stratagate.storage.sqlconn import Connection
 from stratagate.timeutil import now_iso
 
@@ -52,41 +53,6 @@ self-contained lines) and has_durable_facts."""
 def job_handler(deps: StageDeps) -> BlockSummarizer:
     """The ``block_summary`` stage's handler (declared in jobs/pipeline.py)."""
     return BlockSummarizer(deps.db, deps.gateway, deps.count, deps.settings)
-
-
-async def requeue_fallbacks(
-    db: Database, max_attempts: int, namespace_id: int | None = None, limit: int | None = None
-) -> int:
-    """Put the finished (failed or done) ``block_summary`` jobs of blocks still on fallback views back in the queue,
-    so the model gets another chance to write them (the upgrade). Idempotent: a queued or running job is left as it
-    is. Run at every start (the stage's ``recover``) and by the maintenance run; a model success runs the bounded,
-    per-namespace form inside its own transaction."""
-    async with db.transaction() as conn:
-        return await _requeue_fallbacks(conn, max_attempts, namespace_id, limit)
-
-
-async def _requeue_fallbacks(
-    conn: Connection, max_attempts: int, namespace_id: int | None, limit: int | None
-) -> int:
-    rows = await conn.execute_fetchall(
-        "SELECT j.id, j.namespace_id, j.status, j.attempts FROM jobs j JOIN blocks b ON b.id = j.subject_id"
-        " WHERE j.kind = ? AND j.status IN ('failed', 'done') AND b.status = 'ready'"
-        " AND b.summary_source = 'fallback' AND (? IS NULL OR b.namespace_id = ?) ORDER BY j.id LIMIT ?",
-        (BLOCK_SUMMARY, namespace_id, namespace_id, -1 if limit is None else limit),
-    )
-    for row in rows:
-        await conn.execute(
-            "UPDATE jobs SET status = 'queued', attempts = 0, max_attempts = ?, next_run_at = ?, updated_at = ?"
-            " WHERE id = ? AND status IN ('failed', 'done')",
-            (max_attempts, time.time(), now_iso(), row["id"]),
-        )
-        await audit(
-            conn, row["namespace_id"], "system", "job.requeued_for_upgrade", "job", ids.make("job", row["id"]),
-            {"status": row["status"], "attempts": row["attempts"]}, {"status": "queued", "attempts": 0},
-        )
-    if rows:
-        on_commit(conn, JOBS_QUEUED)
-    return len(rows)
 
 
 @dataclass
@@ -247,7 +213,9 @@ class BlockSummarizer:
                 follow_ups = await self._extraction(conn, job, source, upgrade, durable)
             if source == "model":
                 # The model answers: blocks it failed on earlier get their turn again (a few per success).
-                await _requeue_fallbacks(conn, self._settings.job_max_attempts, job.namespace_id, UPGRADES_PER_SUCCESS)
+                await requeue_fallbacks_in(
+                    conn, self._settings.job_max_attempts, job.namespace_id, UPGRADES_PER_SUCCESS
+                )
             if source != "fallback":
                 await mark_done(conn, job)
         return follow_ups

@@ -31,10 +31,12 @@ from stratagate.events.admit import Candidate, Options, admit, fingerprint_of
 from stratagate.events.extraction_model import MAX_RELATED, EventDraft, ExtractionOutput
 from stratagate.events.lexicon import category_terms
 from stratagate.events.models import EventRow
+from stratagate.events.recovery import recover_jobs as recover_jobs  # its old home: callers import it here
+from stratagate.events.recovery import requeue_fallbacks as requeue_fallbacks
 from stratagate.events.rule_extraction import RuleProposal, propose
 from stratagate.events.store import Source
-from stratagate.jobs.pipeline import EMBEDDING, EVENT_EXTRACTION, FollowUp, StageDeps
-from stratagate.jobs.queue import JobRow, enqueue_missing, mark_done, retry
+from stratagate.jobs.pipeline import EMBEDDING, FollowUp, StageDeps
+from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.redact import redact
 from stratagate.safety.inert import inert
@@ -141,33 +143,6 @@ def job_handler(deps: StageDeps) -> EventExtractor:
     """The ``event_extraction`` stage's handler (declared in jobs/pipeline.py)."""
     # Read at every job: the Memory page switches the model route of the running sidecar (page.settings.set).
     return EventExtractor(deps.db, deps.gateway, deps.count, zero_model=lambda: deps.settings.zero_model)
-
-
-async def recover_jobs(db: Database, max_attempts: int) -> int:
-    """Extraction jobs of ready blocks with durable facts that never got one (the summary's follow-up was lost to a
-    crash between its commit and the runner's follow-up transaction), and a fresh try for the blocks whose events
-    are still the rule fallback (the model may be back). Idempotent."""
-    missing = await enqueue_missing(
-        db, EVENT_EXTRACTION, "SELECT id, namespace_id FROM blocks WHERE status = 'ready' AND has_durable_facts = 1",
-        max_attempts,
-    )
-    return missing + await requeue_fallbacks(db, max_attempts)
-
-
-async def requeue_fallbacks(db: Database, max_attempts: int) -> int:
-    """Give the failed extraction jobs of blocks whose events are the rule fallback a fresh attempt budget (the
-    model may answer again: its events then join the fallback's). Returns how many were re-queued.
-    ``max_attempts`` is accepted for the shared signature of the stage functions; the budget is the job's own."""
-    del max_attempts
-    rows = await db.fetchall(
-        "SELECT j.id FROM jobs j JOIN blocks b ON b.id = j.subject_id"
-        " WHERE j.kind = ? AND j.status = 'failed' AND b.events_source = 'fallback'",
-        (EVENT_EXTRACTION,),
-    )
-    requeued = 0
-    for row in rows:
-        requeued += len(await retry(db, int(row["id"]), None, "system"))
-    return requeued
 
 
 class EventExtractor:

@@ -5,7 +5,9 @@ or recovery function). Nothing else lists job kinds: the runner, the app, ``jobs
 ``STAGES`` (tests/test_pipeline.py checks that no other module spells a kind and that the docs match).
 
 Handlers and stage functions are named by import path (``"module:attribute"``) and resolved by the app, which sits
-above every stage: the jobs layer stays below the stages it runs (see the layers contract in pyproject.toml).
+above every stage: the jobs layer stays below the stages it runs (see the layers contract in pyproject.toml). A
+``handler``'s module is imported with its stage's first job (start-up imports none); a ``recover`` runs at every
+start, so it lives in a module that imports no handler code.
 
 Contracts of the named functions:
 
@@ -89,7 +91,7 @@ STAGES: tuple[Stage, ...] = (
             "a session tail sealed: idle, session.close, shutdown (a short block)",
             "memory_erase / memory_forget erase=true (a rebuilt block)",
         ),
-        recover="stratagate.blocks.summarize:requeue_fallbacks",
+        recover="stratagate.blocks.upgrade:requeue_fallbacks",
         recovers="re-queued at start (and after a model success) while its block has fallback views: the upgrade",
     ),
     Stage(
@@ -100,7 +102,7 @@ STAGES: tuple[Stage, ...] = (
         follow_ups=(GRAPH_PROJECTION, EMBEDDING),
         waits_while=EXTRACTION_ORDER,
         waits_for="an earlier block of its namespace whose events are not admitted yet (block order)",
-        recover="stratagate.events.extraction:recover_jobs",
+        recover="stratagate.events.recovery:recover_jobs",
         recovers="re-derived at start if lost between a handler's commit and its queuing; failed ones re-queued at "
         "start while its block's events are the rule fallback",
     ),

@@ -16,12 +16,14 @@ Stale is one of three things, all found by reading:
 
 from __future__ import annotations
 
+import asyncio
+from types import ModuleType
+
 from pydantic import BaseModel, Field
 
 from stratagate import ids
 from stratagate.events import store as events
 from stratagate.graph import store as graph
-from stratagate.graph.projection import mark_projected, project_event
 from stratagate.jobs import queue
 from stratagate.jobs.pipeline import GRAPH_PROJECTION
 from stratagate.maintenance import store
@@ -59,8 +61,18 @@ class Repaired(BaseModel):
     projection_jobs_retried: list[str] = Field(default_factory=list)
 
 
+def _projection() -> ModuleType:
+    """The graph projection (claims, cues, the graph writer): imported when an event needs projecting, so that the
+    sidecar's start, which imports this module, does not pay for it."""
+    from stratagate.graph import projection
+
+    return projection
+
+
 async def apply(db: Database, todo: StalePlan, actor: Actor) -> Repaired:
     out = Repaired()
+    # In a thread: its first import would hold the loop (and every request) for tens of milliseconds.
+    projection = await asyncio.to_thread(_projection) if todo.unprojected else None
     for fact_id in todo.facts:  # one short transaction each
         async with db.transaction() as conn:
             fact = await graph.get_fact(conn, fact_id)
@@ -77,7 +89,8 @@ async def apply(db: Database, todo: StalePlan, actor: Actor) -> Repaired:
             event = await events.get_event(conn, event_id)
             if event is None or event.status not in ("active", "disputed"):
                 continue
-            await mark_projected(conn, event.id, await project_event(conn, event, actor))
+            assert projection is not None
+            await projection.mark_projected(conn, event.id, await projection.project_event(conn, event, actor))
             out.events_projected.append(event.public_id)
     for job_id in todo.failed_jobs:
         out.projection_jobs_retried += [ids.make("job", j) for j in await queue.retry(db, job_id, None, actor)]

@@ -1,7 +1,7 @@
 """A maintenance pass, the ``maintenance`` job that runs it on a schedule, and the start-up check.
 
 A pass, in order: consolidation of the events changed since the last pass (sweep.py; every event on the first pass
-or when ``full``), the upgrade trigger of rule-written fallback blocks (``blocks.summarize.requeue_fallbacks``),
+or when ``full``), the upgrade trigger of rule-written fallback blocks (``blocks.upgrade.requeue_fallbacks``),
 re-projection of a stale graph (reproject.py), FTS/SQLite optimize (optimize.py), then the report (stats.py), stored
 with the run in ``maintenance_runs``. Each step works in short slices, each its own transaction, and between two
 slices waits while a request is in flight (gate.py), so captures and reads never wait for a pass. Nothing is deleted.
@@ -20,12 +20,12 @@ import asyncio
 import time
 from typing import Any
 
-from stratagate.blocks import summarize
+from stratagate.blocks import upgrade
 from stratagate.config import Settings
-from stratagate.events import extraction
+from stratagate.events import recovery
 from stratagate.jobs.pipeline import StageDeps
 from stratagate.jobs.queue import JobRow, mark_done
-from stratagate.maintenance import consolidate, optimize, reproject, stats, store, sweep
+from stratagate.maintenance import store
 from stratagate.maintenance.gate import Gate, Pause
 from stratagate.redact import preview
 from stratagate.storage.db import Actor, Database, audit
@@ -37,6 +37,16 @@ START_DELAY_S = 60.0
 
 QUEUED_AT_START = "overdue: queued"
 """What ``at_start`` answers when it queued the job: that job's pass is recorded with the trigger "start"."""
+
+
+def _import_steps() -> None:
+    """The pass's steps (consolidation, shapes, re-projection, optimize, the report): imported by the first pass or
+    dry run, in a thread, not by the sidecar's start, whose ``at_start`` needs only the store."""
+    from stratagate.maintenance import consolidate, optimize, reproject, stats, sweep  # noqa: F401
+
+
+async def _steps_imported() -> None:
+    await asyncio.to_thread(_import_steps)  # a first import on the loop would hold every request behind it
 
 
 class Maintenance:
@@ -68,16 +78,19 @@ class Maintenance:
 
 
 async def _requeue_fallbacks(db: Database, max_attempts: int) -> dict[str, int]:
-    """The upgrade triggers of rule-written fallback output: blocks' views (``blocks.summarize``) and blocks' events
-    (``events.extraction``) get their model jobs again."""
+    """The upgrade triggers of rule-written fallback output: blocks' views (``blocks.upgrade``) and blocks' events
+    (``events.recovery``) get their model jobs again. Neither module imports the summarizer or the extractor."""
     return {
-        "blocks": int(await summarize.requeue_fallbacks(db, max_attempts)),
-        "events": int(await extraction.requeue_fallbacks(db, max_attempts)),
+        "blocks": int(await upgrade.requeue_fallbacks(db, max_attempts)),
+        "events": int(await recovery.requeue_fallbacks(db, max_attempts)),
     }
 
 
 async def dry_run(conn: ReadConnection, settings: Settings, trigger: str = "manual") -> dict[str, Any]:
     """What a pass would do now, by reading ``conn`` only."""
+    await _steps_imported()
+    from stratagate.maintenance import consolidate, optimize, reproject, stats
+
     merges = await consolidate.plan(conn)
     stale = await reproject.plan(conn)
     return {
@@ -96,6 +109,9 @@ async def dry_run(conn: ReadConnection, settings: Settings, trigger: str = "manu
 async def _run_pass(db: Database, settings: Settings, trigger: str, actor: Actor, full: bool,
                     pause: Pause) -> dict[str, Any]:
     """``Maintenance.run_pass`` under its lock. Every step works in slices that yield the loop between them."""
+    await _steps_imported()
+    from stratagate.maintenance import optimize, reproject, stats, sweep
+
     async with db.transaction() as conn:
         run_id = await store.start_run(conn, trigger)
     try:
