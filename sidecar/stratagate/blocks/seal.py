@@ -92,9 +92,9 @@ async def _seal_run(
         turn_ids,
     )
     views = seal_views([from_row(r) for r in rows], count)
-    seq_row = await (
-        await conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM blocks WHERE session_id = ?", (session_id,))
-    ).fetchone()
+    (seq_row,) = await conn.execute_fetchall(
+        "SELECT COALESCE(MAX(seq), 0) + 1 FROM blocks WHERE session_id = ?", (session_id,)
+    )
     seq = int(seq_row[0])
     cur = await conn.execute(
         "INSERT INTO blocks(namespace_id, session_id, seq, first_turn, last_turn, status, sealed_at,"

@@ -68,12 +68,12 @@ async def requeue_fallbacks(
 async def _requeue_fallbacks(
     conn: Connection, max_attempts: int, namespace_id: int | None, limit: int | None
 ) -> int:
-    rows = await conn.execute_fetchall(
+    rows = list(await conn.execute_fetchall(
         "SELECT j.id, j.namespace_id, j.status, j.attempts FROM jobs j JOIN blocks b ON b.id = j.subject_id"
         " WHERE j.kind = ? AND j.status IN ('failed', 'done') AND b.status = 'ready'"
         " AND b.summary_source = 'fallback' AND (? IS NULL OR b.namespace_id = ?) ORDER BY j.id LIMIT ?",
         (BLOCK_SUMMARY, namespace_id, namespace_id, -1 if limit is None else limit),
-    )
+    ))
     for row in rows:
         await conn.execute(
             "UPDATE jobs SET status = 'queued', attempts = 0, max_attempts = ?, next_run_at = ?, updated_at = ?"

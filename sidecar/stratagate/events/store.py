@@ -498,11 +498,11 @@ async def _best_matches(
     when too few of those pass are all matches ranked with the filter (the same answer either way: a match outside
     the index's best ones ranks below every one of them)."""
     pool = wanted * PREFILTER
-    top = await conn.execute_fetchall(
+    top = list(await conn.execute_fetchall(
         "SELECT rowid, bm25(event_fts) AS rank FROM event_fts WHERE event_fts MATCH ?"
         " ORDER BY rank, rowid DESC LIMIT ?",
         (match, pool),
-    )
+    ))
     if not top:
         return []
     passing = {

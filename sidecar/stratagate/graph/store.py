@@ -201,11 +201,9 @@ async def _edge(conn: Connection, namespace_id: int, src: int, predicate: str, d
         " ON CONFLICT(src_id, predicate, dst_id) DO NOTHING",
         (namespace_id, src, predicate, dst, now_iso()),
     )
-    row = await (
-        await conn.execute(
-            "SELECT id FROM graph_edges WHERE src_id = ? AND predicate = ? AND dst_id = ?", (src, predicate, dst)
-        )
-    ).fetchone()
+    (row,) = await conn.execute_fetchall(
+        "SELECT id FROM graph_edges WHERE src_id = ? AND predicate = ? AND dst_id = ?", (src, predicate, dst)
+    )
     return int(row[0])
 
 
