@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from stratagate.storage.db import Database, StorageError, on_commit
 from stratagate.storage.group import GroupCommit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 TABLE = "CREATE TABLE IF NOT EXISTS t(id INTEGER PRIMARY KEY, v TEXT NOT NULL UNIQUE, blob BLOB)"
 

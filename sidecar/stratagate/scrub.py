@@ -28,7 +28,7 @@ from stratagate.events import store as event_store
 from stratagate.graph.store import reindex_node
 from stratagate.safety.secrets import PLACEHOLDER_RE, redact_text, redact_value
 from stratagate.storage.db import Database, audit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.text.messages import search_text
 from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso

@@ -16,7 +16,7 @@ from stratagate.blocks.render import seal_views
 from stratagate.blocks.source import ROW_COLUMNS, from_row
 from stratagate.jobs.queue import BLOCK_SUMMARY, enqueue
 from stratagate.storage.db import audit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 

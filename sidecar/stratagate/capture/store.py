@@ -17,7 +17,7 @@ from stratagate.errors import STORAGE_ERROR, DomainError
 from stratagate.safety.secrets import redact_text, redact_value
 from stratagate.storage.db import ITEMS_ADDED, TURN_CAPTURED, Database, StorageError, audit, on_commit
 from stratagate.storage.lookup import ensure_namespace, ensure_session
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.text.messages import search_text
 from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso, to_iso

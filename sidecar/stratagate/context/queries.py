@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from stratagate.context.records import Layer, Node
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 _NODE_COLUMNS = "seq, type, kind, turn, step, call_id, tool_name, calls, is_error, text, tokens, replaces"

@@ -73,7 +73,7 @@ from stratagate.jobs.queue import BLOCK_SUMMARY, enqueue
 from stratagate.maintenance.store import open_duplicates_of
 from stratagate.storage import lookup
 from stratagate.storage.db import Actor, Database, audit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.text.terms import quote as fts_quote
 from stratagate.timeutil import now_iso
 

@@ -28,7 +28,7 @@ from stratagate.events import common_terms, lexicon
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow, NewEvent, Status
 from stratagate.events.visibility import where as visible_where
 from stratagate.storage.db import ITEMS_ADDED, Actor, audit, on_commit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.text.terms import fts_document, fts_query, quote, terms
 from stratagate.timeutil import now_iso, parse_time, to_iso
 

@@ -31,7 +31,7 @@ from stratagate import ids
 from stratagate.events import queries as event_queries
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP
 from stratagate.storage import lookup
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 Kind = Literal["event", "node"]

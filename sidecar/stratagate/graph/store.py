@@ -19,7 +19,7 @@ from stratagate.events.models import EventRow
 from stratagate.events.store import normalise
 from stratagate.safety.secrets import PLACEHOLDER_RE
 from stratagate.storage.db import Actor, audit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso
 

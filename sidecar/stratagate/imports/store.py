@@ -25,7 +25,7 @@ from stratagate.redact import redact
 from stratagate.safety.secrets import scrub_known, secrets_in
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.storage.lookup import ensure_namespace
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 _TYPES: Final[dict[str, EventType]] = {

@@ -22,7 +22,7 @@ from stratagate.jobs.pipeline import (  # re-exported: the kinds are declared in
 )
 from stratagate.redact import preview
 from stratagate.storage.db import JOBS_QUEUED, Database, audit, on_commit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso, to_iso
 
 __all__ = ["BLOCK_SUMMARY", "EMBEDDING", "EVENT_EXTRACTION", "GRAPH_PROJECTION"]

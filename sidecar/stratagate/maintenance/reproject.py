@@ -26,7 +26,7 @@ from stratagate.jobs import queue
 from stratagate.jobs.pipeline import GRAPH_PROJECTION
 from stratagate.maintenance import store
 from stratagate.storage.db import Actor, Database
-from stratagate.storage.sqlconn import ReadConnection
+from stratagate.storage.sqlite import Connection
 
 
 class StalePlan(BaseModel):
@@ -42,7 +42,7 @@ class StalePlan(BaseModel):
         }
 
 
-async def plan(conn: ReadConnection) -> StalePlan:
+async def plan(conn: Connection) -> StalePlan:
     return StalePlan(
         facts=await store.stale_facts(conn),
         unprojected=await store.unprojected_events(conn),

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from stratagate.events.models import EventRow
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 _EVENT_SELECT = (
     "SELECT e.*, s.key AS session_key, o.name AS namespace_name, o.user_tier AS owner_user_tier"

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from stratagate.storage.db import Database, Signals, StorageError, _rollback, open_signals
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 T = TypeVar("T")
 Work = Callable[[Connection], Awaitable[Any]]

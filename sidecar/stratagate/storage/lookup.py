@@ -11,7 +11,7 @@ from typing import Any
 
 from stratagate.errors import NotFound
 from stratagate.storage.db import Database
-from stratagate.storage.sqlconn import Connection, ReadConnection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 
@@ -37,7 +37,7 @@ async def scope_keys(conn: Connection, namespace: str, session: str | None) -> t
     return ns, await session_key(conn, ns, session)
 
 
-async def namespace_name(conn: ReadConnection, namespace_id: int) -> str | None:
+async def namespace_name(conn: Connection, namespace_id: int) -> str | None:
     row = await (await conn.execute("SELECT name FROM namespaces WHERE id = ?", (namespace_id,))).fetchone()
     return None if row is None else str(row[0])
 
