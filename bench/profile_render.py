@@ -63,21 +63,17 @@ async def hub(facts: int) -> Path:
 async def renders(
     db: Path, ns: str, qs: list[str], rounds: int, profile: cProfile.Profile | None
 ) -> tuple[list[float], list[float], list[object]]:
-    """CPU per render (this process: the loop and the reader's thread, where slow reads run), CPU per render on the
-    loop's thread alone, and the results. Profiled, every read runs inline, so the profile charges each statement to
-    the function that ran it (the reader would otherwise move slow reads to its thread, out of the profile's sight)."""
+    """CPU per render (this process: the loop and the reader's thread, where every read runs), CPU per render on the
+    loop's thread alone, and the results. The profile sees the loop's thread only: a statement's own time is in the
+    reader's thread (the difference of the two CPU figures), its hand-off and row handling on the loop."""
     from stratagate.activation.render import ActivationParams, render_activation
     from stratagate.config import load_settings
-    from stratagate.storage import sqlconn
     from stratagate.storage.db import Database
     from stratagate.tokens import count_tokens
 
     settings = load_settings({"db": str(db)}, environ={"STRATAGATE_DENSE": "off"})
     database = Database(db)
     await database.open()
-    if profile is not None:
-        database.reader.read_budget_s = None
-        sqlconn.SLOW_S = float("inf")
     cpu: list[float] = []
     loop_cpu: list[float] = []
     texts = []

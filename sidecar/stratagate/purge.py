@@ -19,7 +19,7 @@ from typing import Any
 from stratagate.errors import Invalid, NotFound
 from stratagate.storage import lookup
 from stratagate.storage.db import Actor, Database, audit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 _NS = "namespace_id = :ns"
 _SESSIONS = "SELECT id FROM sessions WHERE namespace_id = :ns"

@@ -28,7 +28,7 @@ from stratagate.events import store as event_store
 from stratagate.graph.store import reindex_node
 from stratagate.safety.secrets import PLACEHOLDER_RE, redact_text, redact_value
 from stratagate.storage.db import Database, audit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.text.messages import search_text
 from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso
@@ -212,10 +212,10 @@ async def scrub_open(db: Database, backup_path: str) -> Report:
             changed[table.name] = await _scrub_table(conn, table, report, per_ns)
 
         for message_id, _ in changed["messages"]:
-            row = await (await conn.execute(
+            (row,) = await conn.execute_fetchall(
                 "SELECT role, content, tool_name, tool_arguments, tool_result FROM messages WHERE id = ?",
                 (message_id,),
-            )).fetchone()
+            )
             await conn.execute("DELETE FROM message_fts WHERE rowid = ?", (message_id,))
             terms = fts_document(search_text(dict(row)))
             await conn.execute("INSERT INTO message_fts(rowid, terms) VALUES (?, ?)", (message_id, terms))
@@ -230,14 +230,12 @@ async def scrub_open(db: Database, backup_path: str) -> Report:
             )
         nodes = {i for i, _ in changed["graph_nodes"]}
         for alias_rowid, _ in changed["graph_aliases"]:
-            row = await (
-                await conn.execute("SELECT node_id FROM graph_aliases WHERE rowid = ?", (alias_rowid,))
-            ).fetchone()
+            (row,) = await conn.execute_fetchall("SELECT node_id FROM graph_aliases WHERE rowid = ?", (alias_rowid,))
             nodes.add(int(row[0]))
         for fact_id, _ in changed["graph_facts"]:
-            row = await (await conn.execute("SELECT node_id FROM graph_facts WHERE id = ?", (fact_id,))).fetchone()
-            if row is not None and row[0] is not None:
-                nodes.add(int(row[0]))
+            fact = await (await conn.execute("SELECT node_id FROM graph_facts WHERE id = ?", (fact_id,))).fetchone()
+            if fact is not None and fact[0] is not None:
+                nodes.add(int(fact[0]))
         for node_id in sorted(nodes):
             await reindex_node(conn, node_id)
 

@@ -29,7 +29,7 @@ from stratagate.context import settings as context_settings
 from stratagate.errors import Invalid, explain_validation
 from stratagate.settings_table import ContextPage, Row, Text, rows_of
 from stratagate.storage.db import Database
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 META_KEY = "page_settings"
 CONTEXT_PREFIX = "context_"

@@ -36,7 +36,7 @@ from stratagate.events.visibility import Viewer
 from stratagate.evidence.weights import event_weights
 from stratagate.safety.inert import Named, heading
 from stratagate.search.fusion import rrf
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 MAX_EVENTS = 4
 MAX_TOKENS = 900

@@ -19,7 +19,7 @@ from stratagate.activation import relevance
 from stratagate.graph import read as graph_read
 from stratagate.graph import store as graph
 from stratagate.safety.inert import Named, heading
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 MAX_NODES = 4
 CANDIDATES = 12

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 
 async def has_blocks(conn: Connection, namespace_id: int) -> bool:

@@ -16,7 +16,7 @@ from stratagate.blocks.render import seal_views
 from stratagate.blocks.source import ROW_COLUMNS, from_row
 from stratagate.jobs.queue import BLOCK_SUMMARY, enqueue
 from stratagate.storage.db import AuditRow, audit_rows
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 
@@ -101,9 +101,9 @@ async def _seal_run(
         turn_ids,
     )
     views = seal_views([from_row(r) for r in rows], count)
-    seq_row = await (
-        await conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM blocks WHERE session_id = ?", (session_id,))
-    ).fetchone()
+    (seq_row,) = await conn.execute_fetchall(
+        "SELECT COALESCE(MAX(seq), 0) + 1 FROM blocks WHERE session_id = ?", (session_id,)
+    )
     seq = int(seq_row[0])
     cur = await conn.execute(
         "INSERT INTO blocks(namespace_id, session_id, seq, first_turn, last_turn, status, sealed_at,"

@@ -28,7 +28,7 @@ from stratagate.jobs.queue import JobRow, enqueue, mark_done, requeue
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.redact import preview, redact
 from stratagate.storage.db import Database, audit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 if TYPE_CHECKING:

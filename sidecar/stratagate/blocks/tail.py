@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from stratagate.blocks.seal import seal_open_turns
 from stratagate.config import Settings
 from stratagate.storage.db import Database, StorageError
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import to_iso
 
 log = logging.getLogger("stratagate.tails")

@@ -11,7 +11,7 @@ import time
 from stratagate import ids
 from stratagate.jobs.pipeline import BLOCK_SUMMARY
 from stratagate.storage.db import JOBS_QUEUED, Database, audit, on_commit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 
@@ -30,12 +30,12 @@ async def requeue_fallbacks_in(
     conn: Connection, max_attempts: int, namespace_id: int | None, limit: int | None
 ) -> int:
     """``requeue_fallbacks`` inside the caller's transaction: at most ``limit`` jobs, of one namespace if given."""
-    rows = await conn.execute_fetchall(
+    rows = list(await conn.execute_fetchall(
         "SELECT j.id, j.namespace_id, j.status, j.attempts FROM jobs j JOIN blocks b ON b.id = j.subject_id"
         " WHERE j.kind = ? AND j.status IN ('failed', 'done') AND b.status = 'ready'"
         " AND b.summary_source = 'fallback' AND (? IS NULL OR b.namespace_id = ?) ORDER BY j.id LIMIT ?",
         (BLOCK_SUMMARY, namespace_id, namespace_id, -1 if limit is None else limit),
-    )
+    ))
     for row in rows:
         await conn.execute(
             "UPDATE jobs SET status = 'queued', attempts = 0, max_attempts = ?, next_run_at = ?, updated_at = ?"

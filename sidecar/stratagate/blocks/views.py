@@ -250,9 +250,9 @@ async def expand_block(
     reanchored = False
     if caller_session == block.session_id and target > block.level:
         async with db.transaction() as conn:
-            pos = await (
-                await conn.execute("SELECT MAX(seq) FROM blocks WHERE session_id = ?", (block.session_id,))
-            ).fetchone()
+            (pos,) = await conn.execute_fetchall(
+                "SELECT MAX(seq) FROM blocks WHERE session_id = ?", (block.session_id,)
+            )
             stamp = now_iso()
             await conn.execute(
                 "UPDATE blocks SET anchor_level = ?, anchor_pos = ?, lifted_at = ?, lifted_by = ? WHERE id = ?",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 
 async def recent_words(conn: Connection, session_id: int, turns: int) -> list[str]:

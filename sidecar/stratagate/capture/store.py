@@ -25,7 +25,7 @@ from stratagate.storage.db import (
     on_commit,
 )
 from stratagate.storage.lookup import ensure_namespace, ensure_session
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.text.messages import search_text
 from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso, to_iso

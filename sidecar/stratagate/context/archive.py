@@ -21,7 +21,7 @@ from stratagate.context.models import SurfaceEvent
 from stratagate.context.records import RUNTIME_PLACEHOLDER, RUNTIME_PLUGIN, Call, Node
 from stratagate.errors import DomainError
 from stratagate.redact import redact
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 MESSAGE_TYPES = ("user/message", "assistant/message", "tool/result")
 CHECKPOINT_PLUGIN = "compact"

@@ -31,7 +31,7 @@ from stratagate.events.forgotten import shown_view
 from stratagate.safety.inert import quote
 from stratagate.storage import lookup
 from stratagate.storage.db import Database
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 NEVER_CARDED = frozenset({"decompress"})
 """Tools whose output the model asked for on purpose (restored history): carding it again would undo the ask."""

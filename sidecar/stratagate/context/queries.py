@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from stratagate.context.records import Layer, Node
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 _NODE_COLUMNS = "seq, type, kind, turn, step, call_id, tool_name, calls, is_error, text, tokens, replaces"
@@ -80,25 +80,21 @@ async def session_nodes(conn: Connection, session_id: int) -> list[Node]:
 
 async def count_requests(conn: Connection, session_id: int) -> int:
     """Requests sent so far, estimated by the assistant messages archived (one per model request)."""
-    row = await (
-        await conn.execute(
-            "SELECT count(*) FROM context_nodes WHERE session_id = ? AND type = 'assistant/message'"
-            " AND replaces = '[]'",
-            (session_id,),
-        )
-    ).fetchone()
+    (row,) = await conn.execute_fetchall(
+        "SELECT count(*) FROM context_nodes WHERE session_id = ? AND type = 'assistant/message'"
+        " AND replaces = '[]'",
+        (session_id,),
+    )
     return int(row[0])
 
 
 async def archive_size(conn: Connection, session_id: int) -> tuple[int, int, int]:
     """(nodes, text bytes, tokens) of the session's archive."""
-    row = await (
-        await conn.execute(
-            "SELECT count(*), coalesce(sum(length(CAST(text AS BLOB))), 0), coalesce(sum(tokens), 0)"
-            " FROM context_nodes WHERE session_id = ?",
-            (session_id,),
-        )
-    ).fetchone()
+    (row,) = await conn.execute_fetchall(
+        "SELECT count(*), coalesce(sum(length(CAST(text AS BLOB))), 0), coalesce(sum(tokens), 0)"
+        " FROM context_nodes WHERE session_id = ?",
+        (session_id,),
+    )
     return int(row[0]), int(row[1]), int(row[2])
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from stratagate.context import queries
 from stratagate.context.settings import ContextSettings
 from stratagate.context.surface import Surface
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 
 def current_reminder(state: dict[str, Any] | None) -> str | None:

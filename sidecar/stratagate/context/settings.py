@@ -19,7 +19,7 @@ from stratagate.context import queries
 from stratagate.errors import DomainError, explain_validation
 from stratagate.settings_table import ContextMode
 from stratagate.storage.db import Database
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 Mode = ContextMode
 """The presets, declared with the page's ``context_mode`` row in settings_table.py (tests check the default too)."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from stratagate.context import queries
 from stratagate.context.records import TAG_PREFIX, Layer, Node
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 TAG_ID = re.compile(r"^\[stratagate:[^\]\n]*?\bid=([A-Za-z0-9_]+)")
 

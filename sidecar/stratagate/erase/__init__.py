@@ -73,7 +73,7 @@ from stratagate.jobs.queue import BLOCK_SUMMARY, enqueue
 from stratagate.maintenance.store import open_duplicates_of
 from stratagate.storage import lookup
 from stratagate.storage.db import Actor, Database, audit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.text.terms import quote as fts_quote
 from stratagate.timeutil import now_iso
 
@@ -151,9 +151,9 @@ async def _erase_event(
     scrub = Scrubber()
     for text in [ev.title, ev.summary, ev.narrative, *ev.quotes, ev.time_original]:
         scrub.add(text)
-    source_rows = await conn.execute_fetchall(
+    source_rows = list(await conn.execute_fetchall(
         "SELECT id, message_id, call_id, quote, import_id FROM event_sources WHERE event_id = ?", (ev.id,)
-    )
+    ))
     for s in source_rows:
         scrub.add(s["quote"])
     forgotten = await forgotten_mod.load(conn, ns, None, event_ids=[ev.id])
@@ -406,9 +406,7 @@ async def _scrub_everywhere(conn: Connection, scrub: Scrubber) -> int:
                 )
                 hits.update(r[0] for r in rows)
             for rowkey in sorted(hits):
-                row = await (
-                    await conn.execute(f"SELECT {column} FROM {table} WHERE {key} = ?", (rowkey,))
-                ).fetchone()
+                (row,) = await conn.execute_fetchall(f"SELECT {column} FROM {table} WHERE {key} = ?", (rowkey,))
                 value = str(row[0])
                 new = scrub.stored(value)
                 if new == value:

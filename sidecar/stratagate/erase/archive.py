@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable
 
 from stratagate.erase.scrubber import ERASED, ERASED_ARCHIVE, Scrubber
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 
 async def _holding_nodes(conn: Connection, ns: int, scrub: Scrubber) -> set[tuple[int, int]]:

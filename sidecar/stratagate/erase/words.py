@@ -27,7 +27,7 @@ from stratagate import ids
 from stratagate.erase.scrubber import ERASED, Scrubber
 from stratagate.events import lexicon
 from stratagate.events.forgotten import message_text
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.text.distinctive import candidates, holds
 from stratagate.text.messages import search_text
 from stratagate.text.terms import fts_document, terms

@@ -68,7 +68,7 @@ from stratagate.jobs.pipeline import GRAPH_PROJECTION, FollowUp
 from stratagate.jobs.queue import enqueue
 from stratagate.redact import redact, redact_value
 from stratagate.storage.db import Actor, audit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 TITLE_CHARS = 80
 YIELD_EVERY = 16

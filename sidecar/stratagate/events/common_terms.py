@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection, caches
 from stratagate.text.terms import quote
 
 COMMON_MIN_ROWS = 2000
@@ -30,7 +30,7 @@ class _Count:
 
 
 _CACHE = __name__
-"""This module's entry in the connection's ``caches`` (storage/sqlconn.py): term → its count."""
+"""This module's entry in the connection's ``caches`` (storage/sqlite.py): term → its count."""
 
 
 async def _scalar(conn: Connection, sql: str, params: tuple[object, ...] = ()) -> int:
@@ -47,9 +47,7 @@ async def split(
     total = await _scalar(conn, "SELECT max(id) FROM events")  # ids are event_fts rowids: ≥ the row count
     if total < min_rows:
         return list(terms), []
-    caches = getattr(conn, "caches", None)
-    # A connection without caches (not the sidecar's own): count every time (right, only slower).
-    cache: dict[str, _Count] = {} if caches is None else caches.setdefault(_CACHE, {})
+    cache: dict[str, _Count] = caches(conn).setdefault(_CACHE, {})
     if len(cache) > MAX_CACHED:
         cache.clear()
     keep: list[str] = []

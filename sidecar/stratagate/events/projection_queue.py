@@ -13,7 +13,7 @@ import json
 from stratagate.jobs.pipeline import DEFAULT_MAX_ATTEMPTS, GRAPH_PROJECTION
 from stratagate.jobs.queue import enqueue, enqueue_missing
 from stratagate.storage.db import Database
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 BATCH_SIZE = 8

@@ -6,7 +6,7 @@ from __future__ import annotations
 from stratagate.events.models import EventRow
 from stratagate.events.store import _SELECT
 from stratagate.events.visibility import where as visible_where
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 
 async def has_events(conn: Connection, namespace_id: int | None, session_id: int | None = None) -> bool:

@@ -28,7 +28,7 @@ from stratagate.events import common_terms, lexicon
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow, NewEvent, Status
 from stratagate.events.visibility import where as visible_where
 from stratagate.storage.db import ITEMS_ADDED, Actor, audit, audit_rows, on_commit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.storage.term_feed import EVENTS as EVENT_INDEX
 from stratagate.text.terms import fts_document, fts_query, quote, terms
 from stratagate.timeutil import now_iso, parse_time, to_iso
@@ -208,7 +208,7 @@ async def insert_events(conn: Connection, evs: list[NewEvent], actor: Actor) -> 
     if not evs:
         return []
     now = now_iso()
-    before = (await (await conn.execute("SELECT coalesce(max(id), 0) FROM events")).fetchone())[0]
+    ((before,),) = await conn.execute_fetchall("SELECT coalesce(max(id), 0) FROM events")
     data = [ev.model_dump() for ev in evs]
     cols = [*data[0].keys(), "status", "pinned", "created_at", "updated_at"]
     await conn.executemany(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from stratagate.storage import lookup
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 Tier = Literal["user", "project", "session"]
 

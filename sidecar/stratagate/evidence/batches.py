@@ -20,7 +20,7 @@ from stratagate.errors import Invalid, NotFound, is_storage_full
 from stratagate.protocol.context import ToolContext
 from stratagate.redact import redact_value
 from stratagate.storage import lookup
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 REF_PREFIXES = ("evt", "nod", "fct", "msg", "blk")

@@ -30,7 +30,7 @@ from stratagate.protocol.context import ToolContext
 from stratagate.redact import redact_value
 from stratagate.storage.db import audit
 from stratagate.storage.lookup import ensure_namespace, ensure_session
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 MAX_USE_REFS = 50

@@ -31,7 +31,7 @@ from stratagate import ids
 from stratagate.events import queries as event_queries
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP
 from stratagate.storage import lookup
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 Kind = Literal["event", "node"]
@@ -85,9 +85,9 @@ async def current_turn(conn: Connection, session_id: int | None) -> int:
 async def _turns_since(conn: Connection, session_id: int | None, instant: str) -> int:
     if session_id is None:
         return 0
-    row = await (
-        await conn.execute("SELECT COUNT(*) FROM turns WHERE session_id = ? AND captured_at > ?", (session_id, instant))
-    ).fetchone()
+    (row,) = await conn.execute_fetchall(
+        "SELECT COUNT(*) FROM turns WHERE session_id = ? AND captured_at > ?", (session_id, instant)
+    )
     return int(row[0])
 
 
@@ -143,13 +143,11 @@ async def weight_of(
         return None
     # Uses in any namespace count: a user-tier memory relied on in one project decays more slowly in every one.
     # (Item ids are unique across namespaces, so an item of this namespace only has this namespace's uses.)
-    total = await (
-        await conn.execute(
-            "SELECT COALESCE(SUM(uses), 0) FROM memory_use_stats"
-            " WHERE namespace_id IN (SELECT id FROM namespaces) AND kind = ? AND item_id = ?",  # by its index
-            (kind, item_id),
-        )
-    ).fetchone()
+    (total,) = await conn.execute_fetchall(
+        "SELECT COALESCE(SUM(uses), 0) FROM memory_use_stats"
+        " WHERE namespace_id IN (SELECT id FROM namespaces) AND kind = ? AND item_id = ?",  # by its index
+        (kind, item_id),
+    )
     uses = int(total[0])
     mine = None
     if session_id is not None:
@@ -265,10 +263,8 @@ async def reinforce(
         " last_used_turn = MAX(last_used_turn, excluded.last_used_turn), last_used_at = excluded.last_used_at",
         (namespace_id, session_id, kind, item_id, turn, turn, now),
     )
-    row = await (
-        await conn.execute(
-            "SELECT uses, last_used_turn FROM memory_use_stats WHERE session_id = ? AND kind = ? AND item_id = ?",
-            (session_id, kind, item_id),
-        )
-    ).fetchone()
+    (row,) = await conn.execute_fetchall(
+        "SELECT uses, last_used_turn FROM memory_use_stats WHERE session_id = ? AND kind = ? AND item_id = ?",
+        (session_id, kind, item_id),
+    )
     return {"session_uses": int(row[0]), "last_used_turn": int(row[1])}

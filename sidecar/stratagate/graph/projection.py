@@ -36,7 +36,7 @@ from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.jobs.runner import PermanentJobError
 from stratagate.storage import lookup
 from stratagate.storage.db import Actor, Database, audit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 log = logging.getLogger("stratagate.graph")

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from stratagate import ids
 from stratagate.graph import store
 from stratagate.graph.store import FactRow, NodeRow
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import parse_time, to_iso
 
 SHOWN = ("active", "superseded", "disputed")

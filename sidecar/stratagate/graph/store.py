@@ -18,7 +18,7 @@ from stratagate.events.models import EventRow
 from stratagate.events.store import normalise
 from stratagate.safety.secrets import PLACEHOLDER_RE
 from stratagate.storage.db import Actor, audit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.text.terms import fts_document
 from stratagate.timeutil import now_iso
 
@@ -202,11 +202,9 @@ async def _edge(conn: Connection, namespace_id: int, src: int, predicate: str, d
         " ON CONFLICT(src_id, predicate, dst_id) DO NOTHING",
         (namespace_id, src, predicate, dst, now_iso()),
     )
-    row = await (
-        await conn.execute(
-            "SELECT id FROM graph_edges WHERE src_id = ? AND predicate = ? AND dst_id = ?", (src, predicate, dst)
-        )
-    ).fetchone()
+    (row,) = await conn.execute_fetchall(
+        "SELECT id FROM graph_edges WHERE src_id = ? AND predicate = ? AND dst_id = ?", (src, predicate, dst)
+    )
     return int(row[0])
 
 

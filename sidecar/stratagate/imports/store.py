@@ -25,7 +25,7 @@ from stratagate.redact import redact
 from stratagate.safety.secrets import scrub_known, secrets_in
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.storage.lookup import ensure_namespace
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 _TYPES: Final[dict[str, EventType]] = {
@@ -282,13 +282,11 @@ async def _counts(conn: Connection, import_id: int) -> dict[str, Any]:
             "SELECT status, count(*) AS n FROM events WHERE import_id = ? GROUP BY status", (import_id,)
         )
     }
-    merged = await (
-        await conn.execute(
-            "SELECT count(*) FROM event_sources s JOIN events e ON e.id = s.event_id"
-            " WHERE s.import_id = ? AND e.import_id IS NOT ?",
-            (import_id, import_id),
-        )
-    ).fetchone()
+    (merged,) = await conn.execute_fetchall(
+        "SELECT count(*) FROM event_sources s JOIN events e ON e.id = s.event_id"
+        " WHERE s.import_id = ? AND e.import_id IS NOT ?",
+        (import_id, import_id),
+    )
     return {"events": by_status, "merged_sources": int(merged[0])}
 
 

@@ -22,7 +22,7 @@ from stratagate.jobs.pipeline import (  # re-exported: the kinds are declared in
 )
 from stratagate.redact import preview
 from stratagate.storage.db import JOBS_QUEUED, Database, audit, on_commit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso, to_iso
 
 __all__ = ["BLOCK_SUMMARY", "EMBEDDING", "EVENT_EXTRACTION", "GRAPH_PROJECTION"]
@@ -94,9 +94,7 @@ async def enqueue(
         " ON CONFLICT(kind, subject_id) DO NOTHING",
         (namespace_id, kind, subject_id, max_attempts, time.time(), now, now),
     )
-    row = await (
-        await conn.execute("SELECT id FROM jobs WHERE kind = ? AND subject_id = ?", (kind, subject_id))
-    ).fetchone()
+    (row,) = await conn.execute_fetchall("SELECT id FROM jobs WHERE kind = ? AND subject_id = ?", (kind, subject_id))
     job_id = int(row[0])
     await audit(
         conn,
@@ -140,11 +138,11 @@ async def enqueue_missing(db: Database, kind: str, subjects_sql: str, max_attemp
     The start-up re-derivation of follow-ups lost to a crash between a handler's commit and the runner's follow-up
     transaction; idempotent (an existing job row is kept as it is)."""
     async with db.transaction() as conn:
-        rows = await conn.execute_fetchall(
+        rows = list(await conn.execute_fetchall(
             f"SELECT s.id, s.namespace_id FROM ({subjects_sql}) s"
             " LEFT JOIN jobs j ON j.kind = ? AND j.subject_id = s.id WHERE j.id IS NULL",
             (kind,),
-        )
+        ))
         for row in rows:
             await enqueue(conn, row["namespace_id"], kind, row["id"], max_attempts)
     return len(rows)

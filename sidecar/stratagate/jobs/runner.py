@@ -21,7 +21,7 @@ from stratagate.jobs.pipeline import DEFAULT_MAX_ATTEMPTS, FollowUp
 from stratagate.jobs.queue import JobRow
 from stratagate.redact import preview
 from stratagate.storage.db import JOBS_QUEUED, Database
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 log = logging.getLogger("stratagate.jobs")
 

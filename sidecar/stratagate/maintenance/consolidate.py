@@ -35,7 +35,7 @@ from stratagate.maintenance import store
 from stratagate.maintenance.shapes import Shape, group_key, near, shapes
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.storage.lookup import namespace_name
-from stratagate.storage.sqlconn import Connection, ReadConnection
+from stratagate.storage.sqlite import Connection
 from stratagate.text.terms import terms
 from stratagate.timeutil import now_iso
 
@@ -132,7 +132,7 @@ def _plan_namespace(namespace_id: int, name: str, rows: list[dict[str, Any]]) ->
     return out
 
 
-async def plan(conn: ReadConnection) -> list[Merge]:
+async def plan(conn: Connection) -> list[Merge]:
     """Every merge a pass would make now, in the order it would make them. Reads only."""
     out: list[Merge] = []
     for namespace_id in await store.namespace_ids(conn):

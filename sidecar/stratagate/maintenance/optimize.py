@@ -18,14 +18,14 @@ from typing import Any
 from stratagate.maintenance import store
 from stratagate.maintenance.gate import Pause, no_wait
 from stratagate.storage.db import Database
-from stratagate.storage.sqlconn import ReadConnection
+from stratagate.storage.sqlite import Connection
 
 INCREMENTAL_VACUUM_PAGES = 2000  # ≈ 8 MB at 4 KiB pages: a bounded step, not a rewrite
 MERGE_PAGES = 256  # pages one FTS merge step may write (≈ 1 MB): the writer is held for milliseconds
 MAX_MERGE_STEPS = 400
 
 
-async def plan(conn: ReadConnection) -> dict[str, Any]:
+async def plan(conn: Connection) -> dict[str, Any]:
     """What a pass would do, by reading only."""
     _, fts = await store.tables(conn)
     return {

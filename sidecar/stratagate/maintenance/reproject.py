@@ -29,7 +29,7 @@ from stratagate.jobs.pipeline import GRAPH_PROJECTION
 from stratagate.maintenance import store
 from stratagate.maintenance.gate import Pause, no_wait
 from stratagate.storage.db import Actor, Database
-from stratagate.storage.sqlconn import ReadConnection
+from stratagate.storage.sqlite import Connection
 
 SWEEP_IDS = 2048  # ids one re-projection statement covers
 
@@ -47,7 +47,7 @@ class StalePlan(BaseModel):
         }
 
 
-async def plan(conn: ReadConnection) -> StalePlan:
+async def plan(conn: Connection) -> StalePlan:
     return StalePlan(
         facts=await store.stale_facts(conn),
         unprojected=await store.unprojected_events(conn),

@@ -29,7 +29,7 @@ from stratagate.maintenance import store
 from stratagate.maintenance.gate import Gate, Pause
 from stratagate.redact import preview
 from stratagate.storage.db import Actor, Database, audit
-from stratagate.storage.sqlconn import Connection, ReadConnection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import parse_time
 
 START_DELAY_S = 60.0
@@ -86,7 +86,7 @@ async def _requeue_fallbacks(db: Database, max_attempts: int) -> dict[str, int]:
     }
 
 
-async def dry_run(conn: ReadConnection, settings: Settings, trigger: str = "manual") -> dict[str, Any]:
+async def dry_run(conn: Connection, settings: Settings, trigger: str = "manual") -> dict[str, Any]:
     """What a pass would do now, by reading ``conn`` only."""
     await _steps_imported()
     from stratagate.maintenance import consolidate, optimize, reproject, stats

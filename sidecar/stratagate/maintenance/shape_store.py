@@ -8,7 +8,7 @@ import sqlite3
 from typing import Any
 
 from stratagate.maintenance.shapes import Shape, size_bounds
-from stratagate.storage.sqlconn import Connection, ReadConnection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 EVENT_COLUMNS = (
@@ -16,7 +16,7 @@ EVENT_COLUMNS = (
 )
 
 
-async def cursor(conn: ReadConnection, step: str) -> dict[str, Any]:
+async def cursor(conn: Connection, step: str) -> dict[str, Any]:
     rows = list(await conn.execute_fetchall("SELECT state FROM maintenance_cursors WHERE step = ?", (step,)))
     return dict(json.loads(rows[0][0])) if rows else {}
 
@@ -29,7 +29,7 @@ async def set_cursor(conn: Connection, step: str, state: dict[str, Any]) -> None
     )
 
 
-async def max_event_id(conn: ReadConnection) -> int:
+async def max_event_id(conn: Connection) -> int:
     rows = list(await conn.execute_fetchall("SELECT MAX(id) FROM events"))
     return int(rows[0][0] or 0)
 
@@ -100,5 +100,5 @@ async def prefix_of(conn: Connection, event_id: int, field: int) -> tuple[str, .
 
 
 async def event_row(conn: Connection, event_id: int) -> sqlite3.Row | None:
-    rows = await conn.execute_fetchall(f"SELECT {EVENT_COLUMNS}, status FROM events WHERE id = ?", (event_id,))
+    rows = list(await conn.execute_fetchall(f"SELECT {EVENT_COLUMNS}, status FROM events WHERE id = ?", (event_id,)))
     return rows[0] if rows else None

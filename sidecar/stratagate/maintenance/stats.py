@@ -10,7 +10,7 @@ from typing import Any
 
 from stratagate.jobs.pipeline import KINDS
 from stratagate.maintenance import store
-from stratagate.storage.sqlconn import ReadConnection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso, to_iso
 
 EVENT_STATUSES = ("active", "superseded", "disputed", "forgotten", "archived")
@@ -36,7 +36,7 @@ def _iso(seconds: float | None) -> str | None:
     return None if seconds is None else to_iso(datetime.fromtimestamp(float(seconds), UTC))
 
 
-async def report(conn: ReadConnection, db_path: Path, interval_hours: float) -> dict[str, Any]:
+async def report(conn: Connection, db_path: Path, interval_hours: float) -> dict[str, Any]:
     events = await store.grouped(conn, "events", "status")
     scopes = await store.grouped(conn, "events", "scope")
     blocks = await store.grouped(conn, "blocks", "status")

@@ -14,18 +14,18 @@ from typing import Any
 from stratagate import ids
 from stratagate.jobs.pipeline import MAINTENANCE
 from stratagate.storage.db import JOBS_QUEUED, audit, on_commit
-from stratagate.storage.sqlconn import Connection, ReadConnection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 SUBJECT_ID = 1
 """The maintenance job's subject: the whole database (``db_1``), one row for every namespace."""
 
 
-async def _all(conn: ReadConnection, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+async def _all(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
     return list(await conn.execute_fetchall(sql, params))
 
 
-async def _one(conn: ReadConnection, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Row | None:
+async def _one(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Row | None:
     rows = await _all(conn, sql, params)
     return rows[0] if rows else None
 
@@ -33,11 +33,11 @@ async def _one(conn: ReadConnection, sql: str, params: tuple[Any, ...] = ()) -> 
 # --- consolidation -----------------------------------------------------------------------------------------------
 
 
-async def namespace_ids(conn: ReadConnection) -> list[int]:
+async def namespace_ids(conn: Connection) -> list[int]:
     return [int(r[0]) for r in await _all(conn, "SELECT id FROM namespaces ORDER BY id")]
 
 
-async def active_events(conn: ReadConnection, namespace_id: int) -> list[sqlite3.Row]:
+async def active_events(conn: Connection, namespace_id: int) -> list[sqlite3.Row]:
     """Every active event of a namespace, survivors first: pinned ones, then the oldest."""
     return await _all(
         conn,
@@ -173,7 +173,7 @@ _CURRENT = "('active', 'disputed')"
 _ALL_IDS = (0, 1 << 62)
 
 
-async def stale_facts(conn: ReadConnection, ids: tuple[int, int] = _ALL_IDS) -> list[int]:
+async def stale_facts(conn: Connection, ids: tuple[int, int] = _ALL_IDS) -> list[int]:
     """Facts whose status disagrees with their events: shown as current with no current event holding them up
     (its events were forgotten, superseded, merged or archived and the fact did not follow), or not current though a
     current event supports it and no current event ended it. ``ids``: only facts with ``after < id <= upto``."""
@@ -193,7 +193,7 @@ async def stale_facts(conn: ReadConnection, ids: tuple[int, int] = _ALL_IDS) -> 
     return [int(r[0]) for r in rows]
 
 
-async def unprojected_events(conn: ReadConnection, ids: tuple[int, int] = _ALL_IDS) -> list[tuple[int, int]]:
+async def unprojected_events(conn: Connection, ids: tuple[int, int] = _ALL_IDS) -> list[tuple[int, int]]:
     """Current events the graph never saw: no projection record at all (``(namespace_id, event_id)``)."""
     rows = await _all(
         conn,
@@ -205,7 +205,7 @@ async def unprojected_events(conn: ReadConnection, ids: tuple[int, int] = _ALL_I
     return [(int(r[0]), int(r[1])) for r in rows]
 
 
-async def max_id(conn: ReadConnection, table: str) -> int:
+async def max_id(conn: Connection, table: str) -> int:
     row = await _one(conn, f'SELECT MAX(id) FROM "{table}"')
     return int(row[0] or 0) if row else 0
 
@@ -214,7 +214,7 @@ async def projected(conn: Connection, event_id: int) -> bool:
     return await _one(conn, "SELECT 1 FROM graph_projection WHERE event_id = ?", (event_id,)) is not None
 
 
-async def failed_projection_jobs(conn: ReadConnection, kind: str) -> list[int]:
+async def failed_projection_jobs(conn: Connection, kind: str) -> list[int]:
     """Failed projection jobs whose batch still holds a current event that is not projected."""
     rows = await _all(
         conn,
@@ -234,7 +234,7 @@ async def first_namespace(conn: Connection) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
-async def job_row(conn: ReadConnection) -> sqlite3.Row | None:
+async def job_row(conn: Connection) -> sqlite3.Row | None:
     return await _one(
         conn,
         "SELECT id, status, next_run_at, attempts FROM jobs WHERE kind = ? AND subject_id = ?",
@@ -316,7 +316,7 @@ async def finish_run(conn: Connection, run_id: int, report: dict[str, Any] | Non
     )
 
 
-async def newest_run(conn: ReadConnection) -> sqlite3.Row | None:
+async def newest_run(conn: Connection) -> sqlite3.Row | None:
     return await _one(
         conn,
         "SELECT id, trigger, status, started_at, finished_at, error FROM maintenance_runs ORDER BY id DESC LIMIT 1",
@@ -326,17 +326,17 @@ async def newest_run(conn: ReadConnection) -> sqlite3.Row | None:
 # --- the report --------------------------------------------------------------------------------------------------
 
 
-async def grouped(conn: ReadConnection, table: str, *columns: str) -> list[sqlite3.Row]:
+async def grouped(conn: Connection, table: str, *columns: str) -> list[sqlite3.Row]:
     cols = ", ".join(columns)
     return await _all(conn, f"SELECT {cols}, COUNT(*) AS n FROM {table} GROUP BY {cols}")
 
 
-async def count(conn: ReadConnection, table: str) -> int:
+async def count(conn: Connection, table: str) -> int:
     row = await _one(conn, f'SELECT COUNT(*) FROM "{table}"')
     return int(row[0]) if row else 0
 
 
-async def merge_counts(conn: ReadConnection) -> dict[str, int]:
+async def merge_counts(conn: Connection) -> dict[str, int]:
     row = await _one(
         conn,
         "SELECT COUNT(*) AS total, COALESCE(SUM(undone_at IS NOT NULL), 0) AS undone FROM event_merges",
@@ -345,7 +345,7 @@ async def merge_counts(conn: ReadConnection) -> dict[str, int]:
     return {"done": total, "undone": undone, "open": total - undone}
 
 
-async def tables(conn: ReadConnection) -> tuple[list[str], list[str]]:
+async def tables(conn: Connection) -> tuple[list[str], list[str]]:
     """(ordinary tables, FTS5 tables); FTS shadow tables are neither."""
     rows = await _all(conn, "SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name")
     fts = [r["name"] for r in rows if (r["sql"] or "").upper().startswith("CREATE VIRTUAL TABLE")]
@@ -363,12 +363,12 @@ async def fts_merge_step(conn: Connection, table: str, pages: int) -> bool:
     return conn.total_changes - before >= 2
 
 
-async def pragma(conn: ReadConnection, name: str) -> int:
+async def pragma(conn: Connection, name: str) -> int:
     row = await _one(conn, f"PRAGMA {name}")
     return int(row[0]) if row else 0
 
 
-async def job_health(conn: ReadConnection) -> dict[str, Any]:
+async def job_health(conn: Connection) -> dict[str, Any]:
     failed = await _one(conn, "SELECT COUNT(*) FROM jobs WHERE status = 'failed'")
     oldest = await _one(
         conn, "SELECT id, kind, created_at FROM jobs WHERE status = 'queued' ORDER BY created_at, id LIMIT 1"

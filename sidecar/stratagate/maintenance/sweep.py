@@ -29,7 +29,7 @@ from stratagate.maintenance.gate import Pause, no_wait
 from stratagate.maintenance.shapes import Shape, group_key, near, shapes
 from stratagate.storage.db import Actor, Database
 from stratagate.storage.lookup import namespace_name
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 STEP = "consolidate"

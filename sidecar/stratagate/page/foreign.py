@@ -12,7 +12,7 @@ from typing import Any
 
 from stratagate import ids
 from stratagate.page import longterm_queries as q
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 FOREIGN = "[another namespace]"
 _REF = re.compile(r"\b(" + "|".join(q.ID_KINDS) + r")_([1-9][0-9]{0,17})\b")

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from stratagate.events.models import EventRow
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 _EVENT_SELECT = (
     "SELECT e.*, s.key AS session_key, o.name AS namespace_name, o.user_tier AS owner_user_tier"
@@ -53,19 +53,19 @@ async def list_events(
         params.append(session)
     cond = " AND ".join(where)
     if match is None:
-        total = await conn.execute_fetchall(
+        total = list(await conn.execute_fetchall(
             f"SELECT count(*) FROM events e LEFT JOIN sessions s ON s.id = e.session_id WHERE {cond}", params
-        )
+        ))
         rows = await conn.execute_fetchall(
             f"{_EVENT_SELECT} WHERE {cond} ORDER BY e.id DESC LIMIT ? OFFSET ?", (*params, limit, offset)
         )
     else:
         fts = "JOIN event_fts ON event_fts.rowid = e.id"
-        total = await conn.execute_fetchall(
+        total = list(await conn.execute_fetchall(
             f"SELECT count(*) FROM events e {fts} LEFT JOIN sessions s ON s.id = e.session_id"
             f" WHERE event_fts MATCH ? AND {cond}",
             (match, *params),
-        )
+        ))
         rows = await conn.execute_fetchall(
             f"{_EVENT_SELECT} {fts} WHERE event_fts MATCH ? AND {cond}"
             " ORDER BY bm25(event_fts), e.id DESC LIMIT ? OFFSET ?",
@@ -150,11 +150,11 @@ async def event_sources(conn: Connection, namespace_id: int, event_id: int) -> l
 
 async def merges(conn: Connection, namespace_id: int, event_id: int) -> tuple[int | None, list[int]]:
     """(the survivor this event was merged into, the events merged into this one): live merges only."""
-    into = await conn.execute_fetchall(
+    into = list(await conn.execute_fetchall(
         "SELECT survivor_id FROM event_merges WHERE namespace_id = ? AND merged_id = ? AND undone_at IS NULL"
         " ORDER BY id DESC LIMIT 1",
         (namespace_id, event_id),
-    )
+    ))
     merged = await conn.execute_fetchall(
         "SELECT merged_id FROM event_merges WHERE namespace_id = ? AND survivor_id = ? AND undone_at IS NULL"
         " ORDER BY id",
@@ -249,7 +249,7 @@ async def receipts(
         cond += " AND s.key = ?"
         params.append(session)
     base = "FROM use_receipts r JOIN sessions s ON s.id = r.session_id"
-    total = await conn.execute_fetchall(f"SELECT count(*) {base} WHERE {cond}", params)
+    total = list(await conn.execute_fetchall(f"SELECT count(*) {base} WHERE {cond}", params))
     rows = await conn.execute_fetchall(
         f"SELECT r.id, r.batch_id, r.evidence_refs, r.result, r.turn, r.created_at, s.key AS session {base}"
         f" WHERE {cond} ORDER BY r.id DESC LIMIT ? OFFSET ?",
@@ -271,7 +271,7 @@ async def assessments(
         "FROM evidence_assessments a JOIN retrieval_batches b ON b.id = a.batch_id"
         " JOIN sessions s ON s.id = a.session_id"
     )
-    total = await conn.execute_fetchall(f"SELECT count(*) {base} WHERE {cond}", params)
+    total = list(await conn.execute_fetchall(f"SELECT count(*) {base} WHERE {cond}", params))
     rows = await conn.execute_fetchall(
         "SELECT a.id, a.batch_id, a.verdict, a.requested_verdict, a.evidence_refs, a.fit, a.missing, a.reason,"
         f" a.next_strategy, a.turn, a.created_at, s.key AS session, b.tool, b.query {base}"

@@ -14,7 +14,7 @@ from stratagate.protocol import method
 from stratagate.protocol.types import Empty, Result
 from stratagate.settings_table import without_none
 from stratagate.storage.db import audit, collect_audit_ids
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 
 class SettingField(user_settings.FieldSpec, Result):

@@ -26,7 +26,7 @@ from stratagate.page.writes import ACTOR, NamespaceParams, Written, event_of, na
 from stratagate.protocol import method
 from stratagate.storage import lookup
 from stratagate.storage.db import audit, collect_audit_ids
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 Entry = dict[str, Any]
 

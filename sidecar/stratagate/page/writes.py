@@ -13,7 +13,7 @@ from stratagate.events import store
 from stratagate.events.models import EventRow
 from stratagate.protocol.types import Name, Result
 from stratagate.storage import lookup
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 ACTOR = "user"
 """Every page write is the user's own (the page is their admin view)."""

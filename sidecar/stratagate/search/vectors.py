@@ -41,7 +41,7 @@ from stratagate.jobs.runner import PermanentJobError
 from stratagate.search import dense
 from stratagate.storage import lookup
 from stratagate.storage.db import JOBS_QUEUED, Database, on_commit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection, caches
 from stratagate.text.messages import search_text
 from stratagate.timeutil import now_iso
 
@@ -183,12 +183,10 @@ async def pending_by_kind(conn: Connection, namespace_id: int | None = None) -> 
     for ns in spaces:
         for kind, table in (("message", "messages"), ("event", "events")):
             after = await _cursor(conn, ns, kind)
-            row = await (
-                await conn.execute(
-                    f"SELECT COUNT(*) FROM {table} INDEXED BY {table}_by_ns_id WHERE namespace_id = ? AND id > ?",
-                    (ns, after),
-                )
-            ).fetchone()
+            (row,) = await conn.execute_fetchall(
+                f"SELECT COUNT(*) FROM {table} INDEXED BY {table}_by_ns_id WHERE namespace_id = ? AND id > ?",
+                (ns, after),
+            )
             counts[kind] += int(row[0])
         counts["node"] += len(await _stale_nodes(conn, ns))
     return counts
@@ -203,12 +201,10 @@ async def _has_new_items(conn: Connection, namespace_id: int) -> bool:
     """Cheap check (two index probes): messages or events after the namespace's cursors."""
     for kind, table in (("message", "messages"), ("event", "events")):
         after = await _cursor(conn, namespace_id, kind)
-        row = await (
-            await conn.execute(
-                f"SELECT EXISTS(SELECT 1 FROM {table} INDEXED BY {table}_by_ns_id WHERE namespace_id = ? AND id > ?)",
-                (namespace_id, after),
-            )
-        ).fetchone()
+        (row,) = await conn.execute_fetchall(
+            f"SELECT EXISTS(SELECT 1 FROM {table} INDEXED BY {table}_by_ns_id WHERE namespace_id = ? AND id > ?)",
+            (namespace_id, after),
+        )
         if row[0]:
             return True
     return False
@@ -355,15 +351,13 @@ class _Matrix:
 
 
 _MATRICES = f"{__name__}.matrices"
-"""This module's entry in the connection's ``caches`` (storage/sqlconn.py): (namespace, kind, model) → matrix."""
+"""This module's entry in the connection's ``caches`` (storage/sqlite.py): (namespace, kind, model) → matrix."""
 
 
 async def _matrix(conn: Connection, namespace_id: int, kind: str) -> _Matrix:
     import numpy as np
 
-    caches = getattr(conn, "caches", None)
-    # A connection without caches (not the sidecar's own): load the vectors every time (right, only slower).
-    per_conn: dict[tuple[int, str, str], _Matrix] = {} if caches is None else caches.setdefault(_MATRICES, {})
+    per_conn: dict[tuple[int, str, str], _Matrix] = caches(conn).setdefault(_MATRICES, {})
     key = (namespace_id, kind, dense.MODEL_NAME)
     matrix = per_conn.get(key)
     if matrix is None:
@@ -376,7 +370,7 @@ async def _matrix(conn: Connection, namespace_id: int, kind: str) -> _Matrix:
     try:
         # In chunks, so a first load of a large namespace never holds all BLOBs twice. A concurrent refresh may
         # add the same rows: add() overwrites by item id, so that is harmless.
-        while rows := await cursor.fetchmany(4096):
+        while rows := list(await cursor.fetchmany(4096)):
             block = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), dense.DIM)
             matrix.add([int(r[1]) for r in rows], block)
             matrix.last_row = max(matrix.last_row, int(rows[-1][0]))

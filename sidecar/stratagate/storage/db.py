@@ -2,9 +2,9 @@
 
 One writer connection guarded by an asyncio lock (SQLite allows one writer anyway) and one reader
 connection, so reads never wait behind a write transaction (WAL gives readers a consistent snapshot). Both are
-storage/sqlconn.py connections: short statements run on the event loop, what can block (a lock wait, COMMIT's fsync,
-VACUUM, a long read) in the connection's thread. Captures that arrive while a commit is in flight share the next
-transaction (``grouped``: group commit).
+aiosqlite connections (storage/sqlite.py): every statement runs in the connection's own thread, so a lock wait,
+COMMIT's fsync, VACUUM or a long read never holds the event loop. Captures that arrive while a commit is in flight
+share the next transaction (storage/group.py: group commit).
 """
 
 from __future__ import annotations
@@ -18,21 +18,23 @@ import os
 import secrets
 import sqlite3
 import time
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
+
+import aiosqlite
 
 from stratagate.safety.secrets import configure_key, redact_value
 from stratagate.storage import term_index
 from stratagate.storage.schema import MIGRATIONS, SCHEMA_VERSION
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 if TYPE_CHECKING:
     from stratagate.storage.group import GroupCommit
 
-T = TypeVar("T")
 Actor = str  # 'capture' | 'model' | 'agent' | 'user' | 'system'
 
 log = logging.getLogger("stratagate.storage")
@@ -42,14 +44,26 @@ JOBS_QUEUED = "jobs.queued"  # a job became due (new, re-queued, retried): wake 
 ITEMS_ADDED = "items.added"  # rows that get embeddings were added. Argument: the namespace id.
 TURN_CAPTURED = "turn.captured"  # a new turn was stored. Argument: its session id.
 
+Signals = dict[tuple[str, Hashable], None]
+# The signals of each open transaction, by its connection (the writer of one Database while it holds the lock).
+_open: weakref.WeakKeyDictionary[Connection, Signals] = weakref.WeakKeyDictionary()
+
+
 def on_commit(conn: Connection, topic: str, arg: Hashable = None) -> None:
     """Inside ``Database.transaction()``: tell the database's ``topic`` listeners ``arg`` once the transaction has
-    committed — never after a rollback, and once per (topic, arg) however often it is announced. The signals are
-    held by the connection while its transaction is open (``Connection.signals``)."""
-    signals = getattr(conn, "signals", None)
+    committed — never after a rollback, and once per (topic, arg) however often it is announced."""
+    signals = _open.get(conn)
     if signals is None:
         raise RuntimeError(f"on_commit({topic!r}) outside Database.transaction()")
     signals.setdefault((topic, arg), None)
+
+
+def open_signals(conn: Connection, signals: Signals | None) -> None:
+    """Start (a dict) or end (None) collecting ``on_commit`` signals of the transaction open on ``conn``."""
+    if signals is None:
+        _open.pop(conn, None)
+    else:
+        _open[conn] = signals
 
 
 class SchemaError(RuntimeError):
@@ -73,8 +87,6 @@ class DatabaseLocked(StorageError):
 
 
 DEFAULT_LOCK_TIMEOUT_S = 10.0
-READ_BUDGET_S = 0.004
-"""A read on the reader that runs longer inline is stopped and re-run in the reader's thread (sqlconn.py)."""
 BUSY_TIMEOUT_MS = 5000
 """How long a statement waits for another connection's lock once the database is open."""
 
@@ -144,7 +156,7 @@ class Database:
         Callbacks run on the event loop right after COMMIT; they must not block (schedule work instead)."""
         self._listeners.setdefault(topic, []).append(callback)
 
-    def _after_commit(self, signals: dict[tuple[str, Hashable], None]) -> None:
+    def _after_commit(self, signals: Signals) -> None:
         for topic, arg in signals:
             for callback in self._listeners.get(topic, ()):
                 try:
@@ -176,17 +188,17 @@ class Database:
         old_umask = os.umask(0o077)  # -wal/-shm files are created lazily by SQLite: keep them private too
         deadline = time.monotonic() + self._lock_timeout
         try:
-            self._writer = await self._connect("writer")
+            self._writer = await self._connect()
             writer = self._writer
             await self._patiently(writer, deadline, lambda: self._setup(writer))
             await self._patiently(writer, deadline, lambda: self._migrate(writer))
             await self._patiently(writer, deadline, lambda: self._configure_redaction(writer))
-            self._reader = await self._connect("reader", READ_BUDGET_S)
+            self._reader = await self._connect()
             reader = self._reader
             await self._patiently(reader, deadline, lambda: self._setup(reader))
             await reader.execute("PRAGMA query_only = ON")
         except BaseException:
-            # Each connection owns a (non-daemon) worker thread: a failed open must stop them, or the process
+            # Each aiosqlite connection owns a (non-daemon) thread: a failed open must stop them, or the process
             # cannot exit.
             await self.close()
             raise
@@ -194,8 +206,9 @@ class Database:
             os.umask(old_umask)
         _secure_files(self.path)
 
-    async def _connect(self, name: str, read_budget_s: float | None = None) -> Connection:
-        conn = await Connection.connect(str(self.path), name, read_budget_s)
+    async def _connect(self) -> Connection:
+        # isolation_level=None: transactions are the explicit BEGIN IMMEDIATE/COMMIT below, never implicit ones.
+        conn = await aiosqlite.connect(str(self.path), isolation_level=None)
         conn.row_factory = sqlite3.Row
         return conn
 
@@ -206,7 +219,7 @@ class Database:
         await conn.execute("PRAGMA synchronous = FULL")
         await conn.execute("PRAGMA foreign_keys = ON")
         if self._max_bytes is not None:
-            page_size = (await (await conn.execute("PRAGMA page_size")).fetchone())[0]
+            ((page_size,),) = await conn.execute_fetchall("PRAGMA page_size")
             await conn.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // int(page_size))}")
 
     async def _patiently(
@@ -247,7 +260,7 @@ class Database:
         while True:
             await conn.execute("BEGIN IMMEDIATE")
             try:
-                version = int((await (await conn.execute("PRAGMA user_version")).fetchone())[0])
+                ((version,),) = await conn.execute_fetchall("PRAGMA user_version")
                 if version > SCHEMA_VERSION:
                     raise SchemaError(
                         f"database {self.path} has schema version {version}, newer than this sidecar "
@@ -282,7 +295,7 @@ class Database:
                 "INSERT INTO meta(key, value) VALUES ('redaction_key', ?) ON CONFLICT(key) DO NOTHING",
                 (secrets.token_hex(32),),
             )
-            row = await (await conn.execute("SELECT value FROM meta WHERE key = 'redaction_key'")).fetchone()
+            (row,) = await conn.execute_fetchall("SELECT value FROM meta WHERE key = 'redaction_key'")
             await conn.execute("COMMIT")
         except BaseException:
             await _rollback(conn)
@@ -318,8 +331,8 @@ class Database:
             except asyncio.CancelledError:
                 await _rollback(conn)  # the BEGIN may still complete in the connection's thread
                 raise
-            signals: dict[tuple[str, Hashable], None] = {}
-            conn.signals = signals
+            signals: Signals = {}
+            open_signals(conn, signals)
             try:
                 try:
                     yield conn
@@ -337,10 +350,10 @@ class Database:
                     await _rollback(conn)
                     raise
             finally:
-                conn.signals = None
+                open_signals(conn, None)
         self.committed_now(signals)
 
-    def committed_now(self, signals: dict[tuple[str, Hashable], None]) -> None:
+    def committed_now(self, signals: Signals) -> None:
         """A transaction of this writer committed with these ``on_commit`` signals (storage/group.py calls it too)."""
         self._bump()
         self._after_commit(signals)
@@ -349,12 +362,9 @@ class Database:
     async def exclusive(self) -> AsyncIterator[Connection]:
         """The writer under the write lock, outside any transaction (VACUUM, checkpoints)."""
         async with self._write_lock:
-            conn = self.writer
-            conn.offload = True  # every step may be long (VACUUM, a checkpoint, an FTS merge): off the loop
             try:
-                yield conn
+                yield self.writer
             finally:
-                conn.offload = False
                 self._bump()
 
     async def compact_securely(self) -> None:
@@ -365,11 +375,6 @@ class Database:
             await conn.execute("VACUUM")
             await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             await asyncio.to_thread(term_index.discard, self.path)  # derived: rebuilt from what is left
-
-    async def run_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn(sqlite3 connection of the reader)`` in the reader's thread: a heavy read off the event loop, in
-        one hand-off however many statements it runs. ``fn`` must only read and must not keep cursors open."""
-        return await self.reader.run(fn)
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         return list(await self.reader.execute_fetchall(sql, tuple(params)))
@@ -384,16 +389,12 @@ class Database:
 
 
 async def _rollback(conn: Connection) -> None:
-    # SQLite already rolled back on errors such as SQLITE_FULL; a second ROLLBACK would raise
-    # "no transaction is active" and hide the real error. Checked in the connection's thread, after any statement
-    # still running there: a cancelled caller's BEGIN may complete after the cancellation (then it is undone here,
-    # instead of leaving the writer inside a transaction nobody owns).
-    def undo(raw: sqlite3.Connection) -> None:
-        if raw.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
-                raw.execute("ROLLBACK")
-
-    await conn.run(undo)
+    # Sent whether or not a transaction looks open: it runs in the connection's thread after any statement still
+    # queued there, so a cancelled caller's BEGIN that completes after the cancellation is undone too (instead of
+    # leaving the writer inside a transaction nobody owns). SQLite may have rolled back already (SQLITE_FULL): the
+    # "no transaction is active" error then is no news and must not hide the real one.
+    with contextlib.suppress(sqlite3.Error):
+        await conn.execute("ROLLBACK")
 
 
 async def _run_script(conn: Connection, script: str) -> None:

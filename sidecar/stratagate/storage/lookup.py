@@ -11,22 +11,24 @@ from typing import Any
 
 from stratagate.errors import NotFound
 from stratagate.storage.db import Database
-from stratagate.storage.sqlconn import Connection, ReadConnection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 
+# One call each (execute_fetchall): every statement is a hand-off to the connection's thread, and these run on
+# every request.
 async def namespace_key(conn: Connection, name: str) -> int | None:
-    row = await (await conn.execute("SELECT id FROM namespaces WHERE name = ?", (name,))).fetchone()
-    return None if row is None else int(row[0])
+    rows = await conn.execute_fetchall("SELECT id FROM namespaces WHERE name = ?", (name,))
+    return next((int(r[0]) for r in rows), None)
 
 
 async def session_key(conn: Connection, namespace_id: int | None, key: str | None) -> int | None:
     if namespace_id is None or key is None:
         return None
-    row = await (
-        await conn.execute("SELECT id FROM sessions WHERE namespace_id = ? AND key = ?", (namespace_id, key))
-    ).fetchone()
-    return None if row is None else int(row[0])
+    rows = await conn.execute_fetchall(
+        "SELECT id FROM sessions WHERE namespace_id = ? AND key = ?", (namespace_id, key)
+    )
+    return next((int(r[0]) for r in rows), None)
 
 
 async def scope_keys(conn: Connection, namespace: str, session: str | None) -> tuple[int | None, int | None]:
@@ -35,7 +37,7 @@ async def scope_keys(conn: Connection, namespace: str, session: str | None) -> t
     return ns, await session_key(conn, ns, session)
 
 
-async def namespace_name(conn: ReadConnection, namespace_id: int) -> str | None:
+async def namespace_name(conn: Connection, namespace_id: int) -> str | None:
     row = await (await conn.execute("SELECT name FROM namespaces WHERE id = ?", (namespace_id,))).fetchone()
     return None if row is None else str(row[0])
 
@@ -57,28 +59,27 @@ async def session_id(db: Database, ns_id: int, key: str) -> int | None:
 
 
 async def ensure_namespace(conn: Connection, name: str) -> int:
-    """The namespace's id, creating the row (inside the caller's write transaction) when it is new."""
-    await conn.execute(
-        "INSERT INTO namespaces(name, created_at) VALUES (?, ?) ON CONFLICT(name) DO NOTHING", (name, now_iso())
-    )
+    """The namespace's id, creating the row (inside the caller's write transaction) when it is new. Looked up
+    first: the row almost always exists, and then this is one statement."""
     key = await namespace_key(conn, name)
-    assert key is not None
-    return key
+    if key is not None:
+        return key
+    cur = await conn.execute("INSERT INTO namespaces(name, created_at) VALUES (?, ?)", (name, now_iso()))
+    return int(cur.lastrowid or 0)
 
 
 async def ensure_session(conn: Connection, namespace_id: int, key: str) -> tuple[int, int]:
-    """(session id, turns captured so far), creating the row (inside the caller's write transaction) when new."""
-    await conn.execute(
-        "INSERT INTO sessions(namespace_id, key, created_at) VALUES (?, ?, ?)"
-        " ON CONFLICT(namespace_id, key) DO NOTHING",
-        (namespace_id, key, now_iso()),
+    """(session id, turns captured so far), creating the row (inside the caller's write transaction) when new.
+    Looked up first, as ``ensure_namespace``."""
+    rows = await conn.execute_fetchall(
+        "SELECT id, turn_count FROM sessions WHERE namespace_id = ? AND key = ?", (namespace_id, key)
     )
-    row = await (
-        await conn.execute(
-            "SELECT id, turn_count FROM sessions WHERE namespace_id = ? AND key = ?", (namespace_id, key)
-        )
-    ).fetchone()
-    return int(row[0]), int(row[1])
+    for row in rows:
+        return int(row[0]), int(row[1])
+    cur = await conn.execute(
+        "INSERT INTO sessions(namespace_id, key, created_at) VALUES (?, ?, ?)", (namespace_id, key, now_iso())
+    )
+    return int(cur.lastrowid or 0), 0
 
 
 async def session_turn_count(conn: Connection, session_id: int) -> int | None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stratagate.storage import term_index
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection, caches
 from stratagate.storage.term_index import Mark, TermIndex
 
 log = logging.getLogger(__name__)
@@ -94,15 +94,16 @@ async def ranked(feed: Feed, conn: Connection, terms: list[str], limit: int) -> 
 
 async def _state(feed: Feed, conn: Connection) -> _State | None:
     key = f"{__name__}.{feed.kind}"
-    if key in conn.caches:
-        cached: _State | None = conn.caches[key]
+    kept = caches(conn)
+    if key in kept:
+        cached: _State | None = kept[key]
         return cached
     state = None
     rows = await conn.execute_fetchall("PRAGMA database_list")
     db_file = next((str(r[2]) for r in rows if r[1] == "main"), "")
     if db_file and term_index.available():
         state = _State(feed, term_index.root(Path(db_file)) / feed.name)
-    conn.caches[key] = state
+    kept[key] = state
     return state
 
 
@@ -112,9 +113,9 @@ async def _catch_up(conn: Connection, state: _State) -> bool:
     if state.index is None:
         return await _rebuild(conn, state)
     feed = state.feed
-    rows = await conn.execute_fetchall(
+    rows = list(await conn.execute_fetchall(
         "SELECT seq, item_id FROM search_changes WHERE seq > ? AND kind = ? ORDER BY seq", (state.seen.seq, feed.kind)
-    )
+    ))
     if rows:
         seqs = {int(r[1]): int(r[0]) for r in rows}  # an item changed twice: its last change
         ids = list(seqs)
@@ -164,9 +165,9 @@ async def _rebuild(conn: Connection, state: _State) -> bool:
         mark = Mark(int(last[0]), int(last[1]), 0, 0) if last else Mark(0, 0, 0, 0)
         builder = await asyncio.to_thread(term_index.Builder, state.path)
         after = -1
-        while rows := await conn.execute_fetchall(
+        while rows := list(await conn.execute_fetchall(
             f"SELECT rowid, terms FROM {state.feed.table} WHERE rowid > ? ORDER BY rowid LIMIT 2000", (after,)
-        ):
+        )):
             await asyncio.to_thread(builder.add, [(int(r[0]), str(r[1])) for r in rows])
             after = int(rows[-1][0])
         state.index = await asyncio.to_thread(builder.finish, mark)

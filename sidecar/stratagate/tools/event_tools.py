@@ -30,7 +30,7 @@ from stratagate.protocol.tool_results import (
 )
 from stratagate.redact import redact
 from stratagate.storage.lookup import ensure_namespace, ensure_session
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import parse_time, to_iso
 from stratagate.tools.scope import UNSEARCHABLE, query_match, scope_keys
 

@@ -12,7 +12,7 @@ from stratagate.events.claims import NodeKind
 from stratagate.graph import read, store
 from stratagate.protocol import ToolContext, tool
 from stratagate.protocol.tool_results import ExpandNodeResult, SearchGraphResult
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.tools.scope import UNSEARCHABLE, query_match, scope_keys
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from stratagate.protocol.context import ToolContext
 from stratagate.storage import lookup
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 from stratagate.text.terms import fts_query
 
 UNSEARCHABLE = "the query has no searchable words"

@@ -1,4 +1,4 @@
-"""storage/sqlconn.py and storage/group.py: statements inline on the loop, what blocks in the thread, group commit.
+"""storage/db.py's aiosqlite connections and storage/group.py: what blocks waits in a connection's thread, group commit.
 
 No timings: each test checks an order of events or a state on disk (real SQLite files, a second real connection
 standing in for another process)."""
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from stratagate.storage.db import Database, StorageError, on_commit
 from stratagate.storage.group import GroupCommit
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 TABLE = "CREATE TABLE IF NOT EXISTS t(id INTEGER PRIMARY KEY, v TEXT NOT NULL UNIQUE, blob BLOB)"
 
@@ -89,30 +90,21 @@ async def test_a_full_database_raises_and_keeps_nothing_partial(tmp_path: Path):
         await db.close()
 
 
-async def test_a_long_read_is_moved_to_the_reader_thread_and_still_answers(tmp_path: Path):
+async def test_a_long_read_runs_in_the_reader_thread_while_the_loop_goes_on(tmp_path: Path):
     db = await _open(tmp_path / "m.db")
-    heavy = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000000) SELECT COUNT(*) FROM n"
+    release = threading.Event()
+    # A read that cannot finish until the loop says so: were it run on the loop, the loop could never say so.
+    await db.reader.create_function("held", 0, lambda: int(release.wait(timeout=30)))
     try:
-        assert await db.scalar(heavy) == 3000000
-        assert await db.scalar(heavy) == 3000000  # interrupted inline at its budget again: from now on in the thread
-        assert heavy in db.reader._slow
-        rows = await (await db.reader.execute(heavy)).fetchall()
-        assert rows[0][0] == 3000000
-        assert await db.run_read(lambda raw: raw.execute("SELECT COUNT(*) FROM t").fetchone()[0]) == 0
+        reading = asyncio.create_task(db.scalar("SELECT held()"))
+        async with db.transaction() as conn:  # the loop (and the writer) go on meanwhile
+            await conn.execute("INSERT INTO t(v) VALUES ('meanwhile')")
+        assert not reading.done()
+        release.set()
+        assert await reading == 1
+        assert _values(tmp_path / "m.db") == ["meanwhile"]
     finally:
-        await db.close()
-
-
-async def test_statements_keep_their_order_behind_a_thread_step(tmp_path: Path):
-    db = await _open(tmp_path / "m.db")
-    try:
-        conn = db.writer
-        # A thread step is queued: the inline statements issued meanwhile queue behind it, in order.
-        step = asyncio.ensure_future(conn.run(lambda raw: raw.execute("SELECT 1").fetchall()))
-        versions = await asyncio.gather(db.data_version(), db.data_version())
-        await step
-        assert versions[0] == versions[1]
-    finally:
+        release.set()
         await db.close()
 
 
