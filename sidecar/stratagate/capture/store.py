@@ -24,7 +24,7 @@ from stratagate.storage.db import (
     audit_rows,
     on_commit,
 )
-from stratagate.storage.lookup import ensure_namespace, ensure_session
+from stratagate.storage.lookup import capture_scope, ensure_namespace, ensure_session
 from stratagate.storage.sqlconn import Connection
 from stratagate.text.messages import search_text
 from stratagate.text.terms import fts_document
@@ -103,14 +103,15 @@ async def capture_turn(
 async def _capture(
     conn: Connection, settings: Settings, p: CaptureParams, count: Callable[[str], int]
 ) -> CaptureResult:
-    namespace_id = await ensure_namespace(conn, p.namespace)
-    existing = await (
-        await conn.execute("SELECT id FROM turns WHERE namespace_id = ? AND receipt = ?", (namespace_id, p.receipt))
-    ).fetchone()
-    if existing is not None:
-        return CaptureResult(turn_id=ids.make("turn", existing[0]), duplicate=True, sealed_block_ids=[])
-
-    session_id, turn_count = await ensure_session(conn, namespace_id, p.session)
+    # Namespace, session, turn count and a duplicate receipt in one statement; rows are created only when missing.
+    scope = await capture_scope(conn, p.namespace, p.session, p.receipt)
+    if scope.turn is not None:
+        return CaptureResult(turn_id=ids.make("turn", scope.turn), duplicate=True, sealed_block_ids=[])
+    namespace_id = scope.namespace if scope.namespace is not None else await ensure_namespace(conn, p.namespace)
+    if scope.session is not None:
+        session_id, turn_count = scope.session, scope.turn_count
+    else:
+        session_id, turn_count = await ensure_session(conn, namespace_id, p.session)
     seq = turn_count + 1
     captured_at = now_iso()
     await conn.execute("UPDATE sessions SET turn_count = ? WHERE id = ?", (seq, session_id))

@@ -7,6 +7,7 @@ caller's transaction (then the answer is consistent with what that transaction s
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from stratagate.errors import NotFound
@@ -79,6 +80,38 @@ async def ensure_session(conn: Connection, namespace_id: int, key: str) -> tuple
         )
     ).fetchone()
     return int(row[0]), int(row[1])
+
+
+@dataclass(frozen=True)
+class CaptureScope:
+    """What a capture needs to know before it writes: the ids that exist (None: not yet) and the turn its receipt
+    already names (None: a new turn)."""
+
+    namespace: int | None
+    session: int | None
+    turn_count: int
+    turn: int | None
+
+
+async def capture_scope(conn: Connection, namespace: str, session: str, receipt: str) -> CaptureScope:
+    """One statement for the usual capture (namespace and session exist): their ids, the session's turn count and a
+    turn already stored under ``receipt``. ``ensure_namespace``/``ensure_session`` create what is missing."""
+    row = await (
+        await conn.execute(
+            "SELECT n.id, s.id, s.turn_count,"
+            " (SELECT t.id FROM turns t WHERE t.namespace_id = n.id AND t.receipt = ?)"
+            " FROM namespaces n LEFT JOIN sessions s ON s.namespace_id = n.id AND s.key = ? WHERE n.name = ?",
+            (receipt, session, namespace),
+        )
+    ).fetchone()
+    if row is None:
+        return CaptureScope(None, None, 0, None)
+    return CaptureScope(
+        int(row[0]),
+        None if row[1] is None else int(row[1]),
+        int(row[2] or 0),
+        None if row[3] is None else int(row[3]),
+    )
 
 
 async def session_turn_count(conn: Connection, session_id: int) -> int | None:
