@@ -173,9 +173,13 @@ async def _capture(
             {"session": p.session, "seq": seq, "receipt": p.receipt, "messages": len(rows)},
         )
     ]
-    sealed = await seal_full_runs(
-        conn, namespace_id, session_id, settings.block_turns, _counted_once(count), settings.job_max_attempts, audits
-    )
+    sealed: list[int] = []
+    # With this turn the session's open turns make a full block: seal it (the count was read in this transaction).
+    if scope.open_turns + 1 >= settings.block_turns:
+        counted = _counted_once(count)
+        sealed = await seal_full_runs(
+            conn, namespace_id, session_id, settings.block_turns, counted, settings.job_max_attempts, audits
+        )
     await audit_rows(conn, audits)
     return CaptureResult(
         turn_id=ids.make("turn", turn_id), duplicate=False, sealed_block_ids=[ids.make("blk", b) for b in sealed]

@@ -84,33 +84,37 @@ async def ensure_session(conn: Connection, namespace_id: int, key: str) -> tuple
 
 @dataclass(frozen=True)
 class CaptureScope:
-    """What a capture needs to know before it writes: the ids that exist (None: not yet) and the turn its receipt
-    already names (None: a new turn)."""
+    """What a capture needs to know before it writes: the ids that exist (None: not yet), the session's turn count
+    and open (not yet sealed) turns, and the turn its receipt already names (None: a new turn)."""
 
     namespace: int | None
     session: int | None
     turn_count: int
+    open_turns: int
     turn: int | None
 
 
 async def capture_scope(conn: Connection, namespace: str, session: str, receipt: str) -> CaptureScope:
-    """One statement for the usual capture (namespace and session exist): their ids, the session's turn count and a
-    turn already stored under ``receipt``. ``ensure_namespace``/``ensure_session`` create what is missing."""
+    """One statement for the usual capture (namespace and session exist): their ids, the session's turn count and
+    open turns, and a turn already stored under ``receipt``. ``ensure_namespace``/``ensure_session`` create what is
+    missing."""
     row = await (
         await conn.execute(
             "SELECT n.id, s.id, s.turn_count,"
+            " (SELECT COUNT(*) FROM turns o WHERE o.session_id = s.id AND o.block_id IS NULL),"
             " (SELECT t.id FROM turns t WHERE t.namespace_id = n.id AND t.receipt = ?)"
             " FROM namespaces n LEFT JOIN sessions s ON s.namespace_id = n.id AND s.key = ? WHERE n.name = ?",
             (receipt, session, namespace),
         )
     ).fetchone()
     if row is None:
-        return CaptureScope(None, None, 0, None)
+        return CaptureScope(None, None, 0, 0, None)
     return CaptureScope(
         int(row[0]),
         None if row[1] is None else int(row[1]),
         int(row[2] or 0),
-        None if row[3] is None else int(row[3]),
+        int(row[3] or 0),
+        None if row[4] is None else int(row[4]),
     )
 
 
