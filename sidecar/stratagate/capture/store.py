@@ -100,6 +100,39 @@ async def capture_turn(
         ) from exc
 
 
+async def _insert_messages(
+    conn: Connection, namespace_id: int, session_id: int, turn_id: int, rows: list[dict[str, Any]]
+) -> None:
+    # Two statements for all the turn's messages, however many: executemany runs each once per row in SQLite,
+    # without a round through the connection per row. The FTS row finds its message by (turn_id, position).
+    await conn.executemany(
+        "INSERT INTO messages(namespace_id, session_id, turn_id, position, role, content, tool_name,"
+        " tool_call_id, tool_arguments, tool_result, is_error, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                namespace_id,
+                session_id,
+                turn_id,
+                position,
+                row["role"],
+                row["content"],
+                row.get("tool_name"),
+                row.get("tool_call_id"),
+                row.get("tool_arguments"),
+                row.get("tool_result"),
+                row.get("is_error", 0),
+                row["created_at"],
+            )
+            for position, row in enumerate(rows)
+        ],
+    )
+    await conn.executemany(
+        "INSERT INTO message_fts(rowid, terms) SELECT id, ? FROM messages WHERE turn_id = ? AND position = ?",
+        [(fts_document(search_text(row)), turn_id, position) for position, row in enumerate(rows)],
+    )
+
+
 async def _capture(
     conn: Connection, settings: Settings, p: CaptureParams, count: Callable[[str], int]
 ) -> CaptureResult:
@@ -133,34 +166,7 @@ async def _capture(
     on_commit(conn, ITEMS_ADDED, namespace_id)  # the new messages get vectors after the commit (search/vectors.py)
     on_commit(conn, TURN_CAPTURED, session_id)  # shutdown seals this session's open tail (blocks/tail.py)
     rows = _message_rows(p, captured_at)
-    # Two statements for all the turn's messages, however many: executemany runs each once per row in SQLite,
-    # without a round through the connection per row. The FTS row finds its message by (turn_id, position).
-    await conn.executemany(
-        "INSERT INTO messages(namespace_id, session_id, turn_id, position, role, content, tool_name,"
-        " tool_call_id, tool_arguments, tool_result, is_error, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (
-                namespace_id,
-                session_id,
-                turn_id,
-                position,
-                row["role"],
-                row["content"],
-                row.get("tool_name"),
-                row.get("tool_call_id"),
-                row.get("tool_arguments"),
-                row.get("tool_result"),
-                row.get("is_error", 0),
-                row["created_at"],
-            )
-            for position, row in enumerate(rows)
-        ],
-    )
-    await conn.executemany(
-        "INSERT INTO message_fts(rowid, terms) SELECT id, ? FROM messages WHERE turn_id = ? AND position = ?",
-        [(fts_document(search_text(row)), turn_id, position) for position, row in enumerate(rows)],
-    )
+    await _insert_messages(conn, namespace_id, session_id, turn_id, rows)
     # The turn's audit row and those of the blocks it seals: one statement, in this order.
     audits: list[AuditRow] = [
         (
