@@ -24,7 +24,7 @@ from stratagate.storage.db import (
     audit_rows,
     on_commit,
 )
-from stratagate.storage.lookup import ensure_namespace, ensure_session
+from stratagate.storage.lookup import capture_scope, ensure_namespace, ensure_session
 from stratagate.storage.sqlite import Connection
 from stratagate.text.messages import search_text
 from stratagate.text.terms import fts_document
@@ -100,38 +100,9 @@ async def capture_turn(
         ) from exc
 
 
-async def _capture(
-    conn: Connection, settings: Settings, p: CaptureParams, count: Callable[[str], int]
-) -> CaptureResult:
-    namespace_id = await ensure_namespace(conn, p.namespace)
-    existing = await (
-        await conn.execute("SELECT id FROM turns WHERE namespace_id = ? AND receipt = ?", (namespace_id, p.receipt))
-    ).fetchone()
-    if existing is not None:
-        return CaptureResult(turn_id=ids.make("turn", existing[0]), duplicate=True, sealed_block_ids=[])
-
-    session_id, turn_count = await ensure_session(conn, namespace_id, p.session)
-    seq = turn_count + 1
-    captured_at = now_iso()
-    await conn.execute("UPDATE sessions SET turn_count = ? WHERE id = ?", (seq, session_id))
-    cur = await conn.execute(
-        "INSERT INTO turns(namespace_id, session_id, seq, receipt, started_at, ended_at, end_reason, captured_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            namespace_id,
-            session_id,
-            seq,
-            p.receipt,
-            to_iso(p.started_at) if p.started_at else None,
-            to_iso(p.ended_at) if p.ended_at else None,
-            p.end_reason,
-            captured_at,
-        ),
-    )
-    turn_id = int(cur.lastrowid or 0)
-    on_commit(conn, ITEMS_ADDED, namespace_id)  # the new messages get vectors after the commit (search/vectors.py)
-    on_commit(conn, TURN_CAPTURED, session_id)  # shutdown seals this session's open tail (blocks/tail.py)
-    rows = _message_rows(p, captured_at)
+async def _insert_messages(
+    conn: Connection, namespace_id: int, session_id: int, turn_id: int, rows: list[dict[str, Any]]
+) -> None:
     # Two statements for all the turn's messages, however many: executemany runs each once per row in SQLite,
     # without a round through the connection per row. The FTS row finds its message by (turn_id, position).
     await conn.executemany(
@@ -160,6 +131,42 @@ async def _capture(
         "INSERT INTO message_fts(rowid, terms) SELECT id, ? FROM messages WHERE turn_id = ? AND position = ?",
         [(fts_document(search_text(row)), turn_id, position) for position, row in enumerate(rows)],
     )
+
+
+async def _capture(
+    conn: Connection, settings: Settings, p: CaptureParams, count: Callable[[str], int]
+) -> CaptureResult:
+    # Namespace, session, turn count and a duplicate receipt in one statement; rows are created only when missing.
+    scope = await capture_scope(conn, p.namespace, p.session, p.receipt)
+    if scope.turn is not None:
+        return CaptureResult(turn_id=ids.make("turn", scope.turn), duplicate=True, sealed_block_ids=[])
+    namespace_id = scope.namespace if scope.namespace is not None else await ensure_namespace(conn, p.namespace)
+    if scope.session is not None:
+        session_id, turn_count = scope.session, scope.turn_count
+    else:
+        session_id, turn_count = await ensure_session(conn, namespace_id, p.session)
+    seq = turn_count + 1
+    captured_at = now_iso()
+    await conn.execute("UPDATE sessions SET turn_count = ? WHERE id = ?", (seq, session_id))
+    cur = await conn.execute(
+        "INSERT INTO turns(namespace_id, session_id, seq, receipt, started_at, ended_at, end_reason, captured_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            namespace_id,
+            session_id,
+            seq,
+            p.receipt,
+            to_iso(p.started_at) if p.started_at else None,
+            to_iso(p.ended_at) if p.ended_at else None,
+            p.end_reason,
+            captured_at,
+        ),
+    )
+    turn_id = int(cur.lastrowid or 0)
+    on_commit(conn, ITEMS_ADDED, namespace_id)  # the new messages get vectors after the commit (search/vectors.py)
+    on_commit(conn, TURN_CAPTURED, session_id)  # shutdown seals this session's open tail (blocks/tail.py)
+    rows = _message_rows(p, captured_at)
+    await _insert_messages(conn, namespace_id, session_id, turn_id, rows)
     # The turn's audit row and those of the blocks it seals: one statement, in this order.
     audits: list[AuditRow] = [
         (
@@ -172,9 +179,13 @@ async def _capture(
             {"session": p.session, "seq": seq, "receipt": p.receipt, "messages": len(rows)},
         )
     ]
-    sealed = await seal_full_runs(
-        conn, namespace_id, session_id, settings.block_turns, _counted_once(count), settings.job_max_attempts, audits
-    )
+    sealed: list[int] = []
+    # With this turn the session's open turns make a full block: seal it (the count was read in this transaction).
+    if scope.open_turns + 1 >= settings.block_turns:
+        counted = _counted_once(count)
+        sealed = await seal_full_runs(
+            conn, namespace_id, session_id, settings.block_turns, counted, settings.job_max_attempts, audits
+        )
     await audit_rows(conn, audits)
     return CaptureResult(
         turn_id=ids.make("turn", turn_id), duplicate=False, sealed_block_ids=[ids.make("blk", b) for b in sealed]

@@ -7,6 +7,7 @@ protocol table with every method. Params are validated and results typed by prot
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -47,6 +48,8 @@ def _jsonrpc(entry: Entry) -> Callable[..., Awaitable[Any]]:
             raise invalid_params("params must be an object (named parameters), not an array")
         return Success(await adapter.call(entry, app, params))
 
+    # jsonrpcserver binds the arguments to ``inspect.signature(method)`` on every call: computed once here.
+    method.__signature__ = inspect.signature(method)  # type: ignore[attr-defined]
     return method
 
 
@@ -67,12 +70,12 @@ async def shutdown(app: App, _: Empty) -> dict[str, Any]:
 
 
 @method("turn.capture", params=CaptureParams, result=CaptureResult)
-async def capture(app: App, params: CaptureParams) -> dict[str, Any]:
+async def capture(app: App, params: CaptureParams) -> CaptureResult:
     if app.tokens_ready is not None:
         await app.tokens_ready
     # Its commit wakes the runner (sealed blocks) and queues embeddings (new messages): storage/db.py on_commit.
-    result = await capture_turn(app.db, app.settings, params, count_tokens)
-    return result.model_dump()
+    # The model itself: the adapter serialises it once (a dict would be validated into the model again).
+    return await capture_turn(app.db, app.settings, params, count_tokens)
 
 
 @method("namespace.resolve", params=ResolveParams, result=ResolveResult)

@@ -11,7 +11,10 @@ import sys
 import threading
 from typing import Any
 
-from jsonrpcserver.async_main import dispatch_to_serializable
+from jsonrpcserver.async_dispatcher import dispatch_request
+from jsonrpcserver.dispatcher import create_request, to_response
+from jsonrpcserver.response import ServerErrorResponse, serialize_error, to_serializable_one
+from jsonrpcserver.sentinels import NOID
 
 from stratagate import errors
 from stratagate.app import App
@@ -104,6 +107,23 @@ def _request_id(message: Any) -> Any:
     return rid
 
 
+async def _dispatch(app: App, message: dict[str, Any]) -> Any:
+    """One request, already parsed and checked by ``request_problem``, through jsonrpcserver's own steps: find the
+    method, bind and call it, map its result or error to the reply (None for a notification).
+
+    ``dispatch_to_serializable`` would add what this server does already: a second validation of the request against
+    its JSON Schema (jsonschema, ~0.3 ms per request; ``request_problem`` refuses all it refuses, with a message that
+    names the problem) and the batch layer (batches are split in ``_Dispatcher``), whose ``gather`` costs a task and
+    a loop iteration per request."""
+    try:
+        request = create_request(message)
+        result = (await dispatch_request(METHODS, app, request))[1]
+        return None if request.id is NOID else to_serializable_one(to_response(request, result))
+    except Exception as exc:  # as dispatch_to_serializable answers a failure of its own steps
+        log.exception(exc)
+        return serialize_error(ServerErrorResponse(str(exc), None))
+
+
 def _clarify(response: Any) -> Any:
     """jsonrpcserver's stock messages name the problem class only; say what exactly was wrong."""
     if isinstance(response, dict) and isinstance(response.get("error"), dict):
@@ -171,10 +191,7 @@ class _Dispatcher:
         module = module_to_load(message["method"])
         if module is not None:  # its first call: imported off the loop, other requests go on meanwhile
             await asyncio.to_thread(load_methods, module)
-        response = await dispatch_to_serializable(
-            "", methods=METHODS, context=self.app, deserializer=lambda _raw: message
-        )
-        return _clarify(response)
+        return _clarify(await _dispatch(self.app, message))
 
 
 async def _start(app: App, peer: Peer) -> bool:

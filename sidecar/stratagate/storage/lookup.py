@@ -7,6 +7,7 @@ caller's transaction (then the answer is consistent with what that transaction s
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from stratagate.errors import NotFound
@@ -80,6 +81,42 @@ async def ensure_session(conn: Connection, namespace_id: int, key: str) -> tuple
         "INSERT INTO sessions(namespace_id, key, created_at) VALUES (?, ?, ?)", (namespace_id, key, now_iso())
     )
     return int(cur.lastrowid or 0), 0
+
+
+@dataclass(frozen=True)
+class CaptureScope:
+    """What a capture needs to know before it writes: the ids that exist (None: not yet), the session's turn count
+    and open (not yet sealed) turns, and the turn its receipt already names (None: a new turn)."""
+
+    namespace: int | None
+    session: int | None
+    turn_count: int
+    open_turns: int
+    turn: int | None
+
+
+async def capture_scope(conn: Connection, namespace: str, session: str, receipt: str) -> CaptureScope:
+    """One statement for the usual capture (namespace and session exist): their ids, the session's turn count and
+    open turns, and a turn already stored under ``receipt``. ``ensure_namespace``/``ensure_session`` create what is
+    missing."""
+    row = await (
+        await conn.execute(
+            "SELECT n.id, s.id, s.turn_count,"
+            " (SELECT COUNT(*) FROM turns o WHERE o.session_id = s.id AND o.block_id IS NULL),"
+            " (SELECT t.id FROM turns t WHERE t.namespace_id = n.id AND t.receipt = ?)"
+            " FROM namespaces n LEFT JOIN sessions s ON s.namespace_id = n.id AND s.key = ? WHERE n.name = ?",
+            (receipt, session, namespace),
+        )
+    ).fetchone()
+    if row is None:
+        return CaptureScope(None, None, 0, 0, None)
+    return CaptureScope(
+        int(row[0]),
+        None if row[1] is None else int(row[1]),
+        int(row[2] or 0),
+        int(row[3] or 0),
+        None if row[4] is None else int(row[4]),
+    )
 
 
 async def session_turn_count(conn: Connection, session_id: int) -> int | None:
