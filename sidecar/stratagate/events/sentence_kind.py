@@ -288,7 +288,9 @@ _SHAPES: dict[str, re.Pattern[str]] = {
 
 _TOOL_SWAP = re.compile(r"TOOL not TOOL|TOOL instead of TOOL|from TOOL to TOOL|TOOL over TOOL|"
                         r"^(?:switch|swap|move|migrat|go|chang)\w* (?:\w+ ){0,3}(?:to|for|with) TOOL|"
-                        r"^(?:use|go with) TOOL(?: not TOOL)?$")
+                        r"^(?:use|go with) TOOL(?: not TOOL)?$|"
+                        # 改用 / 换成 / 切到 / 迁到 TOOL (Chinese is one token per character here)
+                        r"(?:^|\s)(?:改|换|切|迁|转)\s(?:用|成|到|为)\s(?:\S\s){0,2}TOOL")
 
 
 def _shape_features(sentence: str) -> list[str]:
@@ -406,11 +408,14 @@ def judge(sentence: str, weights: Model | None = None) -> Kind:
     chosen = weights or model()
     feats = features(text)
     probs = chosen.probabilities(feats)
-    if probs[0] >= chosen.threshold:
+    # One tool put in another's place ("switch to pnpm", "改用 pnpm") replaces a state, unless the sentence edits the
+    # code at hand ("swap the axios call for fetch in this component"): a change whatever the model leans to.
+    swap = "shape:tool_swap" in feats and "shape:local" not in feats
+    if probs[0] >= chosen.threshold and not swap:
         return Kind("none", probs[0])
     best = max(range(1, len(LABELS)), key=lambda i: probs[i])
-    if "shape:tool_swap" in feats:
-        best = LABELS.index("change")  # one tool put in another's place replaces a state, whatever else it is
+    if swap:
+        best = LABELS.index("change")
     elif probs[best] < chosen.min_kind * (1.0 - probs[0]):
         return Kind("none", probs[0])
     label = LABELS[best]
