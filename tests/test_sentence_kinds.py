@@ -209,3 +209,21 @@ def test_an_agreeing_assistant_reply_supports_the_users_statement_but_a_question
         ("Payments go through Adyen now.", ["msg_1", "msg_2"], 0.7),
         ("We ship the invoices feature next Friday.", ["msg_5"], 0.6),
     ]
+
+
+@pytest.mark.parametrize(("sentence", "kind"), [
+    ("The shop database is PostgreSQL 16.", "fact"),
+    ("Never push directly to main.", "rule"),
+    ("Keep the README short.", "preference"),
+    ("Rename this variable to userId.", "none"),
+    ("We'll keep going!", "none"),
+    ("Actually make that pnpm.", "change"),
+    ("The demo moved from Tuesday to Thursday.", "change"),
+    ("隔壁组用的是 Kafka", "none"),
+    ("如果改用 pnpm", "none"),
+    ("it would be nice to have dark mode", "none"),
+    ("remind me what the deadline is", "none"),
+])
+def test_the_readme_examples_are_judged_as_the_readme_says(sentence: str, kind: str):
+    """README "Without a model" names these (never trained on: see the corpus test above)."""
+    assert sentence_kind.judge(sentence).label == kind

@@ -289,6 +289,8 @@ _SHAPES: dict[str, re.Pattern[str]] = {
 _TOOL_SWAP = re.compile(r"TOOL not TOOL|TOOL instead of TOOL|from TOOL to TOOL|TOOL over TOOL|"
                         r"^(?:switch|swap|move|migrat|go|chang)\w* (?:\w+ ){0,3}(?:to|for|with) TOOL|"
                         r"^(?:use|go with) TOOL(?: not TOOL)?$|"
+                        # a correction: "actually, make that pnpm" (the guide's "make that X instead")
+                        r"^(?:actual |no |wait |ok |okay )?make (?:that|it|this) TOOL|"
                         # 改用 / 换成 / 切到 / 迁到 TOOL (Chinese is one token per character here)
                         r"(?:^|\s)(?:改|换|切|迁|转)\s(?:用|成|到|为)\s(?:\S\s){0,2}TOOL")
 
