@@ -137,6 +137,8 @@ for _name, (_kind, _category, _aliases) in _TABLE.items():
         _BY_KEY[_key] = Known(_name, _kind, _category)
 
 LONGEST = max(len(key.split()) for key in _BY_KEY)
+_STARTS_LONGER = frozenset(key.split(" ")[0] for key in _BY_KEY if " " in key)
+"""First words of the names longer than one word: only at these is a longer match tried."""
 
 
 def lookup(phrase: str) -> Known | None:
@@ -156,7 +158,8 @@ def find_all(words: list[str]) -> list[tuple[int, int, Known]]:
     found: list[tuple[int, int, Known]] = []
     i = 0
     while i < len(folded):
-        for size in range(min(LONGEST, len(folded) - i), 0, -1):
+        longest = min(LONGEST, len(folded) - i) if folded[i] in _STARTS_LONGER else 1
+        for size in range(longest, 0, -1):
             hit = _BY_KEY.get(" ".join(folded[i : i + size]))
             if hit is not None:
                 found.append((i, i + size, hit))
