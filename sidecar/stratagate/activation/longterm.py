@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stratagate.activation import nodes as graph_recall
-from stratagate.activation import relevance
+from stratagate.activation import relevance, search_memo
 from stratagate.activation.nodes import NODES_TITLE
 from stratagate.capture import queries as capture_queries
 from stratagate.events import queries as event_queries
@@ -117,7 +117,7 @@ async def _ranked_events(
             continue
         # Superseded events are searched too and stand for their current successor at their rank: "do we still use
         # npm?" matches the npm event only, and what answers it is the pnpm event that replaced it.
-        hits = await events.search(conn, ns, sess, match, [*CURRENT, "superseded"], None, CANDIDATES)
+        hits = await search_memo.event_search(conn, ns, sess, match, [*CURRENT, "superseded"], CANDIDATES)
         ranking: list[int] = []
         for ev, _ in hits:
             if not relevance.event_relevant(about, ev):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from stratagate.activation import relevance
+from stratagate.activation import relevance, search_memo
 from stratagate.graph import read as graph_read
 from stratagate.graph import store as graph
 from stratagate.safety.inert import Named, heading
@@ -42,7 +42,7 @@ async def matched_nodes(
     for match in matches:
         if match is None:
             continue
-        for node, _ in await graph_read.search(conn, ns, sess, match, None, CANDIDATES):
+        for node, _ in await search_memo.node_search(conn, ns, sess, match, CANDIDATES):
             nodes.setdefault(node.id, node)
     indexed = await graph_read.index_terms(conn, list(nodes))
     return [

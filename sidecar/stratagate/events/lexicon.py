@@ -137,6 +137,8 @@ for _name, (_kind, _category, _aliases) in _TABLE.items():
         _BY_KEY[_key] = Known(_name, _kind, _category)
 
 LONGEST = max(len(key.split()) for key in _BY_KEY)
+_STARTS_LONGER = frozenset(key.split(" ")[0] for key in _BY_KEY if " " in key)
+"""First words of the names longer than one word: only at these is a longer match tried."""
 
 
 def lookup(phrase: str) -> Known | None:
@@ -153,10 +155,14 @@ def aliases_of(name: str) -> list[str]:
 def find_all(words: list[str]) -> list[tuple[int, int, Known]]:
     """Known entities in a word list as (start, end, entity), longest match first, non-overlapping."""
     folded = [w.casefold() for w in words]
+    starts = [w.partition(" ")[0] in _STARTS_LONGER for w in folded]
+    if not any(starts):  # only one-word names can match here: each word on its own
+        return [(i, i + 1, hit) for i, w in enumerate(folded) if (hit := _BY_KEY.get(w)) is not None]
     found: list[tuple[int, int, Known]] = []
     i = 0
     while i < len(folded):
-        for size in range(min(LONGEST, len(folded) - i), 0, -1):
+        longest = min(LONGEST, len(folded) - i) if starts[i] else 1
+        for size in range(longest, 0, -1):
             hit = _BY_KEY.get(" ".join(folded[i : i + size]))
             if hit is not None:
                 found.append((i, i + size, hit))

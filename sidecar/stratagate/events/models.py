@@ -75,7 +75,7 @@ class EventRow(NewEvent):
     def from_row(cls, row: sqlite3.Row | Mapping[str, Any]) -> EventRow:
         data = dict(row)
         for key in ("tags", "quotes", "participants", "claims"):
-            data[key] = json.loads(data[key])
+            data[key] = [] if data[key] == "[]" else json.loads(data[key])  # (most lists are empty)
         data["pinned"] = bool(data["pinned"])
         if data.get("owner_user_tier") is not None:
             data["owner_user_tier"] = bool(data["owner_user_tier"])

@@ -19,6 +19,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Awaitable, Callable
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -538,7 +539,14 @@ _TERM = re.compile(r'"((?:[^"]|"")*)"')
 
 def _or_terms(match: str) -> list[str] | None:
     """The terms of a ``text.terms.fts_query`` expression ('"a" OR "b"'), or None for any other expression."""
-    found = [m.group(1).replace('""', '"') for m in _TERM.finditer(match)]
+    found = _parsed_or(match)
+    return None if found is None else list(found)
+
+
+@lru_cache(maxsize=64)
+def _parsed_or(match: str) -> tuple[str, ...] | None:
+    """(Cached: a search parses its match twice, and a step's queries repeat step after step.)"""
+    found = tuple(m.group(1).replace('""', '"') for m in _TERM.finditer(match))
     if not found or match != " OR ".join(quote(t) for t in found):
         return None
     return found
@@ -576,9 +584,9 @@ async def _best_matches(
     # in: its ranking throughout. Without it (None), FTS5's: the best ``pool``, then every match with the filter.
     top = await EVENT_INDEX.ranked(conn, terms, pool) if terms else None
     while top is not None:
-        kept = await _passing(conn, top, where, params)
+        kept = await _passing(conn, top, where, params, wanted)
         if len(kept) >= wanted or len(top) < pool:
-            return kept[:wanted]
+            return kept
         pool *= 16
         top = await EVENT_INDEX.ranked(conn, terms or [], pool)
     pool = wanted * PREFILTER
@@ -590,9 +598,9 @@ async def _best_matches(
             (match, pool),
         )
     ]
-    kept = await _passing(conn, top, where, params)
+    kept = await _passing(conn, top, where, params, wanted)
     if len(kept) >= wanted or len(top) < pool:
-        return kept[:wanted]
+        return kept
     rows = await conn.execute_fetchall(
         "SELECT e.id, bm25(event_fts) AS rank, e.status, e.weight_cap FROM event_fts"
         f" JOIN events e ON e.id = event_fts.rowid WHERE event_fts MATCH ? AND {' AND '.join(where)}"
@@ -603,19 +611,27 @@ async def _best_matches(
 
 
 async def _passing(
-    conn: Connection, top: list[tuple[int, float]], where: list[str], params: list[Any]
+    conn: Connection, top: list[tuple[int, float]], where: list[str], params: list[Any], wanted: int
 ) -> list[tuple[int, float, str, float | None]]:
-    """The ranked (id, BM25) rows whose events pass ``where``, in rank order, with their status and weight cap."""
-    passing: dict[int, tuple[str, float | None]] = {}
-    for start in range(0, len(top), 5000):  # (SQLite's limit on parameters: a widened pool can hold more ids)
-        chunk = [item_id for item_id, _ in top[start : start + 5000]]
+    """The first ``wanted`` ranked (id, BM25) rows whose events pass ``where``, in rank order, with their status and
+    weight cap. Read as many at a time as are still wanted (most pass), and at most 5000 (SQLite's limit on
+    parameters: a widened pool can hold more ids)."""
+    kept: list[tuple[int, float, str, float | None]] = []
+    start = 0
+    while start < len(top) and len(kept) < wanted:
+        chunk = top[start : start + min(5000, wanted - len(kept))]
+        start += len(chunk)
+        passing: dict[int, tuple[str, float | None]] = {}
         for r in await conn.execute_fetchall(
-            f"SELECT e.id, e.status, e.weight_cap FROM events e WHERE e.id IN ({', '.join('?' for _ in chunk)})"
-            f" AND {' AND '.join(where)}",
-            (*chunk, *params),
+            # NOT INDEXED: one rowid seek per id (the planner otherwise seeks the status and scope indexes for
+            # every id and status, the visibility rule being an OR).
+            "SELECT e.id, e.status, e.weight_cap FROM events e NOT INDEXED"
+            f" WHERE e.id IN ({', '.join('?' for _ in chunk)}) AND {' AND '.join(where)}",
+            (*(item_id for item_id, _ in chunk), *params),
         ):
             passing[int(r[0])] = (str(r[1]), r[2])
-    return [(item_id, rank, *passing[item_id]) for item_id, rank in top if item_id in passing]
+        kept.extend((item_id, rank, *passing[item_id]) for item_id, rank in chunk if item_id in passing)
+    return kept
 
 
 async def search(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import UTC, datetime, time
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from stratagate import ids
 from stratagate.graph import store
@@ -20,6 +20,9 @@ from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import parse_time, to_iso
 
 SHOWN = ("active", "superseded", "disputed")
+VISIBLE_SLACK = 4
+"""Search reads the visibility of this many more ranked nodes than it still needs (most nodes are visible)."""
+T = TypeVar("T", NodeRow, int)
 
 
 def parse_instant(value: str) -> str:
@@ -158,28 +161,47 @@ async def search(
             (namespace_id, kind, kind),
         )
         scored: list[tuple[NodeRow, float | None]] = [(NodeRow.model_validate(dict(r)), None) for r in rows]
-    else:
-        rows = await conn.execute_fetchall(
-            "SELECT n.*, bm25(graph_fts) AS rank FROM graph_fts JOIN graph_nodes n ON n.id = graph_fts.rowid"
+        return await _visible_first(conn, scored, session_id, limit)
+    # Ids and ranks only (a query's matches are most of a small graph): rows are read for the ``limit`` kept.
+    ranked: list[tuple[int, float | None]] = [
+        (int(r[0]), -float(r[1]))
+        for r in await conn.execute_fetchall(
+            "SELECT n.id, bm25(graph_fts) AS rank FROM graph_fts JOIN graph_nodes n ON n.id = graph_fts.rowid"
             " WHERE graph_fts MATCH ? AND n.namespace_id = ? AND (? IS NULL OR n.kind = ?) ORDER BY rank, n.id",
             (match, namespace_id, kind, kind),
         )
-        scored = []
-        for r in rows:
-            data = dict(r)
-            rank = float(data.pop("rank"))
-            scored.append((NodeRow.model_validate(data), -rank))
-    out: list[tuple[NodeRow, float | None]] = []
-    chunk = max(limit, 1) * 4
-    for start in range(0, len(scored), chunk):  # in rank order, a chunk's visibility at a time
-        part = scored[start : start + chunk]
-        visible = await visible_nodes(conn, [node.id for node, _ in part], session_id)
-        for node, score in part:
-            if node.id in visible:
-                out.append((node, score))
+    ]
+    kept = await _visible_first(conn, ranked, session_id, limit)
+    if not kept:
+        return []
+    rows = await conn.execute_fetchall(
+        f"SELECT * FROM graph_nodes WHERE id IN ({', '.join('?' for _ in kept)})", [node_id for node_id, _ in kept]
+    )
+    by_id = {int(r["id"]): NodeRow.model_validate(dict(r)) for r in rows}
+    return [(by_id[node_id], score) for node_id, score in kept if node_id in by_id]
+
+
+async def _visible_first(
+    conn: Connection, scored: list[tuple[T, float | None]], session_id: int | None, limit: int
+) -> list[tuple[T, float | None]]:
+    """The first ``limit`` of ``scored`` (nodes or node ids, in rank order) that exist for the caller, their
+    visibility read a few more than still wanted at a time."""
+    out: list[tuple[T, float | None]] = []
+    start = 0
+    while start < len(scored) and len(out) < limit:
+        part = scored[start : start + limit - len(out) + VISIBLE_SLACK]
+        start += len(part)
+        visible = await visible_nodes(conn, [_node_id(item) for item, _ in part], session_id)
+        for item, score in part:
+            if _node_id(item) in visible:
+                out.append((item, score))
                 if len(out) >= limit:
-                    return out
+                    break
     return out
+
+
+def _node_id(item: NodeRow | int) -> int:
+    return item if isinstance(item, int) else item.id
 
 
 async def current_facts(conn: Connection, node: NodeRow, session_id: int | None) -> list[FactRow]:

@@ -186,12 +186,12 @@ class TermIndex:
             [(should, tantivy.Query.term_query(self._schema, "terms", t, "freq")) for t in terms]
         )
         searcher = self._index.searcher()
-        want = limit
+        want = limit + 1  # one more: a lower score past the cut shows that no tie with the last one kept is left out
         while True:  # widened while documents tied with the last one kept may be left out
             hits = searcher.search(query, want, count=False).hits
             if limit <= 0 or len(hits) < want or hits[-1][0] < hits[limit - 1][0] or want >= TIES:
                 break
-            want = min(want * 4, max(TIES, limit))
+            want = min(want * 2, max(TIES, limit))  # (a tie group at the cut is mostly a few dozen)
         ids = searcher.fast_field_values("id", [address for _, address in hits])
         # (score, id) pairs sorted descending: ties go to the newest document, as FTS5's "ORDER BY rank, rowid DESC".
         found = sorted(zip([score for score, _ in hits], ids, strict=True), reverse=True)[:limit]
