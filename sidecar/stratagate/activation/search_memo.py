@@ -17,7 +17,7 @@ from stratagate.events.models import EventRow
 from stratagate.graph import read as graph_read
 from stratagate.graph.store import NodeRow
 from stratagate.storage.read_version import read_version
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection, caches
 
 MAX_ANSWERS = 64
 """Answers kept per database version (a turn's steps ask a handful of distinct queries)."""
@@ -59,11 +59,11 @@ async def _remembered(conn: Connection, key: tuple[Any, ...], compute: Callable[
 
 async def _answers(conn: Connection) -> dict[tuple[Any, ...], Any] | None:
     """The answers kept for the database as this connection sees it now, or None when none may be kept."""
-    caches: dict[str, Any] | None = getattr(conn, "caches", None)
-    version = await read_version(conn) if caches is not None else None
-    if caches is None or version is None:
+    version = await read_version(conn)
+    if version is None:
         return None
-    held: tuple[int, dict[tuple[Any, ...], Any]] | None = caches.get(_CACHE)
+    kept = caches(conn)
+    held: tuple[int, dict[tuple[Any, ...], Any]] | None = kept.get(_CACHE)
     if held is None or held[0] != version:
-        held = caches[_CACHE] = (version, {})  # a new dict: a search still running keeps writing to the old one
+        held = kept[_CACHE] = (version, {})  # a new dict: a search still running keeps writing to the old one
     return held[1]

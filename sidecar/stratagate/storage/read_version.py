@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stratagate.storage.sqlconn import Connection
+from stratagate.storage.sqlite import Connection
 
 
 async def read_version(conn: Connection) -> int | None:
@@ -11,6 +11,5 @@ async def read_version(conn: Connection) -> int | None:
     not move it) or one inside a transaction."""
     if conn.in_transaction:
         return None
-    rows = await conn.execute_fetchall("SELECT * FROM pragma_data_version, pragma_query_only")
-    version, read_only = int(rows[0][0]), int(rows[0][1])
-    return version if read_only else None
+    ((version, read_only),) = await conn.execute_fetchall("SELECT * FROM pragma_data_version, pragma_query_only")
+    return int(version) if read_only else None
