@@ -226,16 +226,22 @@ async def test_after_sigkill_mid_write_the_index_equals_a_rebuild(db: Database, 
     code = CHILD.format(sidecar=str(REPO / "sidecar"), tests=str(REPO / "tests"), path=str(db.path), start=100,
                         stop=10**9)
     assert _run_then_kill(code, rounds=25) == -signal.SIGKILL
-    reopened = Database(db.path)
+    after, count = await _reopened_answers(db.path)
+    assert count >= 30 + 75 and all(a is not None for a in after)
+    assert after == await rebuilt_answers(db.path)
+    await db.open()  # (the fixture closes it)
+
+
+async def _reopened_answers(path: Path) -> tuple[list[list[int] | None], int]:
+    """The searches' answers and the event count of the database at ``path``, opened afresh."""
+    reopened = Database(path)
     await reopened.open()
     try:
         after = await answers(reopened)
-        count = await reopened.reader.execute_fetchall("SELECT count(*) FROM events")
+        ((count,),) = await reopened.reader.execute_fetchall("SELECT count(*) FROM events")
     finally:
         await reopened.close()
-    assert count[0][0] >= 30 + 75 and all(a is not None for a in after)
-    assert after == await rebuilt_answers(db.path)
-    await db.open()  # (the fixture closes it)
+    return after, int(count)
 
 
 def _run_together(codes: list[str]) -> list[int]:
@@ -255,13 +261,7 @@ async def test_two_processes_writing_and_searching_at_once_leave_the_index_equal
         for start in (1000, 2000)
     ]
     assert await asyncio.to_thread(_run_together, codes) == [0, 0]
-    reopened = Database(db.path)
-    await reopened.open()
-    try:
-        after = await answers(reopened)
-        count = await reopened.reader.execute_fetchall("SELECT count(*) FROM events")
-    finally:
-        await reopened.close()
-    assert count[0][0] == 10 + 2 * 60 and all(a is not None for a in after)
+    after, count = await _reopened_answers(db.path)
+    assert count == 10 + 2 * 60 and all(a is not None for a in after)
     assert after == await rebuilt_answers(db.path)
     await db.open()
