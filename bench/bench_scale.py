@@ -123,8 +123,8 @@ def env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def copy_db(src: Path, workdir: Path, name: str) -> Path:
     dst = workdir / name
-    for p in workdir.glob(name + "*"):
-        p.unlink()
+    for p in workdir.glob(name + "*"):  # the database, its WAL, and the derived search index's folder
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
     shutil.copyfile(src, dst)
     return dst
 
