@@ -28,46 +28,21 @@ async def _open_turns(conn: Connection, session_id: int) -> list[Any]:
     )
 
 
-async def seal_full_runs(
+async def seal(
     conn: Connection,
     namespace_id: int,
     session_id: int,
     block_turns: int,
     count: Callable[[str], int],
     max_attempts: int,
+    *,
+    tail_reason: str | None = None,
     audits: list[AuditRow] | None = None,
 ) -> list[int]:
-    """Seal as many full blocks as the session's open turns allow; return the new block keys. With ``audits``,
-    the blocks' audit rows are appended there for the caller to write with its own (one statement)."""
-    return await _seal(conn, namespace_id, session_id, block_turns, count, max_attempts, None, audits)
-
-
-async def seal_open_turns(
-    conn: Connection,
-    namespace_id: int,
-    session_id: int,
-    block_turns: int,
-    count: Callable[[str], int],
-    max_attempts: int,
-    reason: str,
-) -> list[int]:
-    """Seal every open turn of the session: full runs first, then what is left as one short block. Inside the
-    caller's transaction, so a turn is sealed once whoever asks (capture, idle sweep, close, shutdown)."""
-    return await _seal(conn, namespace_id, session_id, block_turns, count, max_attempts, reason, None)
-
-
-async def _seal(
-    conn: Connection,
-    namespace_id: int,
-    session_id: int,
-    block_turns: int,
-    count: Callable[[str], int],
-    max_attempts: int,
-    tail_reason: str | None,
-    audits: list[AuditRow] | None,
-) -> list[int]:
-    """Seal the open turns in runs of ``block_turns``; a shorter last run only with a ``tail_reason``. The audit rows
-    go to ``audits`` when given, else they are written here."""
+    """Seal the session's open turns in runs of ``block_turns`` and return the new block keys, inside the caller's
+    transaction (a turn is sealed once, whoever asks: capture, idle sweep, close, shutdown). Capture seals full runs
+    only; a ``tail_reason`` (``idle`` / ``close`` / ``shutdown``) also seals what is left as one short block. With
+    ``audits``, the blocks' audit rows are appended there for the caller to write with its own (one statement)."""
     open_turns = await _open_turns(conn, session_id)
     sealed: list[int] = []
     rows: list[AuditRow] = [] if audits is None else audits

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from stratagate.blocks.seal import seal_open_turns
+from stratagate.blocks.seal import seal
 from stratagate.config import Settings
 from stratagate.storage.db import Database, StorageError
 from stratagate.storage.sqlite import Connection
@@ -73,8 +73,8 @@ async def seal_session(
     ).fetchone()
     if row is None or row[1] is None or (before is not None and row[1] >= before):
         return []
-    return await seal_open_turns(
-        conn, int(row[0]), session_id, settings.block_turns, count, settings.job_max_attempts, reason
+    return await seal(
+        conn, int(row[0]), session_id, settings.block_turns, count, settings.job_max_attempts, tail_reason=reason
     )
 
 

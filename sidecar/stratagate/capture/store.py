@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stratagate import ids
-from stratagate.blocks.seal import seal_full_runs
+from stratagate.blocks.seal import seal
 from stratagate.capture.models import CaptureParams, CaptureResult
 from stratagate.capture.order import current_place
 from stratagate.config import Settings
@@ -183,8 +183,8 @@ async def _capture(
     # With this turn the session's open turns make a full block: seal it (the count was read in this transaction).
     if scope.open_turns + 1 >= settings.block_turns:
         counted = _counted_once(count)
-        sealed = await seal_full_runs(
-            conn, namespace_id, session_id, settings.block_turns, counted, settings.job_max_attempts, audits
+        sealed = await seal(
+            conn, namespace_id, session_id, settings.block_turns, counted, settings.job_max_attempts, audits=audits
         )
     await audit_rows(conn, audits)
     return CaptureResult(
