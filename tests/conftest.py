@@ -10,6 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from stratagate.storage.db import Database
 from stratagate.wiring import register_hooks
 from support.model_server import ScriptedModelServer, auto_tool_call
 from support.sidecar import SidecarClient
@@ -89,6 +90,15 @@ def turn(i: int, namespace: str = "proj", session: str = "s1", **extra: Any) -> 
     }
     params.update(extra)
     return params
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    """An open database in the test's own folder (closed after the test)."""
+    database = Database(tmp_path / "memory.db")
+    await database.open()
+    yield database
+    await database.close()
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -301,14 +301,6 @@ def test_applied_ops_keep_every_round_paired(case: tuple[Any, int]):
 # --- the planner in process (real SQLite) ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-async def db(tmp_path: Path):
-    database = Database(tmp_path / "memory.db")
-    await database.open()
-    yield database
-    await database.close()
-
-
 async def _plan(db: Database, params: dict[str, Any], s: ContextSettings = COST) -> Any:
     return await plan(db, PlanParams.model_validate(params), s, count, 0.30)
 

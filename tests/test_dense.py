@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -210,14 +210,6 @@ def test_the_sidecar_does_not_import_numpy_at_start():
 
 
 # --- storage and background jobs, in process ------------------------------------------------------------------------
-
-
-@pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = Database(tmp_path / "memory.db")
-    await database.open()
-    yield database
-    await database.close()
 
 
 def no_seal_settings(tmp_path: Path) -> Settings:

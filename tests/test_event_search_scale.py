@@ -7,7 +7,6 @@ duplicate through the text's numbers. Real SQLite files; writes go through the o
 from __future__ import annotations
 
 import tempfile
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -49,14 +48,6 @@ async def remember(
             scope = "user" if user_every and i % user_every == 0 else "project"
             await admit(conn, [Candidate(statement=t, scope=scope, mentioned_at=datetime.now(UTC),
                                          sources=[Source(call_id="c", quote=t)])], options)
-
-
-@pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    d = Database(tmp_path / "memory.db")
-    await d.open()
-    yield d
-    await d.close()
 
 
 async def test_common_terms_are_split_past_the_size_and_counts_follow_other_connections(db: Database, tmp_path: Path):

@@ -11,11 +11,8 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
-
-import pytest
 
 from stratagate.capture.store import ensure_namespace, ensure_session
 from stratagate.events import store
@@ -43,14 +40,6 @@ async def remember(db: Database, texts: list[str], namespace: str = "proj") -> N
 def text(i: int) -> str:
     words = ["alpha" if i % 2 else "bravo", "charlie" if i % 3 == 0 else "delta", "echo" * (i % 4 == 0) or "golf"]
     return f"note {i} about " + " ".join(words) + f" and item{i}."
-
-
-@pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    d = Database(tmp_path / "memory.db")
-    await d.open()
-    yield d
-    await d.close()
 
 
 async def answers(d: Database) -> list[list[int] | None]:

@@ -48,14 +48,6 @@ def test_a_new_row_is_read_from_its_env_variable_with_its_bounds(monkeypatch: py
         config.load_settings({}, environ={"STRATAGATE_RECALL_LIMIT": "51"})
 
 
-@pytest.fixture
-async def db(tmp_path: Path):
-    database = Database(tmp_path / "memory.db")
-    await database.open()
-    yield database
-    await database.close()
-
-
 async def test_a_new_page_row_is_read_checked_written_and_applied_by_the_page(db: Database):
     settings = WithRecallLimit(db=db.path, recall_limit=10)
     applied = user_settings.Applied.of(settings)
