@@ -26,7 +26,7 @@ from stratagate.app import App
 from stratagate.capture.models import CaptureResult, ToolRecord
 from stratagate.config import Settings, load_settings
 from stratagate.embedded.results import BlockDetail, EventDetail, EventSearch, Expanded, NodeDetail
-from stratagate.errors import SHUTTING_DOWN, RpcError, explain_validation, invalid_params
+from stratagate.errors import SHUTTING_DOWN, RpcError, invalid_params
 from stratagate.protocol import METHOD_TABLE, adapter
 from stratagate.protocol.errors import as_rpc_error
 from stratagate.protocol.results import ActivationResult
@@ -130,7 +130,7 @@ class Memory:
         settings: Settings | None,
     ) -> Memory:
         key = await _namespace_key(namespace, workspace)
-        session = _session_name(session)
+        session = _name("session", session)
         try:
             app = App(_settings(path, settings), host_model=False)
         except Exception as exc:
@@ -212,8 +212,8 @@ class Memory:
 
     async def expand(self, id: str, **options: Any) -> Expanded:
         """Read one thing in full, as the agent's expand tools do: an event (``evt_12``, memory_expand_event), a
-        block (``blk_3``: ``level``, ``offset``, ``limit``; memory_expand_block) or a graph node (``nod_4`` or a
-        name: ``as_of``, ``known_at``; memory_expand_graph_node)."""
+        block (``blk_3``: ``level``, ``offset``, ``limit``; memory_expand_block) or a graph node (``nod_4``: ``as_of``,
+        ``known_at``; memory_expand_graph_node). Each records a retrieval batch, as the agent's expansions do."""
         kind = id.partition("_")[0] if isinstance(id, str) else None
         if kind == "evt":
             return await self._tool("memory_expand_event", {"id": id, **options}, EventDetail)
@@ -321,18 +321,19 @@ async def _namespace_key(namespace: str | None, workspace: str | os.PathLike[str
         except (TypeError, ValueError) as exc:
             raise invalid_params(f"invalid params: workspace: {exc}") from exc
     else:
-        params = {"mode": "global", "name": namespace}
+        params = {"mode": "global", "name": _name("namespace", namespace)}
     entry = METHOD_TABLE.get("namespace.resolve")
     assert entry is not None
     resolved: dict[str, str] = await adapter.call(entry, None, params)
     return resolved["namespace"]
 
 
-def _session_name(session: str) -> str:
+def _name(field: str, value: object) -> str:
+    """``value`` checked as the protocol checks a namespace or session name (and redacted like one)."""
     try:
-        name: str = _NAME.validate_python(session)
+        name: str = _NAME.validate_python(value)
     except ValidationError as exc:
-        raise invalid_params(f"invalid params: session: {explain_validation(exc)}") from exc
+        raise invalid_params(f"invalid params: {field}: {exc.errors()[0]['msg']}") from exc
     return name
 
 
