@@ -172,7 +172,9 @@ async def test_a_path_that_is_no_database_is_a_storage_error(tmp_path: Path):
     assert err.value.code == STORAGE_ERROR and "not a database file" in err.value.message
 
 
-async def test_a_workspace_is_keyed_as_namespace_resolve_keys_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+async def test_a_workspace_is_keyed_as_namespace_resolve_keys_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     (tmp_path / "proj").mkdir()
     monkeypatch.chdir(tmp_path)
     expected = resolve(ResolveParams(mode="project", cwd=str(tmp_path / "proj")))["namespace"]

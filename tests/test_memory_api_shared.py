@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
-from support.sidecar import SidecarClient
 
 from stratagate import Memory
+from support.sidecar import SidecarClient
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -37,9 +37,8 @@ async def test_a_memory_and_a_dsh_session_of_one_folder_share_memory_and_another
         try:
             ns = (await dsh.call("namespace.resolve", {"mode": "project", "cwd": str(project)}))["namespace"]
             assert ns == mine.namespace
-            recalled = await dsh.call(
-                "activation.render", {"namespace": ns, "session": "dsh-1", "query": "When does the release train leave?"}
-            )
+            question = "When does the release train leave?"
+            recalled = await dsh.call("activation.render", {"namespace": ns, "session": "dsh-1", "query": question})
             assert stored.id in recalled["event_ids"] and "second Tuesday" in recalled["text"]
 
             told = await dsh.tool(ns, "dsh-1", "memory_remember", {"text": FROM_DSH})
@@ -75,7 +74,9 @@ def readme_example() -> str:
     return match.group(1)
 
 
-def test_the_readme_example_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+def test_the_readme_example_runs_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
     code = readme_example()
     # Each print's `# comment` is the line it prints: the README shows what the example really does.
     expected = re.findall(r"^\s*print\(.*\)  # (.*)$", code, re.M)

@@ -250,7 +250,7 @@ class Memory:
         params.update({k: v for k, v in (("started_at", started_at), ("ended_at", ended_at)) if v is not None})
         return CaptureResult.model_validate(await self._call("turn.capture", params))
 
-    async def settle(self, timeout: float = 60.0) -> dict[str, int]:
+    async def settle(self, timeout: float = 60.0) -> dict[str, int]:  # noqa: ASYNC109
         """Wait until the database's job queue has nothing queued or running (``system.info`` counts, which it
         returns); TimeoutError after ``timeout`` seconds."""
         async with asyncio.timeout(timeout):
@@ -313,19 +313,21 @@ class _Opening:
 
 async def _namespace_key(namespace: str | None, workspace: str | os.PathLike[str] | None) -> str:
     """The namespace key from ``namespace.resolve`` itself: global mode for a name, project mode for a folder."""
+    entry = METHOD_TABLE.get("namespace.resolve")
+    assert entry is not None  # registered by stratagate.rpc.methods, imported above
+    resolved: dict[str, str] = await adapter.call(entry, None, _resolve_params(namespace, workspace))
+    return resolved["namespace"]
+
+
+def _resolve_params(namespace: str | None, workspace: str | os.PathLike[str] | None) -> dict[str, Any]:
     if (namespace is None) == (workspace is None):
         raise invalid_params("Memory.open needs namespace=NAME or workspace=PATH (exactly one)")
-    if workspace is not None:
-        try:
-            params: dict[str, Any] = {"mode": "project", "cwd": os.path.abspath(os.fspath(workspace))}
-        except (TypeError, ValueError) as exc:
-            raise invalid_params(f"invalid params: workspace: {exc}") from exc
-    else:
-        params = {"mode": "global", "name": _name("namespace", namespace)}
-    entry = METHOD_TABLE.get("namespace.resolve")
-    assert entry is not None
-    resolved: dict[str, str] = await adapter.call(entry, None, params)
-    return resolved["namespace"]
+    if workspace is None:
+        return {"mode": "global", "name": _name("namespace", namespace)}
+    try:
+        return {"mode": "project", "cwd": os.path.abspath(os.fspath(workspace))}
+    except (TypeError, ValueError) as exc:
+        raise invalid_params(f"invalid params: workspace: {exc}") from exc
 
 
 def _name(field: str, value: object) -> str:
