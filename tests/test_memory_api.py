@@ -209,6 +209,17 @@ async def test_close_stops_the_jobs_cleanly_and_seals_the_open_tail(tmp_path: Pa
         assert jobs_after["failed"] == 0 and jobs_after["done"] >= len(jobs)
 
 
+async def test_close_lets_a_call_in_flight_finish_first(tmp_path: Path):
+    db = tmp_path / "memory.db"
+    m = await Memory.open(db, namespace="notes")
+    # gather starts the capture first: it is in flight when close begins, and close waits for it.
+    captured, _ = await asyncio.gather(m.capture_turn("Captured while closing.", "Kept."), m.close())
+    assert captured.turn_id == "turn_1" and m.closed
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        assert conn.execute("SELECT content FROM messages ORDER BY id").fetchall() == [
+            ("Captured while closing.",), ("Kept.",)]
+
+
 async def test_two_memories_on_one_file_see_each_others_changes(tmp_path: Path):
     db = tmp_path / "memory.db"
     async with Memory.open(db, namespace="team", session="a") as first, \

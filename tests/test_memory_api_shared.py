@@ -1,14 +1,19 @@
 """``Memory`` and a DSH sidecar are clients of one memory: what one remembers the other recalls (same database, same
-folder), another folder sees neither (the user tier aside), and README.md's example runs exactly as written."""
+folder), another folder sees neither (the user tier aside); no model route unless one is given; and README.md's
+example runs exactly as written."""
 
 from __future__ import annotations
 
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
 
+from conftest import model_env
 from stratagate import Memory
+from stratagate.config import load_settings
+from support.model_server import ScriptedModelServer
 from support.sidecar import SidecarClient
 
 REPO = Path(__file__).resolve().parents[1]
@@ -85,3 +90,39 @@ def test_the_readme_example_runs_as_written(
     exec(compile(code, str(README), "exec"), {"__name__": "__main__"})
     assert capsys.readouterr().out.splitlines() == expected
     assert (tmp_path / "memory.db").is_file()
+
+
+async def _six_turns_settled(memory: Memory) -> dict[str, int]:
+    for i in range(1, 7):
+        await memory.capture_turn(f"Step {i}: we benchmark the importer on the nightly dump.", f"Step {i} done.")
+    return await memory.settle()
+
+
+def _block_sources(db: Path) -> list[tuple[str, str | None]]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        return conn.execute("SELECT summary_source, status FROM blocks ORDER BY id").fetchall()
+
+
+async def test_no_model_route_unless_given_one_even_when_the_page_stored_the_host_route(tmp_path: Path):
+    db = tmp_path / "memory.db"
+    dsh = await SidecarClient.start(db, env={"STRATAGATE_DENSE": "off"})
+    try:  # in DSH the page may store 'auto' (the host's model): outside DSH no host can answer it
+        stored = await dsh.call("page.settings.set", {"settings": {"model_route": "auto", "block_turns": 6}})
+        assert stored["settings"]["model_route"] == "auto"
+    finally:
+        await dsh.close()
+    async with Memory.open(db, namespace="notes") as memory:
+        jobs = await _six_turns_settled(memory)
+    assert jobs["failed"] == 0 and jobs["done"] > 0
+    assert _block_sources(db) == [("extractive", "ready")]  # written by rule: zero-model, no failed model attempt
+
+
+async def test_a_direct_model_route_given_in_settings_writes_the_block_views(
+    tmp_path: Path, model_server: ScriptedModelServer
+):
+    db = tmp_path / "memory.db"
+    settings = load_settings(environ=model_env(model_server))
+    async with Memory.open(db, namespace="notes", settings=settings) as memory:
+        jobs = await _six_turns_settled(memory)
+    assert jobs["failed"] == 0 and model_server.requests
+    assert _block_sources(db) == [("model", "ready")]
