@@ -116,8 +116,11 @@ def _tool_registry() -> Toolbox:
 
 
 class App:
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, *, host_model: bool = True):
         self.settings = settings
+        # False: no host answers host.llm.complete (an embedded Memory), so without a direct route the app runs
+        # zero-model, whatever route the Memory page stored.
+        self.host_model = host_model
         wiring.register_hooks()  # the stores' hooks (the graph follows event status), before any write
         self.db = Database(
             settings.db, settings.db_max_mb * 2**20 if settings.db_max_mb else None, settings.db_lock_timeout_s
@@ -180,6 +183,8 @@ class App:
         self.stalls.start()
         await self.db.open()
         self.user_settings = await user_settings.apply_at_start(self.db, self.settings)
+        if not self.host_model and not self.settings.model_base_url:
+            self.settings.model_route = "none"
         # The tokenizer is built off the event loop (`stratagate serve` starts it before its imports, cli.py
         # _warm_ups; an App started otherwise builds it here, in a thread); captures await it, pings do not.
         self.tokens_ready = _warm_up(count_tokens, "warm up")
