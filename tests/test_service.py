@@ -100,6 +100,13 @@ async def test_memory_connect_types_are_aliases_and_unknown_types_are_refused(si
     facts = await sidecar.call("service.search", {"caller": work, "query": "invoices CLI", "types": ["fact"]})
     assert sorted(m["id"] for m in facts) == ["evt_1", "evt_2"]
     assert await sidecar.call("service.search", {"caller": work, "query": "invoices", "types": ["decision"]}) == []
+    # dsh-memory-connect's other search options: tags (each one required here) and excludeSessionId.
+    tagged = await sidecar.call("service.search", {"caller": work, "query": "invoices CLI", "tags": ["context"]})
+    assert [m["id"] for m in tagged] == [ctx["id"]]
+    mine = {**work, "session": "s7"}
+    await sidecar.call("service.store", {"caller": mine, "content": "The invoices CLI prints PDF files."})
+    others = await sidecar.call("service.search", {"caller": work, "query": "invoices CLI", "excludeSessionId": "s7"})
+    assert sorted(m["id"] for m in others) == ["evt_1", "evt_2"]
 
     err = await failure(sidecar, "service.store", {"caller": work, "type": "memo", "content": "hello there"})
     assert err.code == -32602 and "type: Input should be 'decision'" in err.message and "'skill'" in err.message

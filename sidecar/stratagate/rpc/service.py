@@ -118,8 +118,14 @@ async def search_memories(app: App, p: SearchParams) -> Any:
     single = stored_as(kinds[0]) if len(kinds) == 1 else None
     event_type = single[0] if single is not None and single[1] is None else None
 
+    tags = set(p.tags or [])
+
     def keep(ev: EventRow, _sess: int | None) -> bool:
-        return not kinds or matches_type(ev, kinds)
+        return (
+            (not kinds or matches_type(ev, kinds))
+            and tags <= set(ev.tags)
+            and (p.exclude_session_id is None or ev.session_key != p.exclude_session_id)
+        )
 
     found = await _search(app, namespace, p.caller.session, p.query, keep, p.limit, event_type)
     return _out(MemoryList(found))

@@ -33,8 +33,12 @@ class Params(BaseModel):
 
 
 class SearchParams(Params):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
     query: str = Field(min_length=1, max_length=2000)
     types: list[MemoryType] | None = Field(None, min_length=1, max_length=8)
+    tags: list[Tag] | None = Field(None, min_length=1, max_length=12)
+    exclude_session_id: Name | None = Field(None, alias="excludeSessionId")
     limit: int = Field(10, ge=1, le=50)
 
 
