@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from stratagate.namespaces import ResolveParams, resolve
-from support.sidecar import RpcFailure, SidecarClient
+from stratagate.protocol import METHOD_TABLE
+from stratagate.rpc.methods import load_methods
+from support.sidecar import REPO, RpcFailure, SidecarClient
 from test_maintenance import add_event, open_db
 
 MEMORY_KEYS = {
@@ -201,3 +204,13 @@ async def test_similar_memories_maintenance_and_the_consolidation_log(tmp_path: 
         assert (await failure(client, "service.consolidation_log", {**me, "limit": 0})).code == -32602
     finally:
         await asyncio.wait_for(client.close(), 30)
+
+
+def test_the_shim_forwards_to_exactly_these_methods():
+    """shim-js/service.js names one ``service.*`` method per API method: each is in the protocol table, and every
+    ``service.*`` method of the table is reachable from the shim."""
+    load_methods("stratagate.rpc.service")
+    shim = (REPO / "shim-js" / "service.js").read_text(encoding="utf-8")
+    forwarded = re.findall(r"^  (\w+): '(service\.\w+)',$", shim, flags=re.MULTILINE)
+    assert len(forwarded) == 9, forwarded
+    assert sorted(m for _, m in forwarded) == sorted(n for n in METHOD_TABLE.names() if n.startswith("service."))
