@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -99,8 +100,10 @@ def _out(value: Any) -> Any:
 
 
 async def _search(
-    app: App, namespace: str, session: str | None, text: str, keep: Any, limit: int, event_type: str | None = None
+    app: App, namespace: str, session: str | None, text: str, keep: Callable[[EventRow, int | None], bool], limit: int,
+    event_type: str | None = None,
 ) -> list[Memory]:
+    """Up to ``limit`` matches of ``text`` that ``keep(event, the caller's session key)`` keeps, best first."""
     conn = app.db.reader
     match, unsearchable = query_match(text)
     if match is None or unsearchable:
@@ -116,8 +119,7 @@ async def search_memories(app: App, p: SearchParams) -> Any:
     namespace = namespace_of(app, p.caller)
     kinds = list(dict.fromkeys(p.types or []))
     single = stored_as(kinds[0]) if len(kinds) == 1 else None
-    event_type = single[0] if single is not None and single[1] is None else None
-
+    event_type = single[0] if single is not None and single[1] is None else None  # else filtered below
     tags = set(p.tags or [])
 
     def keep(ev: EventRow, _sess: int | None) -> bool:
