@@ -14,9 +14,11 @@ import { normalizeConfig } from './config.js'
 import { ContextEngine, makeModelOf, setContextEngine } from './context.js'
 import { makeLogger } from './logger.js'
 import { memoryCommand, uiLanguage } from './memory-command.js'
+import { callerRequest } from './namespaces.js'
 import { makeTurnStoppingListener } from './nudge.js'
 import { PRESET_ID, writeStrataGatePreset } from './preset.js'
 import { Runtime } from './runtime.js'
+import { makeMemoryService, provideMemoryService } from './service.js'
 import { FALLBACK_TOOLS, ToolSet } from './tools.js'
 import { TurnBuffer } from './turns.js'
 import { registerContextRoutes, registerInstallRetryRoute, registerMemoryRoute, registerStatusRoute } from './web.js'
@@ -147,6 +149,21 @@ export function apply(ctx, rawConfig) {
   })
 
   const lang = () => uiLanguage(ctx.get('settings'))
+  const sessionOf = (id) => {
+    try {
+      return ctx.get('sessions')?.get?.(id)
+    } catch {
+      return undefined
+    }
+  }
+
+  // The memory as a service for other plugins (`stratagateMemory`, and `crossSessionMemory` for plugins written
+  // for dsh-memory-connect): every method forwards to the sidecar's `service.*` (shim-js/service.js).
+  const service = makeMemoryService({
+    call: (method, params) => runtime.serviceCall(method, params),
+    callerOf: (subject) => callerRequest(config, subject, { sessionOf, cwd: process.cwd() }),
+  })
+  provideMemoryService(ctx, service, log)
 
   // Status, install retry, context and Memory page routes, only where a web server exists (the web profile).
   ctx.plugin({
@@ -164,13 +181,7 @@ export function apply(ctx, rawConfig) {
       registerContextRoutes(
         web,
         {
-          sessionOf: (id) => {
-            try {
-              return ctx.get('sessions')?.get?.(id)
-            } catch {
-              return undefined
-            }
-          },
+          sessionOf,
           namespaceOf: (session) => runtime.namespaceOf(session),
           call: contextCall,
           lang,

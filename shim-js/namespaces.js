@@ -16,6 +16,21 @@ export function resolveRequest(config, session) {
   return req
 }
 
+/**
+ * The `caller` of a memory-service call (shim-js/service.js): a session object as `resolveRequest` describes it; a
+ * session id, looked up with `sessionOf` (an id DSH does not know stays the caller's session, in `cwd`); nothing:
+ * DSH's working directory `cwd`. The sidecar keys the namespace from it as `namespace.for_session` does.
+ */
+export function callerRequest(config, subject, { sessionOf = () => undefined, cwd } = {}) {
+  const session = typeof subject === 'string' ? sessionOf(subject) : subject
+  if (session && typeof session === 'object') return resolveRequest(config, session)
+  const req = { mode: config.namespaceMode }
+  if (typeof subject === 'string' && subject) req.session = subject
+  if (typeof cwd === 'string') req.cwd = cwd
+  if (config.globalNamespace) req.name = config.globalNamespace
+  return req
+}
+
 /** A stable text key of a request. Requests spooled by earlier versions (no `session`) use `namespace.resolve`. */
 export function requestKey(req) {
   return JSON.stringify([req.mode, req.cwd ?? null, req.session ?? null, req.name ?? null, methodFor(req)])

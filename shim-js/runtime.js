@@ -278,6 +278,16 @@ export class Runtime {
     return sidecar.call('tools.call', params, { timeoutMs: 60_000, signal: exec?.signal })
   }
 
+  /**
+   * A memory-service call (`service.*`, shim-js/service.js) for another plugin: like a tool call, it waits for the
+   * sidecar and for the turns spooled before it (read-your-writes), then forwards.
+   */
+  async serviceCall(method, params) {
+    const sidecar = await this.sidecarSoon(30_000)
+    await this.captures.tried(30_000)
+    return sidecar.call(method, params, { timeoutMs: 60_000 })
+  }
+
   /** This turn's open retrieval batches and the sidecar's reminder text (`evidence.open_batches`). */
   async openBatches(params, signal, timeoutMs) {
     const sidecar = await this.sidecarSoon(timeoutMs, signal)

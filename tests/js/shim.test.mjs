@@ -260,6 +260,12 @@ function fakeContext(services = {}) {
       return listeners.get(name)[0](...args)
     },
     get: (name) => services[name],
+    provided: {},
+    provide(name, value) {
+      if (name in ctx.provided) throw new Error(`service "${name}" has been registered`)
+      ctx.provided[name] = value
+      disposers.push(() => delete ctx.provided[name])
+    },
     plugin(child) {
       ctx.children = [...(ctx.children ?? []), child]
     },
@@ -292,7 +298,8 @@ describe('the plugin in a stand-in DSH context (real sidecar)', () => {
         yield { type: 'finish', reason: { kind: 'tool-calls' } }
       },
     }
-    ctx = fakeContext({ llm, agentDefaultModel: { currentSelection: () => ({ provider: 'default', model: 'd' }) } })
+    const sessions = { get: (id) => (id === session.id ? session : undefined) }
+    ctx = fakeContext({ llm, sessions, agentDefaultModel: { currentSelection: () => ({ provider: 'default', model: 'd' }) } })
     // The recall/nudge deadline (1.5 s by default) is product behaviour, tested with stubs in the listener tests;
     // here a loaded machine must not turn a slow answer into "no memory this step".
     plugin.apply(ctx, { python: PYTHON, database: join(home, 'db', 'memory.db'), activationTimeoutMs: 60_000 })
@@ -300,6 +307,7 @@ describe('the plugin in a stand-in DSH context (real sidecar)', () => {
 
   after(async () => {
     await ctx.dispose()
+    assert.deepEqual(Object.keys(ctx.provided), [], 'unloading the plugin withdraws the service')
     for (const [k, v] of Object.entries(saved)) {
       if (v === undefined) delete process.env[k]
       else process.env[k] = v
@@ -352,6 +360,31 @@ describe('the plugin in a stand-in DSH context (real sidecar)', () => {
     assert.equal(again.contexts[0].text, out.contexts[0].text, 'byte-stable while nothing changed')
     const foreign = await ctx.waterfall('system-prompt/assemble', {}, { agent: { session: elsewhere } }, async () => assembled)
     assert.equal(foreign.contexts.length, 0, 'another project sees nothing')
+  })
+
+  it('provides the memory service to other plugins, in the calling session\'s memory space', async () => {
+    const memory = ctx.provided.crossSessionMemory
+    assert.equal(ctx.provided.stratagateMemory, memory, 'one object under both names')
+    const stored = await memory.storeMemory({ type: 'decision', content: 'Releases are tagged from the main branch only.', sessionId: 'session-a', tags: ['release'] })
+    assert.match(stored.id, /^evt_\d+$/)
+    assert.equal(stored.sessionId, 'session-a')
+    assert.equal(stored.status, 'active')
+    const hits = await memory.searchMemories({ query: 'release tags main branch', sessionId: 'session-a' })
+    assert.deepEqual(hits.map((m) => m.id), [stored.id])
+    // Another session of the same folder: the same memory, through the service and the agent's own tool.
+    const sibling = { id: 'session-s', header: { id: 'session-s', cwd: '/work/proj-a' }, events: [] }
+    const stats = await memory.forSession(sibling).getStats()
+    assert.ok(stats.totalMemories >= 1 && stats.byType.decision >= 1, JSON.stringify(stats))
+    const tool = ctx.tools.registered.get('memory_search_events')
+    const found = await tool.execute({ query: 'release tags main branch' }, { agent: { session: sibling }, callId: 'call_s', signal: new AbortController().signal })
+    assert.deepEqual(found.hits.map((h) => h.id), [stored.id])
+    // No session: DSH's own working directory (here the test's), another memory space.
+    assert.deepEqual(await memory.searchMemories({ query: 'release tags main branch' }), [])
+    assert.deepEqual((await memory.recallForSession('session-x', 'release tags', 5)).map((m) => m.id), [])
+    assert.deepEqual((await memory.forSession(sibling).recallForSession(undefined, 'release tags')).map((m) => m.id), [stored.id])
+    assert.equal((await memory.forSession(sibling).getMemory(stored.id)).content, 'Releases are tagged from the main branch only.')
+    await assert.rejects(memory.storeMemory({ type: 'memo', content: 'x' }), /type: Input should be 'decision'/)
+    await assert.rejects(memory.searchMemories('release'), /searchMemories takes one options object/)
   })
 
   it('serves the status route', async () => {

@@ -153,6 +153,10 @@ ON_DEMAND: dict[str, str] = {
         "stratagate.rpc.maintenance": ("system.stats", "maintenance.run", "events.unmerge"),
         "stratagate.rpc.namespace_settings": ("namespace.settings.get", "namespace.settings.set"),
         "stratagate.rpc.sessions": ("session.close", "session.seal_idle"),
+        "stratagate.rpc.service": (
+            "service.search", "service.recall", "service.store", "service.get", "service.stats",
+            "service.maintenance", "service.scheduler", "service.similar", "service.consolidation_log",
+        ),
     }.items()
     for name in names
 }
