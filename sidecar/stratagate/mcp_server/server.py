@@ -12,6 +12,7 @@ import logging
 import signal
 import socket
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from mcp import types
@@ -141,18 +142,23 @@ def _listen(port: int) -> socket.socket:
     return sock
 
 
-async def _serve_http(server: Server[Any], port: int) -> None:
+def _http_server(web: Any) -> Any:
     import uvicorn
 
-    sock = _listen(port)
-    web = server.streamable_http_app(streamable_http_path=HTTP_PATH, host="127.0.0.1")
-    config = uvicorn.Config(web, log_config=None, log_level="warning", lifespan="on")
-    print(f"StrataGate MCP: http://127.0.0.1:{sock.getsockname()[1]}{HTTP_PATH}", file=sys.stderr, flush=True)
-    await uvicorn.Server(config).serve(sockets=[sock])
+    class Quiet(uvicorn.Server):
+        """uvicorn without its own signal handlers: it would re-raise SIGTERM after its shutdown and end the process
+        before the database is closed; ``_until_stopped`` stops it instead."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    return Quiet(uvicorn.Config(web, log_config=None, log_level="warning", lifespan="on"))
 
 
-async def _until_stopped(work: Any) -> None:
-    """Run ``work`` until it ends (the client closed stdin) or SIGTERM/SIGINT."""
+async def _until_stopped(work: Any, graceful: Callable[[], None] | None = None) -> None:
+    """Run ``work`` until it ends (the client closed stdin) or SIGTERM/SIGINT, which calls ``graceful`` (then waits
+    for ``work``) or cancels ``work``."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -162,13 +168,28 @@ async def _until_stopped(work: Any) -> None:
     stopping = asyncio.create_task(stop.wait(), name="signal")
     await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
     stopping.cancel()
-    if serving.done():
-        serving.result()  # a transport failure is the command's failure
-    else:
+    if not serving.done():
         log.info("stopping (signal)")
-        serving.cancel()
+        if graceful is not None:
+            graceful()
+        else:
+            serving.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await serving
+        return
+    serving.result()  # a transport failure is the command's failure
+
+
+async def _serve_http(server: Server[Any], port: int) -> None:
+    sock = _listen(port)
+    web = server.streamable_http_app(streamable_http_path=HTTP_PATH, host="127.0.0.1")
+    http = _http_server(web)
+    print(f"StrataGate MCP: http://127.0.0.1:{sock.getsockname()[1]}{HTTP_PATH}", file=sys.stderr, flush=True)
+
+    def shut() -> None:
+        http.should_exit = True
+
+    await _until_stopped(http.serve(sockets=[sock]), graceful=shut)
 
 
 async def run(settings: Settings, project: str | None, http_port: int | None, out_fd: int | None) -> int:
