@@ -24,29 +24,27 @@ FACT = "The harbour-ledger release train leaves every second Thursday from the b
 
 
 def mcp_patch(home: DshHome, project: Path) -> Path:
-    """A patch mounting DSH's MCP client with `stratagate mcp` on the profile's memory.db for ``project``."""
-    entry = {
-        "id": f"mcp-{SERVER}",
-        "name": MCP_CLIENT,
-        "config": {
-            "serverName": SERVER,
-            "transport": "stdio",
-            "command": str(repo_python()),
-            "args": ["-m", "stratagate", "mcp", "--db", str(home.db_path), "--project", str(project)],
-            "env": {"PYTHONPATH": str(REPO / "sidecar"), "STRATAGATE_MODEL_ROUTE": "none", "STRATAGATE_DENSE": "off"},
-            "failOnStartupError": True,
-        },
-    }
+    """A patch mounting DSH's MCP client with `stratagate mcp` for ``project``, as the README configures it: DSH hands
+    an MCP child no ``DSH_*`` variable, so the row passes ``DSH_HOME`` on (``!!js``) and the server finds the profile's
+    memory.db by the same default as ``serve``. The rest of ``env`` is the test's (this tree's sidecar, no model)."""
+    env = {"PYTHONPATH": str(REPO / "sidecar"), "STRATAGATE_MODEL_ROUTE": "none", "STRATAGATE_DENSE": "off"}
+    args = ["-m", "stratagate", "mcp", "--project", str(project)]
     patch = home.logs / "mcp-client.patch.yml"
-    patch.write_text("- insert:\n" + "\n".join("    " + line for line in _yaml(entry)) + "\n")
+    patch.write_text(
+        "- insert:\n"
+        f"    - id: mcp-{SERVER}\n"
+        f"      name: {json.dumps(MCP_CLIENT)}\n"
+        "      config:\n"
+        f"        serverName: {SERVER}\n"
+        "        transport: stdio\n"
+        f"        command: {json.dumps(str(repo_python()))}\n"
+        f"        args: {json.dumps(args)}\n"
+        "        failOnStartupError: true\n"
+        "        env:\n"
+        "          DSH_HOME: !!js process.env.DSH_HOME ?? ''\n"
+        + "".join(f"          {key}: {json.dumps(value)}\n" for key, value in env.items())
+    )
     return patch
-
-
-def _yaml(entry: dict[str, Any]) -> list[str]:
-    """One list item in YAML flow style per value (JSON is YAML): ``- id: ...`` then its keys."""
-    lines = [f"- id: {json.dumps(entry['id'])}", f"  name: {json.dumps(entry['name'])}", "  config:"]
-    lines += [f"    {key}: {json.dumps(value)}" for key, value in entry["config"].items()]
-    return lines
 
 
 def agent_requests(server: ScriptedModelServer, run: Run) -> list[dict[str, Any]]:
