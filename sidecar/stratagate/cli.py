@@ -59,16 +59,8 @@ def _warm_ups() -> dict[str, threading.Thread]:
     return threads
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="stratagate", description="StrataGate-Py memory sidecar for DSH")
-    parser.add_argument("--version", action="version", version=f"stratagate {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="speak JSON-RPC 2.0 on stdin/stdout (one JSON object per line)")
-    serve.add_argument("--db", type=Path, help="SQLite file (default $STRATAGATE_DB or $DSH_HOME/stratagate/memory.db)")
-    serve.add_argument("--block-turns", type=int, help="turns per sealed block (default 6)")
-    serve.add_argument(
-        "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default $STRATAGATE_LOG_LEVEL or INFO"
-    )
+def _server_parsers(sub: Any) -> None:
+    """`mcp` and `ui`: the servers besides `serve`."""
     mcp = sub.add_parser("mcp", help="serve the memory to any MCP client (Model Context Protocol) on stdio, or "
                          "Streamable HTTP on 127.0.0.1 with --http")
     mcp.add_argument("--db", type=Path, help="SQLite file (default as for serve: $STRATAGATE_DB or "
@@ -88,6 +80,19 @@ def _parser() -> argparse.ArgumentParser:
     ui.add_argument(
         "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default $STRATAGATE_LOG_LEVEL or INFO"
     )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="stratagate", description="StrataGate-Py memory sidecar for DSH")
+    parser.add_argument("--version", action="version", version=f"stratagate {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="speak JSON-RPC 2.0 on stdin/stdout (one JSON object per line)")
+    serve.add_argument("--db", type=Path, help="SQLite file (default $STRATAGATE_DB or $DSH_HOME/stratagate/memory.db)")
+    serve.add_argument("--block-turns", type=int, help="turns per sealed block (default 6)")
+    serve.add_argument(
+        "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default $STRATAGATE_LOG_LEVEL or INFO"
+    )
+    _server_parsers(sub)
     sub.add_parser("tools", help="print the agent tools (tools.list) as JSON; plugin/tools.json is this output")
     sub.add_parser("settings", help="print the plugin options (from the settings table) as JSON; plugin/settings.json "
                    "is this output")
