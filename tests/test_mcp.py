@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,11 @@ import pytest
 from mcp import types
 from mcp.shared.exceptions import MCPError
 
+from conftest import turn
 from stratagate.mcp_server import catalog
 from stratagate.namespaces import ResolveParams, resolve
 from stratagate.tools import context_tools
-from support.mcp_client import OFFLINE, RawMcp, call, mcp_session
+from support.mcp_client import OFFLINE, RawMcp, call, mcp_args, mcp_session, server_env
 from support.sidecar import REPO, SidecarClient
 
 DEPLOY = "The staging deploy of the harbour-ledger service runs from scripts/ship_staging.sh with Node 22."
@@ -143,11 +145,13 @@ async def test_what_one_agent_remembers_the_other_recalls_in_the_same_folder_onl
 
 
 async def test_without_roots_or_project_the_current_directory_is_the_folder_and_the_log_says_so(tmp_path: Path):
+    """(In the 2026-07-28 protocol era, which has no roots: every request carries its own envelope.)"""
     folder = tmp_path / "workbench"
     folder.mkdir()
     log = tmp_path / "stderr.log"
     with log.open("w") as errlog:
-        async with mcp_session(tmp_path / "memory.db", cwd=folder, errlog=errlog) as mcp:
+        async with mcp_session(tmp_path / "memory.db", cwd=folder, errlog=errlog, modern=True) as mcp:
+            assert mcp.protocol_version == "2026-07-28"
             await call(mcp, "memory_remember", {"text": DEPLOY})
     text = log.read_text()
     expected = resolve(ResolveParams(mode="project", cwd=str(folder)))["namespace"]
@@ -207,3 +211,48 @@ async def test_sigterm_stops_a_stdio_server_whose_client_keeps_stdin_open(tmp_pa
     rest, err = await asyncio.wait_for(raw.proc.communicate(), 60)
     assert raw.proc.returncode == 0, err.decode(errors="replace")
     assert rest == b"" and b"stopping (signal)" in err
+
+
+async def test_blocks_and_graph_nodes_of_dsh_sessions_are_resources(tmp_path: Path):
+    """A DSH session's sealed block and the graph node its decision projects are listed and read by URI."""
+    db = tmp_path / "memory.db"
+    folder = tmp_path / "harbour"
+    folder.mkdir()
+    dsh = await SidecarClient.start(db, env=OFFLINE, args=["--block-turns", "1"])
+    try:
+        ns = await _dsh_namespace(dsh, "dsh-1", folder)
+        await dsh.call("turn.capture", turn(1, ns, "dsh-1", user="We decided to use pnpm for this project.",
+                                           assistant="Switched the lockfile to pnpm."))
+        await dsh.tool(ns, "dsh-1", "memory_remember", {"text": "This project uses pnpm.", "type": "decision"})
+        await dsh.settled()
+        nodes = (await dsh.tool(ns, "dsh-1", "memory_search_graph", {"query": "pnpm"}))["hits"]
+        assert nodes, "the decision projects a graph node"
+    finally:
+        await dsh.close()
+    async with mcp_session(db, roots=[folder]) as mcp:
+        listed = [str(r.uri) for r in (await mcp.list_resources()).resources]
+        assert "stratagate://blocks/blk_1" in listed and f"stratagate://nodes/{nodes[0]['id']}" in listed
+        source = json.loads(_text(await mcp.read_resource("stratagate://blocks/blk_1/levels/5")))
+        assert source["level"] == 5 and "We decided to use pnpm" in json.dumps(source)
+        node = json.loads(_text(await mcp.read_resource(f"stratagate://nodes/{nodes[0]['id']}")))
+        assert node["id"] == nodes[0]["id"] and node["name"] == nodes[0]["name"]
+        with pytest.raises(MCPError) as bad_level:
+            await mcp.read_resource("stratagate://blocks/blk_1/levels/9")
+        assert bad_level.value.code == -32602
+
+
+def _text(read: types.ReadResourceResult) -> str:
+    content = read.contents[0]
+    assert isinstance(content, types.TextResourceContents)
+    return content.text
+
+
+async def test_a_database_that_cannot_be_used_is_one_line_and_exit_2(tmp_path: Path):
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, *mcp_args(tmp_path), env=server_env(), stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 2 and out == b""
+    assert err.count(b"stratagate mcp: cannot use the database") == 1 and b"is a directory" in err
+    assert b"Traceback" not in err

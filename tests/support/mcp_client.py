@@ -59,15 +59,20 @@ async def mcp_session(
     project: Path | None = None,
     cwd: Path | None = None,
     errlog: TextIO | None = None,
+    modern: bool = False,
 ) -> AsyncIterator[ClientSession]:
-    """An initialized SDK client session with a `stratagate mcp` child on ``db``."""
+    """An initialized SDK client session with a `stratagate mcp` child on ``db``: the ``initialize`` handshake, or
+    with ``modern`` the 2026-07-28 era (``server/discover``, then every request carries its own envelope)."""
     params = StdioServerParameters(
         command=sys.executable, args=mcp_args(db, project), env=server_env(), cwd=str(cwd) if cwd else None
     )
     callback = roots_callback(roots) if roots is not None else None
     async with stdio_client(params, errlog=errlog or sys.stderr) as (read, write):
         async with ClientSession(read, write, list_roots_callback=callback) as session:
-            await session.initialize()
+            if modern:
+                await session.discover()
+            else:
+                await session.initialize()
             yield session
 
 
