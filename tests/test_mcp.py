@@ -173,9 +173,15 @@ async def test_bad_tool_calls_are_protocol_errors_and_refusals_are_tool_errors(t
         with pytest.raises(MCPError) as unoffered:
             await mcp.call_tool("compress", {"content": "x"})  # a context-window tool: DSH sessions only
         assert unoffered.value.code == -32602 and "unknown tool 'compress'" in unoffered.value.message
-        refused = await mcp.call_tool("memory_expand_event", {"id": "evt_4242"})
+        missing = await mcp.call_tool("memory_expand_event", {"id": "evt_4242"})
+        assert missing.is_error
+        assert isinstance(missing.content[0], types.TextContent) and "evt_4242" in missing.content[0].text
+        # A refusal while running (valid arguments, a state that forbids the change) is a tool error too.
+        saved = await call(mcp, "memory_remember", {"text": DEPLOY})
+        await call(mcp, "memory_forget", {"id": saved["id"]})
+        refused = await mcp.call_tool("memory_pin", {"id": saved["id"], "pinned": True})
         assert refused.is_error
-        assert isinstance(refused.content[0], types.TextContent) and "evt_4242" in refused.content[0].text
+        assert isinstance(refused.content[0], types.TextContent) and "forgotten" in refused.content[0].text
 
 
 async def test_malformed_lines_and_unknown_methods_get_protocol_errors_and_stdout_is_pure_protocol(tmp_path: Path):

@@ -12,9 +12,10 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 
 from stratagate.app import App
-from stratagate.errors import INVALID_PARAMS, NOT_FOUND, RpcError
+from stratagate.errors import INVALID_PARAMS, RpcError
 from stratagate.protocol import METHOD_TABLE, TOOL_TABLE, Entry, adapter
 from stratagate.rpc import methods  # noqa: F401  (registers tools.call)
+from stratagate.safety.inert import inert
 from stratagate.tools import context_tools
 
 SESSION_TOOLS_MODULE = context_tools.__name__
@@ -39,16 +40,17 @@ def mcp_tools() -> list[types.Tool]:
     return tools
 
 
-PROTOCOL_CODES = frozenset({INVALID_PARAMS})
-"""Tool errors that are the request's fault (bad arguments): MCP protocol errors. Others (an unknown id, a refused
-change) are tool results with ``isError``, which the model reads as DSH's model does."""
-
-
 async def call_tool(app: App, namespace: str, session: str, name: str, arguments: dict[str, Any] | None) -> Any:
-    """Run one tool through the sidecar's ``tools.call``; an unknown or unoffered tool and bad arguments raise
-    ``MCPError`` (protocol errors), another refusal comes back as an ``isError`` result."""
-    if name not in offered_names():
-        raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}; tools/list names the available tools")
+    """Run one tool through the sidecar's ``tools.call``. An unknown (or unoffered) tool and arguments its params
+    model refuses are MCP protocol errors (-32602, the message DSH's agent would get); a refusal while running (an
+    unknown id, a forgotten event, a storage error) is a result with ``isError``, which the model reads."""
+    tool = TOOL_TABLE.get(name)
+    if tool is None or name not in offered_names():
+        raise MCPError(INVALID_PARAMS, inert(f"unknown tool {name!r}; tools/list names the available tools"))
+    try:
+        adapter.parse(tool, arguments)  # the same check tools.call makes first, here to tell the two kinds apart
+    except RpcError as exc:
+        raise MCPError(exc.code, inert(exc.message)) from exc  # it may echo the input: the rendering rule, as for DSH
     entry = METHOD_TABLE.get("tools.call")
     assert entry is not None  # registered by rpc.methods, imported above
     params = {"namespace": namespace, "session": session, "name": name, "arguments": arguments or {}}
@@ -56,11 +58,7 @@ async def call_tool(app: App, namespace: str, session: str, name: str, arguments
         with app.maintenance.gate.busy():  # a maintenance pass runs its slices between requests, as for DSH's
             result = await adapter.call(entry, app, params)
     except RpcError as exc:
-        if exc.code in PROTOCOL_CODES:
-            data = exc.data if isinstance(exc.data, dict | list | str) else None  # not jsonrpcserver's NODATA
-            raise MCPError(exc.code, exc.message, data) from exc
-        text = exc.message if exc.code != NOT_FOUND else f"not found: {exc.message}"
-        return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+        return types.CallToolResult(content=[types.TextContent(text=exc.message)], is_error=True)
     # The model reads the result as DSH's model does (the shim renders it as indented JSON).
     text = json.dumps(result, indent=2, ensure_ascii=False)
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=result)
