@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from mcp.shared.exceptions import MCPError
 
 from conftest import turn
 from stratagate.mcp_server import catalog
+from stratagate.mcp_server.workspace import Connections
 from stratagate.namespaces import ResolveParams, resolve
 from stratagate.tools import context_tools
 from support.mcp_client import OFFLINE, RawMcp, call, mcp_args, mcp_session, server_env
@@ -262,3 +264,18 @@ async def test_a_database_that_cannot_be_used_is_one_line_and_exit_2(tmp_path: P
     assert proc.returncode == 2 and out == b""
     assert err.count(b"stratagate mcp: cannot use the database") == 1 and b"is a directory" in err
     assert b"Traceback" not in err
+
+
+def test_the_folder_is_the_project_flag_else_the_first_local_file_root_else_the_current_directory(tmp_path: Path):
+    spaced = tmp_path / "my repo"
+    spaced.mkdir()
+    project = {"mode": None}
+    pick = Connections(None, lambda: project["mode"])
+    # A remote or non-file root is skipped; percent-encoded paths are decoded; the namespace is DSH's for the folder.
+    chosen = pick.choose(["https://example.com/repo", "file://otherhost/srv/repo", spaced.as_uri()])
+    assert chosen.folder == str(spaced) and chosen.source == "the client's first root"
+    assert chosen.namespace == resolve(ResolveParams(mode="project", cwd=str(spaced)))["namespace"]
+    assert pick.choose(None).folder == os.getcwd()
+    assert Connections(str(tmp_path), lambda: None).choose([spaced.as_uri()]).folder == str(tmp_path)
+    project["mode"] = "global"  # set on the Memory page: every folder shares global:default, as DSH sessions do
+    assert pick.choose([spaced.as_uri()]).namespace == "global:default"

@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from stratagate.namespaces import ResolveParams, resolve
@@ -59,7 +59,7 @@ class Connection:
 class Connections:
     """Per-connection state: one for stdio, one per ``Mcp-Session-Id`` over Streamable HTTP."""
 
-    def __init__(self, project: str | None, namespace_mode: Any) -> None:
+    def __init__(self, project: str | None, namespace_mode: Callable[[], str | None]) -> None:
         self.project = project
         self.namespace_mode = namespace_mode
         self._by_key: dict[str, Connection] = {}
@@ -71,12 +71,9 @@ class Connections:
         if key in self._by_key:
             self._by_key[key].workspace = None
 
-    def closed(self, key: str) -> None:
-        self._by_key.pop(key, None)
-
     def choose(self, roots: list[str] | None) -> Workspace:
         """The workspace from ``--project``, else the first usable root, else the current directory."""
-        mode = self.namespace_mode() if callable(self.namespace_mode) else self.namespace_mode
+        mode = self.namespace_mode()  # read at each choice: the Memory page can change it while this runs
         if self.project is not None:
             return workspace_of(self.project, "--project", mode)
         for uri in roots or []:
