@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -279,3 +280,19 @@ def test_the_folder_is_the_project_flag_else_the_first_local_file_root_else_the_
     assert Connections(str(tmp_path), lambda: None).choose([spaced.as_uri()]).folder == str(tmp_path)
     project["mode"] = "global"  # set on the Memory page: every folder shares global:default, as DSH sessions do
     assert pick.choose([spaced.as_uri()]).namespace == "global:default"
+
+
+SERVE_PROBE = """
+import json, sys
+import stratagate.cli, stratagate.rpc.server, stratagate.tools.catalog
+stratagate.cli._parser().parse_args(["serve"])
+print(json.dumps(sorted(m for m in sys.modules if m == "mcp" or m.startswith(("mcp.", "stratagate.mcp_server")))))
+"""
+
+
+def test_serve_and_the_dsh_tools_do_not_load_the_mcp_sdk():
+    """`stratagate mcp` imports the SDK itself: `serve`'s start-up and its tools never pay for it."""
+    out = subprocess.run([sys.executable, "-c", SERVE_PROBE], env=server_env(), capture_output=True, text=True,
+                         timeout=300, check=False)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[-1]) == []
