@@ -59,14 +59,17 @@ def _warm_ups() -> dict[str, threading.Thread]:
     return threads
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="stratagate", description="StrataGate-Py memory sidecar for DSH")
-    parser.add_argument("--version", action="version", version=f"stratagate {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="speak JSON-RPC 2.0 on stdin/stdout (one JSON object per line)")
-    serve.add_argument("--db", type=Path, help="SQLite file (default $STRATAGATE_DB or $DSH_HOME/stratagate/memory.db)")
-    serve.add_argument("--block-turns", type=int, help="turns per sealed block (default 6)")
-    serve.add_argument(
+def _server_parsers(sub: Any) -> None:
+    """`mcp` and `ui`: the servers besides `serve`."""
+    mcp = sub.add_parser("mcp", help="serve the memory to any MCP client (Model Context Protocol) on stdio, or "
+                         "Streamable HTTP on 127.0.0.1 with --http")
+    mcp.add_argument("--db", type=Path, help="SQLite file (default as for serve: $STRATAGATE_DB or "
+                     "$DSH_HOME/stratagate/memory.db)")
+    mcp.add_argument("--project", type=Path, help="the project folder whose memory to use (default: the client's "
+                     "first root, else the current directory)")
+    mcp.add_argument("--http", type=_port, metavar="PORT", help="serve Streamable HTTP on 127.0.0.1:PORT (0: pick a "
+                     "free port; the URL is logged) instead of stdio")
+    mcp.add_argument(
         "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default $STRATAGATE_LOG_LEVEL or INFO"
     )
     ui = sub.add_parser("ui", help="serve the Memory page for a database on 127.0.0.1 (see, trace, correct, export)")
@@ -77,6 +80,19 @@ def _parser() -> argparse.ArgumentParser:
     ui.add_argument(
         "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default $STRATAGATE_LOG_LEVEL or INFO"
     )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="stratagate", description="StrataGate-Py memory sidecar for DSH")
+    parser.add_argument("--version", action="version", version=f"stratagate {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="speak JSON-RPC 2.0 on stdin/stdout (one JSON object per line)")
+    serve.add_argument("--db", type=Path, help="SQLite file (default $STRATAGATE_DB or $DSH_HOME/stratagate/memory.db)")
+    serve.add_argument("--block-turns", type=int, help="turns per sealed block (default 6)")
+    serve.add_argument(
+        "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default $STRATAGATE_LOG_LEVEL or INFO"
+    )
+    _server_parsers(sub)
     sub.add_parser("tools", help="print the agent tools (tools.list) as JSON; plugin/tools.json is this output")
     sub.add_parser("settings", help="print the plugin options (from the settings table) as JSON; plugin/settings.json "
                    "is this output")
@@ -622,6 +638,36 @@ def _serve_command(args: argparse.Namespace, settings: Settings) -> int:
         return 130
 
 
+def _mcp_command(args: argparse.Namespace, settings: Settings) -> int:
+    """`stratagate mcp`: the MCP server (stratagate/mcp_server/); the SDK is imported by this command only."""
+    if args.project is not None and not args.project.is_dir():
+        print(f"stratagate mcp: --project {args.project} is not a folder", file=sys.stderr)
+        return 2
+    # Before anything else may print: stdout is the protocol's (stdio), or stays unused (--http).
+    out_fd = None
+    if args.http is None:
+        from stratagate.mcp_server.stdio import protocol_stdout
+
+        out_fd = protocol_stdout()
+    warm_ups = _warm_ups()
+    from stratagate.mcp_server.server import ListenError, run
+    from stratagate.storage.db import SchemaError, StorageError
+
+    warm_ups["secret detector"].join(WARM_UP_WAIT_S)  # as for serve: log lines are redacted with it
+    _used(settings.db)
+    project = str(args.project.resolve()) if args.project is not None else None
+    try:
+        return asyncio.run(run(settings, project, args.http, out_fd))
+    except KeyboardInterrupt:
+        return 130
+    except ListenError as exc:
+        print(f"stratagate mcp: {exc}", file=sys.stderr)
+        return 2
+    except _db_errors(SchemaError, StorageError) as exc:
+        print(f"stratagate mcp: {db_problem(settings.db, exc)}", file=sys.stderr)
+        return 2
+
+
 def _tools_command(args: argparse.Namespace, settings: Settings) -> int:
     from stratagate.tools.catalog import tool_specs
 
@@ -700,6 +746,7 @@ def _audit_command(args: argparse.Namespace, settings: Settings) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "serve": _serve_command,
     "ui": ui_command,
+    "mcp": _mcp_command,
     "tools": _tools_command,
     "settings": _settings_command,
     "prompt-section": _prompt_section_command,
