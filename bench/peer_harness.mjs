@@ -23,7 +23,7 @@ const { StrataGate } = core
 const { SqliteStorage } = sqlite
 
 const BLOCK_TURNS = spec.block_turns
-const out = { node: process.version, size: spec.size }
+const out = { node: process.version }
 
 // Raw samples: bench_peer.py takes the percentiles, the same way as for ours.
 function samples(cpu, wall, extra = {}) {
@@ -171,5 +171,4 @@ async function capture(part) {
 if (spec.remember_empty) await rememberEmpty(spec.remember_empty)
 if (spec.events) await events(spec.events)
 if (spec.capture) await capture(spec.capture)
-out.rss_mb = rssMb()
 process.stdout.write(JSON.stringify(out) + '\n')
