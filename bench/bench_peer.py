@@ -13,7 +13,8 @@ The peer is built from source under bench/.cache/peer/ (gitignored), once per pi
 - its DSH plugin's runtime module (integrations/deepseek-harness/src/runtime.ts: the per-step recall the plugin runs
   on every prompt) bundled by its own esbuild, with the core kept external (one copy of the core in the process).
 
-Then per size, one Node process (bench/peer_harness.mjs) drives StrataGate's own API on the same generated texts
+Then per size, one Node process (bench/peer_harness.mjs) builds StrataGate's databases through its own API (in
+memory, saved once) and a fresh one drives that API on them, with the same generated texts
 (bench/scale_workload.py) that our databases hold, and ours runs as a real `stratagate serve` child on the cached
 scale databases (bench/scale_build.py), each figure measured by bench_scale.py's own functions:
 - recall: StrataGate ``StrataGateRuntime.buildAutoContext`` / ours ``activation.render``;
@@ -173,15 +174,23 @@ def spec_for(n: int, sz: Sizes, workdir: Path, events: bool, capture: bool) -> d
     return spec
 
 
+BUILD_ONLY = ("memories", "history", "source_turns", "reader_turns")  # inputs the measuring process needs not hold
+
+
 def run_peer(peer: Peer, spec: dict[str, Any], workdir: Path) -> dict[str, Any]:
-    """One Node process for one size; its figures with percentiles taken here, as for ours."""
-    path = workdir / f"peer-spec-{spec['size']}.json"
-    path.write_text(json.dumps(spec | {"peer": {"core": str(peer.core), "sqlite": str(peer.sqlite),
-                                                 "runtime": str(peer.runtime)}}))
-    proc = subprocess.run([str(peer.node), "--disable-warning=ExperimentalWarning", str(REPO / "bench" /
-                                                                                        "peer_harness.mjs"),
-                           str(path)], check=True, capture_output=True, text=True)
-    raw = json.loads(proc.stdout.strip().splitlines()[-1])
+    """One Node process builds the size's databases, a fresh one measures on them; the figures with percentiles
+    taken here, as for ours."""
+    spec = spec | {"peer": {"core": str(peer.core), "sqlite": str(peer.sqlite), "runtime": str(peer.runtime)}}
+    raw: dict[str, Any] = {}
+    for phase in ("build", "measure"):
+        parts = {k: {f: v for f, v in part.items() if phase == "build" or f not in BUILD_ONLY}
+                 if isinstance(part, dict) and "db" in part else part for k, part in spec.items()}
+        path = workdir / f"peer-{phase}-{spec['size']}.json"
+        path.write_text(json.dumps(parts))
+        proc = subprocess.run([str(peer.node), "--disable-warning=ExperimentalWarning",
+                               str(REPO / "bench" / "peer_harness.mjs"), phase, str(path)],
+                              check=True, capture_output=True, text=True)
+        raw |= json.loads(proc.stdout.strip().splitlines()[-1])
     return {k: summarise(v) if isinstance(v, dict) and isinstance(v.get("cpu_ms"), list) else v for k, v in raw.items()}
 
 

@@ -1,7 +1,9 @@
-// Drives StrataGate 0.2.16 (the TypeScript peer, built by bench/bench_peer.py) through its own API in this one
-// Node process and prints CPU per call: process.cpuUsage() deltas (user + system, every thread of the process).
+// Drives StrataGate 0.2.16 (the TypeScript peer, built by bench/bench_peer.py) through its own API, in one Node
+// process per size, and prints CPU per call: process.cpuUsage() deltas (user + system, every thread of the process).
 //
-//   node peer_harness.mjs SPEC.json   (SPEC written by bench_peer.py; the result is one JSON line on stdout)
+//   node peer_harness.mjs build SPEC.json     writes the size's databases (then this process ends)
+//   node peer_harness.mjs measure SPEC.json   measures on them in a fresh process; one JSON line on stdout
+// (SPEC is written by bench_peer.py; building in another process keeps the builder's garbage out of RSS).
 //
 // What is called, and why it matches our requests:
 // - recall: StrataGateRuntime.buildAutoContext(session), what the DSH plugin runs on every system-prompt
@@ -15,7 +17,8 @@
 import { readFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 
-const spec = JSON.parse(readFileSync(process.argv[2], 'utf8'))
+const [phase, specPath] = process.argv.slice(2)
+const spec = JSON.parse(readFileSync(specPath, 'utf8'))
 const core = await import(pathToFileURL(spec.peer.core).href)
 const sqlite = await import(pathToFileURL(spec.peer.sqlite).href)
 const { StrataGateRuntime } = await import(pathToFileURL(spec.peer.runtime).href)
@@ -23,6 +26,7 @@ const { StrataGate } = core
 const { SqliteStorage } = sqlite
 
 const BLOCK_TURNS = spec.block_turns
+const NAMESPACE = 'dsh:global:bench' // what the runtime's global namespace mode names it (checked below)
 const out = { node: process.version }
 
 // Raw samples: bench_peer.py takes the percentiles, the same way as for ours.
@@ -100,19 +104,29 @@ function card(m, block) {
 
 // ---------------------------------------------------------------- events: recall, search, remember
 
+async function buildAll() {
+  const t0 = performance.now()
+  if (spec.remember_empty) {
+    await writeStore(spec.remember_empty.db, NAMESPACE, (m) => appendAll(m, spec.remember_empty.source_turns))
+  }
+  if (spec.events) {
+    const part = spec.events
+    await writeStore(part.db, NAMESPACE, async (memory) => {
+      await appendAll(memory, part.source_turns) // the block the event cards cite
+      const block = memory.listBlocks()[0]
+      for (const m of part.memories) await memory.addEvent(card(m, block))
+      await appendAll(memory, part.reader_turns)
+    })
+  }
+  if (spec.capture) await writeStore(spec.capture.db, NAMESPACE, (memory) => appendAll(memory, spec.capture.history))
+  out[`build_${spec.size}_s`] = (performance.now() - t0) / 1000
+}
+
 async function events(part) {
   const query = { text: 'warm up' }
   const reader = session('reader', query)
   const runtime = new StrataGateRuntime(config(part.db), models)
-  const namespace = runtime.namespaceFor(reader)
-  const t0 = performance.now()
-  await writeStore(part.db, namespace, async (memory) => {
-    await appendAll(memory, part.source_turns) // the block the event cards cite
-    const block = memory.listBlocks()[0]
-    for (const m of part.memories) await memory.addEvent(card(m, block))
-    await appendAll(memory, part.reader_turns)
-  })
-  out[`build_events_${spec.size}_s`] = (performance.now() - t0) / 1000
+  if (runtime.namespaceFor(reader) !== NAMESPACE) throw new Error(`namespace ${runtime.namespaceFor(reader)}`)
   const first = await measured(() => runtime.buildAutoContext(reader)) // opens the store: not counted
   out[`first_recall_${spec.size}`] = { cpu_ms: first.cpu, wall_ms: first.wall }
   out[`rss_after_first_recall_${spec.size}`] = rssMb()
@@ -136,8 +150,7 @@ async function events(part) {
 // ---------------------------------------------------------------- an empty store: remember
 
 async function rememberEmpty(part) {
-  await writeStore(part.db, 'dsh:global:bench', (m) => appendAll(m, part.source_turns))
-  const store = await StrataGate.open({ database: part.db, namespace: 'dsh:global:bench', blockTurnSize: BLOCK_TURNS })
+  const store = await StrataGate.open({ database: part.db, namespace: NAMESPACE, blockTurnSize: BLOCK_TURNS })
   const block = store.listBlocks()[0]
   const adds = await sample(part.remembers.length, (i) => store.addEvent(card(part.remembers[i], block)))
   out.remember_0 = samples(adds.cpu, adds.wall, { events_after: store.listEvents().length })
@@ -147,10 +160,7 @@ async function rememberEmpty(part) {
 // ---------------------------------------------------------------- capture
 
 async function capture(part) {
-  const t0 = performance.now()
-  await writeStore(part.db, 'dsh:global:bench', (memory) => appendAll(memory, part.history))
-  out[`build_turns_${spec.size}_s`] = (performance.now() - t0) / 1000
-  const store = await StrataGate.open({ database: part.db, namespace: 'dsh:global:bench', blockTurnSize: BLOCK_TURNS })
+  const store = await StrataGate.open({ database: part.db, namespace: NAMESPACE, blockTurnSize: BLOCK_TURNS })
   const plain = { cpu: [], wall: [] }
   const sealing = { cpu: [], wall: [] }
   const deadline = performance.now() + spec.budget_s * 1000
@@ -168,7 +178,13 @@ async function capture(part) {
   await store.close()
 }
 
-if (spec.remember_empty) await rememberEmpty(spec.remember_empty)
-if (spec.events) await events(spec.events)
-if (spec.capture) await capture(spec.capture)
+if (phase === 'build') {
+  await buildAll()
+} else if (phase === 'measure') {
+  if (spec.remember_empty) await rememberEmpty(spec.remember_empty)
+  if (spec.events) await events(spec.events)
+  if (spec.capture) await capture(spec.capture)
+} else {
+  throw new Error(`usage: peer_harness.mjs build|measure SPEC.json (not ${phase})`)
+}
 process.stdout.write(JSON.stringify(out) + '\n')
