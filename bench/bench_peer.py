@@ -307,7 +307,7 @@ def markdown(raw: dict[str, Any]) -> str:
     lines = [f"Command: `{raw['command']}`", "",
              f"Run {raw['date']}, {raw['machine']}; load average at start {raw['load_start']}, at end "
              f"{raw['load_end']}; wall time {raw['wall_s'] / 60:.1f} min. StrataGate {b['plugin_version']} (commit "
-             f"{b['commit'][:7]}) on Node {raw['peer_node']}; ours on Python {platform.python_version()}. "
+             f"{b['commit'][:7]}) on Node {raw['peer_node']}; ours on Python {raw.get('python', '?')}. "
              "Ours: the sidecar child's CPU per request over stdio JSON-RPC (the hop included). StrataGate: "
              "`process.cpuUsage()` per call inside its own process (no hop, which favours it). Ratio: "
              "StrataGate's CPU over ours (p50 / p99).", "",
@@ -383,6 +383,7 @@ async def main() -> None:
     raw: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "python": platform.python_version(),
         "load_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
         "command": shlex.join([*(["nice", "-n", str(os.nice(0))] if os.nice(0) else []), ".venv/bin/python",
                                "bench/bench_peer.py", *sys.argv[1:]]),

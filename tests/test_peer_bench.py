@@ -17,6 +17,7 @@ def _fig(p50: float, p99: float) -> dict[str, float]:
 RAW = {
     "date": "2026-12-05 08:00 UTC", "machine": "x86_64, 2 cores", "load_start": "1.00", "load_end": "2.00",
     "wall_s": 600.0, "command": "nice -n 10 .venv/bin/python bench/bench_peer.py", "peer_node": "v22.23.5",
+    "python": "3.11.7",
     "peer_build": {"plugin_version": "0.2.16", "commit": "3862391aa206d57c8e739f120391c6138a40e8c7"},
     "floors": {"commit": {"cpu_p50": 0.13}, "pipe": {"cpu": 0.05},
                "fts": {"1000": {"three_terms_cpu": 0.03, "count_cpu": 0.01}}},
@@ -40,6 +41,6 @@ def test_rows_pair_each_operation_and_size_with_their_ratio_and_floor() -> None:
 
 def test_markdown_says_how_each_side_was_measured() -> None:
     table = bench_peer.markdown(RAW)
-    assert "StrataGate 0.2.16 (commit 3862391) on Node v22.23.5" in table
+    assert "StrataGate 0.2.16 (commit 3862391) on Node v22.23.5; ours on Python 3.11.7" in table
     assert "stdio JSON-RPC" in table and "process.cpuUsage()" in table
     assert table.count("\n| ") == 1 + len(bench_peer.table_rows(RAW))  # the header and one line per row
