@@ -367,15 +367,13 @@ async def main() -> None:
     parser.add_argument("--peer-git", type=Path, default=PEER_GIT, help="git directory of the StrataGate mirror")
     parser.add_argument("--pin", default=PIN, help="the StrataGate commit to build")
     parser.add_argument("--build-only", action="store_true", help="build the peer and stop")
-    parser.add_argument("--render", type=Path, help="only rewrite the Markdown table of this JSON (beside it)")
+    parser.add_argument("--render", type=Path, help="only print the Markdown table of this JSON")
     parser.add_argument("--out", type=Path, default=Path("bench-peer.json"),
                         help="raw figures (JSON); the Markdown table goes beside it (.md)")
     args = parser.parse_args()
     CACHE.mkdir(parents=True, exist_ok=True)
     if args.render:
-        table = markdown(json.loads(args.render.read_text()))
-        args.render.with_suffix(".md").write_text(table)
-        print(table)
+        print(markdown(json.loads(args.render.read_text())))
         return
     if args.build_only:
         print(json.dumps(build_peer(args.peer_git, args.pin)[1], indent=2))
