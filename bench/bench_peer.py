@@ -101,11 +101,12 @@ def build_peer(git_dir: Path, pin: str) -> tuple[Peer, dict[str, Any]]:
                                                   check=True, capture_output=True, text=True).stdout)["version"])
     stamp = src / ".bench-built"
     info: dict[str, Any] = {"commit": commit, "node": f"{NODE_PKG}@{NODE_VERSION}", "plugin_version": peer.version}
-    if stamp.exists() and stamp.read_text() == key and node.exists():
+    node_ok = node.exists() and _node_version(node) == f"v{NODE_VERSION}"
+    if stamp.exists() and stamp.read_text() == key and node_ok:
         return peer, info | {"built_in_this_run": False}
     print(f"building StrataGate {peer.version} ({commit[:7]}) under {PEER}", file=sys.stderr)
     t0, cpu = time.perf_counter(), 0.0
-    if not node.exists():
+    if not node_ok:
         cpu += _run(["npm", "install", "--no-audit", "--no-fund", "--no-package-lock", "--loglevel=error",
                      "--prefix", str(node_dir), f"{NODE_PKG}@{NODE_VERSION}"], REPO)
     shutil.rmtree(src, ignore_errors=True)
@@ -126,8 +127,8 @@ def build_peer(git_dir: Path, pin: str) -> tuple[Peer, dict[str, Any]]:
     return peer, info | {"built_in_this_run": True, "build_s": time.perf_counter() - t0, "build_cpu_s": cpu}
 
 
-def node_version(peer: Peer) -> str:
-    return subprocess.run([str(peer.node), "--version"], check=True, capture_output=True, text=True).stdout.strip()
+def _node_version(node: Path) -> str:
+    return subprocess.run([str(node), "--version"], check=True, capture_output=True, text=True).stdout.strip()
 
 
 # ---------------------------------------------------------------- the workload, in StrataGate's shapes
@@ -325,7 +326,7 @@ async def run(args: argparse.Namespace, raw: dict[str, Any], out: Path) -> None:
                captures=args.captures, burst=50, remembers=args.remembers, cold_starts=0, cold_events=0,
                budget_s=args.budget)
     peer, raw["peer_build"] = build_peer(args.peer_git, args.pin)
-    raw["peer_node"] = node_version(peer)
+    raw["peer_node"] = _node_version(peer.node)
     print("building / loading our databases", file=sys.stderr)
     events_db = await scale_build.build_events(sz.events)
     turns_db = await scale_build.build_turns([n for n in sz.turns if n], env(DENSE_OFF))
