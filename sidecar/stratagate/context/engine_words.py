@@ -56,7 +56,8 @@ def engine_lines(s: StatusResult, refs: bool, lang: Lang) -> list[str]:
     lines = ["上下文引擎：" if zh else "Context engine:"]
     if zh:
         lines.append(
-            f"  当前内容：原文 {fmt(lay['raw'])}，工具卡片 {s.cards} 张共 {fmt(lay['card'])}，记忆块 {fmt(lay['block'])}，"
+            f"  当前内容：原文 {fmt(lay['raw'])}，工具卡片 {s.cards} 张共 {fmt(lay['card'])}，"
+            f"记忆块 {fmt(lay['block'])}，"
             f"折叠 {fmt(lay['fold'])}（T1 {fmt(t['T1'])}，T2 {fmt(t['T2'])}，T3 {fmt(t['T3'])}）"
             + (f"，DSH 摘要 {fmt(lay['summary'])}" if lay["summary"] else "") + "。"
         )
@@ -64,7 +65,8 @@ def engine_lines(s: StatusResult, refs: bool, lang: Lang) -> list[str]:
         lines.append(
             f"  On the surface: original messages {fmt(lay['raw'])}, {_plural(s.cards, 'tool card')} "
             f"{fmt(lay['card'])}, block views {fmt(lay['block'])}, folds {fmt(lay['fold'])} (T1 {fmt(t['T1'])}, "
-            f"T2 {fmt(t['T2'])}, T3 {fmt(t['T3'])})" + (f", DSH summary {fmt(lay['summary'])}" if lay["summary"] else "")
+            f"T2 {fmt(t['T2'])}, T3 {fmt(t['T3'])})"
+            + (f", DSH summary {fmt(lay['summary'])}" if lay["summary"] else "")
             + " tokens."
         )
     if s.cache.hit_rate is not None:
@@ -77,7 +79,8 @@ def engine_lines(s: StatusResult, refs: bool, lang: Lang) -> list[str]:
         label = s.last_change.label if refs else plain(s.last_change.label)
         lines.append(f"  最近一次变化：{label}。" if zh else f"  Last change: {label}.")
     lines.append(
-        f"  可折叠：受保护区域之外有 {len(s.foldable)} 段，共 {fmt(s.foldable_tokens)} 个 token；待生效的替换 {len(s.pending)} 个。"
+        f"  可折叠：受保护区域之外有 {len(s.foldable)} 段，共 {fmt(s.foldable_tokens)} 个 token；"
+        f"待生效的替换 {len(s.pending)} 个。"
         if zh
         else f"  Foldable now: {fmt(s.foldable_tokens)} tokens in {_plural(len(s.foldable), 'range')} outside the "
         f"protected region; {_plural(len(s.pending), 'replacement')} waiting to land."

@@ -61,5 +61,5 @@ async def memory_counts(db: Database, namespace: str, session: str, decay_lambda
 
 
 async def _count(db: Database, sql: str, ns: int) -> int:
-    rows = await db.reader.execute_fetchall(sql, (ns,))
+    rows = list(await db.reader.execute_fetchall(sql, (ns,)))
     return int(rows[0][0]) if rows else 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from stratagate.activation.relevance import query_match
 from stratagate.context.last_recall import Lang
+from stratagate.context.memory_text import status_word
 from stratagate.context.search import SearchArgs, search_context
 from stratagate.events import store as events
 from stratagate.graph import read as graph_read
@@ -35,10 +36,10 @@ async def longterm_lines(db: Database, namespace: str, session: str, words: str,
     count = len(found) + len(nodes)
     lines = [f"长期记忆（{count} 条）：" if zh else f"Long-term memory ({count}):"]
     for ev, _ in found:
-        lines.append(f"  {ev.public_id} · {ev.status} · {ev.type} · “{_clip(ev.title)}” — said {ev.mentioned_at[:10]}"
-                     if not zh else f"  {ev.public_id} · {ev.status} · {ev.type} · “{_clip(ev.title)}” — {ev.mentioned_at[:10]}")
+        said = f"{ev.mentioned_at[:10]} 提到" if zh else f"said {ev.mentioned_at[:10]}"
+        lines.append(f"  {ev.public_id} · {status_word(ev.status, lang)} · “{_clip(ev.title)}” — {said}")
     for node, _ in nodes:
-        lines.append(f"  {node.public_id} · {node.kind} · “{_clip(node.name)}”")
+        lines.append(f"  {node.public_id} · {status_word(node.kind, lang)} · “{_clip(node.name)}”")
     lines.append(
         "  （用 memory_expand_event / memory_expand_graph_node 读取全文）" if zh
         else "  (memory_expand_event / memory_expand_graph_node read one in full)"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from stratagate.blocks.render import LEVEL_LABELS
 from stratagate.context.last_recall import Lang, LastRecall
 from stratagate.context.memory_counts import MemoryCounts
-from stratagate.context.recalled import why
+from stratagate.context.recalled import STATUS_WORDS, status_word, why
 from stratagate.context.status import StatusResult, fmt
 from stratagate.safety.inert import inert
 
@@ -16,13 +16,6 @@ STATUS_ITEMS = 6
 QUERY_SHOWN = 80
 
 _LEVELS_ZH = {0: "L0 标题", 1: "L1 摘要", 2: "L2 要点", 3: "L3 精简原文", 4: "L4 近原文", 5: "L5 原文"}
-_EVENT_WORDS = {
-    "en": {"active": "active", "disputed": "disputed", "superseded": "superseded", "forgotten": "forgotten",
-           "archived": "archived"},
-    "zh": {"active": "有效", "disputed": "有争议", "superseded": "已被取代", "forgotten": "已遗忘", "archived": "已归档"},
-}
-
-
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -33,8 +26,8 @@ def _quoted(text: str, limit: int = QUERY_SHOWN) -> str:
 
 
 def _events(c: MemoryCounts, lang: Lang) -> str:
-    words = _EVENT_WORDS[lang]
-    parts = [f"{n} {words[s]}" for s, n in c.events.items() if n]
+    words = STATUS_WORDS[lang]
+    parts = [f"{n} {words[s]}" if lang == "en" else f"{words[s]} {n} 条" for s, n in c.events.items() if n]
     if lang == "zh":
         return f"事件：共 {c.event_total} 条" + (f"（{'，'.join(parts)}）" if parts else "") + "。"
     return f"Events: {c.event_total}" + (f" ({', '.join(parts)})" if parts else "") + "."
@@ -44,7 +37,8 @@ def _blocks(c: MemoryCounts, lang: Lang) -> str:
     total = sum(c.blocks.values())
     levels = sorted(c.session_levels.items(), key=lambda kv: kv[0])
     if lang == "zh":
-        line = f"记忆块：共 {total} 个（{c.blocks.get('ready', 0)} 个已就绪，{c.blocks.get('pending', 0)} 个正在生成摘要）"
+        ready, pending = c.blocks.get("ready", 0), c.blocks.get("pending", 0)
+        line = f"记忆块：共 {total} 个（{ready} 个已就绪，{pending} 个正在生成摘要）"
         if levels:
             line += "；本会话的：" + "，".join(f"{n} 个处于 {_LEVELS_ZH[lv]}" for lv, n in levels)
         return line + "。"
@@ -80,7 +74,8 @@ def recall_lines(last: LastRecall | None, lang: Lang, limit: int | None = None) 
             else "Last recall: none yet in this session (or none since StrataGate restarted)."
         ]
     at = last.at[:16].replace("T", " ")
-    asked = f"“{_quoted(last.query)}”" if last.query.strip() else ("（没有可检索的词）" if lang == "zh" else "(no words)")
+    nothing = "（没有可检索的词）" if lang == "zh" else "(no words)"
+    asked = f"“{_quoted(last.query)}”" if last.query.strip() else nothing
     if not last.items:
         return [
             f"最近一次回忆（{at} UTC，针对 {asked}）：没有相关的记忆。"
@@ -95,8 +90,7 @@ def recall_lines(last: LastRecall | None, lang: Lang, limit: int | None = None) 
     )
     lines = [head]
     for i in shown:
-        status = _EVENT_WORDS[lang].get(i.status, i.status) if i.kind == "event" else i.status
-        lines.append("  " + _item_line(i.id, status, i.title, why(lang, i.reason, i.words)))
+        lines.append("  " + _item_line(i.id, status_word(i.status, lang), i.title, why(lang, i.reason, i.words)))
     if len(shown) < len(last.items):
         more = len(last.items) - len(shown)
         lines.append(f"  …另有 {more} 条（/memory recall）" if lang == "zh" else f"  … {more} more (/memory recall)")

@@ -46,6 +46,20 @@ def shared_words(query: str, about: str) -> list[str]:
     return out
 
 
+STATUS_WORDS = {
+    "en": {"active": "active", "disputed": "disputed", "superseded": "superseded", "forgotten": "forgotten",
+           "archived": "archived"},
+    "zh": {"active": "有效", "disputed": "有争议", "superseded": "已被取代", "forgotten": "已遗忘",
+           "archived": "已归档", "ready": "已就绪", "pending": "生成摘要中", "person": "人物", "project": "项目",
+           "organization": "组织", "tool": "工具", "place": "地点", "concept": "概念"},
+}
+
+
+def status_word(status: str, lang: Lang) -> str:
+    """An event's status, a graph node's kind or a block's state, in the UI language."""
+    return STATUS_WORDS[lang].get(status, status)
+
+
 _WHY = {
     "en": {
         "safety": "safety-critical: recalled on every step",
@@ -143,6 +157,14 @@ async def explain(
             items.append(item)
     items.extend(await _blocks(conn, list(result.get("block_ids") or []), session, lang))
     return items
+
+
+def row_entries(items: list[RecalledItem], lang: Lang) -> list[dict[str, str]]:
+    """The chat row's list (DSH's ``catalog`` context form: ``{name, description}``): the id, then its status, title
+    and why, in the UI language."""
+    return [
+        {"name": i.id, "description": f"{status_word(i.status, lang)} · “{i.title}” — {i.why}"} for i in items
+    ]
 
 
 def note(items: list[RecalledItem]) -> str:

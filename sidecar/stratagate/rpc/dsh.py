@@ -15,7 +15,7 @@ from stratagate.activation.render import ActivationParams, render_activation
 from stratagate.capture.models import CaptureParams, Name
 from stratagate.capture.store import capture_turn
 from stratagate.context.last_recall import Lang, RecalledItem
-from stratagate.context.recalled import note, remember_step
+from stratagate.context.recalled import note, remember_step, row_entries
 from stratagate.context.reminders import step_reminder
 from stratagate.dsh.events import RawEvent
 from stratagate.dsh.fold import fit_capture, fold_turn
@@ -25,7 +25,7 @@ from stratagate.dsh.status import Status, StatusParams, assemble_status
 from stratagate.errors import explain_validation, invalid_params
 from stratagate.protocol import method
 from stratagate.protocol.results import ActivationResult
-from stratagate.protocol.types import SUBAGENT, Origin
+from stratagate.protocol.types import SUBAGENT, Origin, Result
 from stratagate.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -74,11 +74,19 @@ class StepParams(BaseModel):
     lang: Lang = Field("en", description="The UI language the recalled items' reasons are worded in.")
 
 
+class RowEntry(Result):
+    name: str
+    description: str
+
+
 class StepResult(ActivationResult):
     recalled: list[RecalledItem] = Field(
         default_factory=list, description="What the step recalled (events, graph nodes, blocks), each with why."
     )
     note: str = Field("", description="The chat row's one model-facing line naming the recalled ids ('' for none).")
+    entries: list[RowEntry] = Field(
+        default_factory=list, description="The chat row's list ({name, description}), in the UI language."
+    )
 
 
 @method("turn.capture_raw", params=RawCaptureParams, result=RawCaptureResult)
@@ -125,7 +133,8 @@ async def render_step(app: App, p: StepParams) -> dict[str, Any]:
         result = {**result, "text": text, "tokens": count_tokens(text)}
     # What the chat's memory row lists: explained here, at the result's edge, from the ids the render chose.
     items = await remember_step(app.recalls, app.db.reader, p.namespace, p.session, query or "", result, p.lang)
-    return {**result, "recalled": [i.model_dump() for i in items], "note": note(items)}
+    recalled = [i.model_dump() for i in items]
+    return {**result, "recalled": recalled, "note": note(items), "entries": row_entries(items, p.lang)}
 
 
 @method("namespace.for_session", params=SessionNamespaceParams, result=SessionNamespace)
