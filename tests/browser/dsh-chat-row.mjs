@@ -78,6 +78,10 @@ try {
     }
   })
   report.row = shown
+  // One context gauge: DSH's meter in the input bar; our dock (if shown) names only StrataGate's own changes.
+  report.dsh_gauge = (await page.locator('style[data-plugin-css$="/ContextMeter.module.css"]').count()) > 0
+  const dock = page.locator('[data-stratagate-context]')
+  report.dock = (await dock.count()) ? (await dock.first().innerText()).trim() : null
 } catch (err) {
   report.failure = String(err && err.stack ? err.stack : err)
 } finally {

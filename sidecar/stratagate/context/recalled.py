@@ -137,7 +137,8 @@ async def _blocks(conn: Connection, refs: list[str], session: str, lang: Lang) -
         r = by_id.get(key)
         if r is None:
             continue
-        title = r["l0_title"] or f"turns {r['first_turn']}–{r['last_turn']}"
+        first, last = r["first_turn"], r["last_turn"]
+        title = r["l0_title"] or (f"turn {first}" if first == last else f"turns {first}–{last}")
         reason: Reason = "own" if r["session"] == session else "other"
         out.append(_item(ref, "block", str(r["status"]), str(title), reason, [], lang))
     return out
