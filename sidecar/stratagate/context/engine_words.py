@@ -22,8 +22,12 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _span(start: str, end: str) -> str:
+    return start if start == end else f"{start}–{end}"
+
+
 def _range(r: Range, refs: bool, lang: Lang) -> str:
-    where = f" ({r.start}–{r.end})" if refs else ""
+    where = f" ({_span(r.start, r.end)})" if refs else ""
     if lang == "zh":
         return f"    {r.nodes} 条消息，{fmt(r.tokens)} 个 token{where}"
     return f"    {_plural(r.nodes, 'message')}, {fmt(r.tokens)} tokens{where}"
@@ -31,7 +35,7 @@ def _range(r: Range, refs: bool, lang: Lang) -> str:
 
 def _pending(p: Pending, refs: bool, lang: Lang) -> str:
     tier = f" T{p.tier}" if p.kind == "fold" else ""
-    where = f" ({p.ref}: {p.start}–{p.end})" if refs else ""
+    where = f" ({p.ref}: {_span(p.start, p.end)})" if refs else ""
     if lang == "zh":
         return (
             f"    一个{_KIND_ZH.get(p.kind, p.kind)}{tier}：{fmt(p.shadowed_tokens)} → {fmt(p.tokens)} 个 token，"
