@@ -98,7 +98,7 @@ async def test_memory_status_names_memory_and_the_last_recall_in_both_languages(
     assert any(line.startswith("Blocks: ") for line in lines)
     graph = next(line for line in lines if line.startswith("Graph: "))
     assert re.fullmatch(r"Graph: \d+ nodes?, \d+ current facts?\.", graph), graph
-    assert any(line.startswith(f"Last recall (") and QUESTION in line for line in lines), en
+    assert any(line.startswith("Last recall (") and QUESTION in line for line in lines), en
     assert any(line.strip().startswith(f"{evt} · active · “{FACT}” — matches “") for line in lines), en
     assert any(line.startswith("Background jobs: ") for line in lines)
     assert sum(line.startswith("Context window: ") for line in lines) == 1, "the context in one plain line"

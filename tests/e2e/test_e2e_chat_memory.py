@@ -81,8 +81,9 @@ def test_the_chat_shows_what_memory_recalled(
         note = content_text(said[snapshot + 1].get("content"))
         assert note.startswith(MEMORY_ROW_HEAD) and evt in note and FACT not in note, note
 
+        url = f"http://127.0.0.1:{web.port}/"
         driven = subprocess.run(
-            [node, str(DRIVER), "--url", f"http://127.0.0.1:{web.port}/", "--title", TITLE_B, "--screenshot", str(shot)],
+            [node, str(DRIVER), "--url", url, "--title", TITLE_B, "--screenshot", str(shot)],
             cwd=REPO, capture_output=True, text=True, timeout=180, check=False,
         )
     assert driven.returncode == 0, f"driver exit {driven.returncode}\n{driven.stdout}\n{driven.stderr}"
