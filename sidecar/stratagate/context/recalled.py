@@ -11,6 +11,7 @@ session's earlier, shortened history. Kept in memory only: a restarted sidecar h
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from stratagate import ids
@@ -34,15 +35,29 @@ def _clip(text: str, limit: int = TITLE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+@lru_cache(maxsize=4096)
+def _word_terms(word: str) -> frozenset[str]:
+    return frozenset(terms(word))
+
+
+@lru_cache(maxsize=64)
+def _query_words(query: str) -> tuple[str, ...]:
+    """The query's distinct words, as typed, first seen first (cached: a step's items share one query)."""
+    seen: dict[str, str] = {}
+    for word in re.findall(r"\w+", relevance.clean(query[:QUERY_CHARS])):
+        seen.setdefault(word.lower(), word)
+    return tuple(seen.values())
+
+
 def shared_words(query: str, about: str) -> list[str]:
     """The query's own words (as typed, first seen first) whose terms ``about`` holds too: "pnpm", not its stem."""
     held = relevance.text_terms(about)
     out: list[str] = []
-    for word in re.findall(r"\w+", relevance.clean(query[:QUERY_CHARS])):
-        if len(out) >= SHOWN_WORDS:
-            break
-        if word.lower() not in (w.lower() for w in out) and held.intersection(terms(word)):
+    for word in _query_words(query):
+        if held.intersection(_word_terms(word)):
             out.append(word[:24])
+            if len(out) >= SHOWN_WORDS:
+                break
     return out
 
 
