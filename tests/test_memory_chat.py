@@ -156,3 +156,29 @@ def test_recalls_keep_the_newest_sessions():
         recalls.put("ns", session, LastRecall(at="t", query=session, lang="en", items=[]))
     assert recalls.get("ns", "a") is None
     assert [recalls.get("ns", s).query for s in ("b", "c")] == ["b", "c"]  # type: ignore[union-attr]
+
+
+async def test_a_turns_later_steps_reuse_the_explanation(monkeypatch: pytest.MonkeyPatch):
+    """The explanation is built once per message and set of ids: a tool round's words change the query, not the why."""
+    import stratagate.context.recalled as recalled
+
+    explained: list[str] = []
+
+    async def explain(conn: Any, session: str, query: str, result: dict[str, Any], lang: str = "en") -> list[Any]:
+        explained.append(query)
+        return [recalled.RecalledItem(id=i, kind="event", status="active", title="t", reason="recent", words=[],
+                                      why="w") for i in result["event_ids"]]
+
+    monkeypatch.setattr(recalled, "explain", explain)
+    recalls = Recalls()
+    result = {"event_ids": ["evt_1"], "node_ids": [], "block_ids": []}
+    await recalled.remember_step(recalls, None, "ns", "s", QUESTION, result)  # type: ignore[arg-type]
+    await recalled.remember_step(recalls, None, "ns", "s", QUESTION + "\n\nbash ls tests", result)  # type: ignore[arg-type]
+    assert explained == [QUESTION]
+    await recalled.remember_step(recalls, None, "ns", "s", "Another question?", result)  # type: ignore[arg-type]
+    await recalled.remember_step(recalls, None, "ns", "s", "Another question?", result, "zh")  # type: ignore[arg-type]
+    more = {**result, "event_ids": ["evt_1", "evt_2"]}
+    await recalled.remember_step(recalls, None, "ns", "s", "Another question?", more, "zh")  # type: ignore[arg-type]
+    assert explained == [QUESTION, "Another question?", "Another question?", "Another question?"]
+    last = recalls.get("ns", "s")
+    assert last is not None and [i.id for i in last.items] == ["evt_1", "evt_2"] and last.lang == "zh"

@@ -2,7 +2,7 @@
 chat's StrataGate Memory row) and each session's last recall (``/memory recall`` and ``/memory status``).
 
 Built at the result's edge from the ids the render already chose: one lookup of those few rows, never a second
-ranking, and none at all when the ids and the query are the ones this session's last step explained. Why an item
+ranking, and none at all when the ids and the human message are the ones this session's last step explained. Why an item
 came: a safety-critical or pinned event is admitted on every step; otherwise the words of the step's query it shares
 (or, when it shares none with the query, the recent turns); a block is another session's recent history or this
 session's earlier, shortened history. Kept in memory only: a restarted sidecar has no last recall until the next step.
@@ -191,17 +191,23 @@ def note(items: list[RecalledItem]) -> str:
     return f"{NOTE_HEAD} {', '.join(i.id for i in items)} (quoted in the <stratagate-memory> runtime context)."
 
 
+def _asked(query: str) -> str:
+    """The human message a step query starts with (a turn's tool rounds follow it after a blank line)."""
+    return query.split("\n\n", 1)[0]
+
+
 async def remember_step(
     recalls: Recalls, conn: Connection, namespace: str, session: str, query: str, result: dict[str, Any],
     lang: Lang = "en",
 ) -> list[RecalledItem]:
-    """Explain the step's recall (reusing the session's last explanation when the ids, query and language are the
-    same), record it as the session's last recall, and return its items."""
+    """Explain the step's recall (reusing the session's last explanation when the ids, the human message and the
+    language are the same), record it as the session's last recall, and return its items."""
     ids_now = [*(result.get("event_ids") or []), *(result.get("node_ids") or []), *(result.get("block_ids") or [])]
     clipped = query[:QUERY_CHARS]
     last = recalls.get(namespace, session)
-    if last is not None and last.query == clipped and last.lang == lang and [i.id for i in last.items] == ids_now:
-        items = last.items
+    same = last is not None and last.lang == lang and _asked(last.query) == _asked(clipped)
+    if last is not None and same and [i.id for i in last.items] == ids_now:
+        items = last.items  # the same items for the same message: a turn's later steps explain nothing again
     else:
         items = await explain(conn, session, clipped, result, lang) if ids_now else []
     recalls.put(namespace, session, LastRecall(at=now_iso(), query=clipped, lang=lang, items=items))
