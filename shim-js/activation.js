@@ -230,7 +230,8 @@ export function makeAssembleListener({ namespaceOf, render, available, timeoutMs
         // The session's origin goes along: the sidecar decides that a subagent gets no recall.
         const params = { namespace, session: sessionIdOf(session), ...stepFor(session, stepInbox), origin: sessionOrigin(session), lang: lang() }
         const result = await render(params, signal, budget)
-        rows?.offer(session, currentTurnOf(session.events), result)
+        // Only a render that made this step's deadline: a late answer's recall is not in this step's prompt.
+        if (!signal.aborted) rows?.offer(session, currentTurnOf(session.events), result)
         return typeof result?.text === 'string' ? result.text : ''
       },
       budget,

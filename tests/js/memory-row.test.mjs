@@ -113,5 +113,20 @@ describe('the StrataGate Memory chat row', () => {
     })
     await failing({}, { agent: { session: s } }, async () => ({ contexts: [] }))
     assert.equal(rows.take(s), null)
+
+    // A render that answers after the deadline: its recall is not in this step's prompt, so no row either.
+    let answer
+    const late = makeAssembleListener({
+      namespaceOf: async () => 'proj',
+      render: () => new Promise((resolve) => (answer = resolve)),
+      available: () => true,
+      timeoutMs: () => 20,
+      rows,
+    })
+    const lateOut = await late({}, { agent: { session: s } }, async () => ({ contexts: [] }))
+    assert.deepEqual(lateOut.contexts, [], 'timed out: no memory this step')
+    answer({ text: 'M', note: NOTE, entries: ENTRIES })
+    await new Promise((resolve) => setImmediate(resolve)) // let the late answer's continuation run
+    assert.equal(rows.take(s), null)
   })
 })
