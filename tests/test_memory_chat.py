@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from conftest import turn
 from stratagate.context.last_recall import LastRecall, Recalls
 from stratagate.context.recalled import NOTE_HEAD, shared_words
 from support.sidecar import SidecarClient
@@ -182,3 +183,20 @@ async def test_a_turns_later_steps_reuse_the_explanation(monkeypatch: pytest.Mon
     assert explained == [QUESTION, "Another question?", "Another question?", "Another question?"]
     last = recalls.get("ns", "s")
     assert last is not None and [i.id for i in last.items] == ["evt_1", "evt_2"] and last.lang == "zh"
+
+
+async def test_memory_status_counts_blocks_by_the_level_they_show_at(sidecar: SidecarClient):
+    sealed = []
+    for i in range(1, 13):
+        sealed += (await sidecar.call("turn.capture", turn(i, session="s0")))["sealed_block_ids"]
+    assert sealed, "twelve turns seal blocks"
+    lines = (await memory(sidecar, "status")).splitlines()
+    blocks = next(line for line in lines if line.startswith("Blocks: "))
+    counted = re.match(r"Blocks: (\d+) \((\d+) ready, (\d+) being summarised\)", blocks)
+    assert counted, blocks
+    total, ready, pending = map(int, counted.groups())
+    assert total == len(sealed) == ready + pending, blocks
+    shown = [int(n) for n in re.findall(r"L\d [a-z -]+ ×(\d+)", blocks)]
+    assert sum(shown) == total, blocks
+    zh = next(line for line in (await memory(sidecar, "status", "zh")).splitlines() if line.startswith("记忆块："))
+    assert f"记忆块：共 {total} 个" in zh and "按当前层级：" in zh, zh

@@ -35,16 +35,16 @@ def _events(c: MemoryCounts, lang: Lang) -> str:
 
 def _blocks(c: MemoryCounts, lang: Lang) -> str:
     total = sum(c.blocks.values())
-    levels = sorted(c.session_levels.items(), key=lambda kv: kv[0])
+    ready, pending = c.blocks.get("ready", 0), c.blocks.get("pending", 0)
+    levels = sorted(c.levels.items())
     if lang == "zh":
-        ready, pending = c.blocks.get("ready", 0), c.blocks.get("pending", 0)
         line = f"记忆块：共 {total} 个（{ready} 个已就绪，{pending} 个正在生成摘要）"
         if levels:
-            line += "；本会话的：" + "，".join(f"{n} 个处于 {_LEVELS_ZH[lv]}" for lv, n in levels)
+            line += "；按当前层级：" + "，".join(f"{_LEVELS_ZH[lv]} {n} 个" for lv, n in levels)
         return line + "。"
-    line = f"Blocks: {total} ({c.blocks.get('ready', 0)} ready, {c.blocks.get('pending', 0)} being summarised)"
+    line = f"Blocks: {total} ({ready} ready, {pending} being summarised)"
     if levels:
-        line += "; this session's: " + ", ".join(f"{n} at {LEVEL_LABELS[lv]}" for lv, n in levels)
+        line += "; shown at " + ", ".join(f"{LEVEL_LABELS[lv]} ×{n}" for lv, n in levels)
     return line + "."
 
 
