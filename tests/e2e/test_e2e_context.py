@@ -198,6 +198,14 @@ def test_memory_status_answers_in_english_and_chinese(
             session.send(agent.turns[0].prompt, requests=lambda: len(model_server.requests))
             last = session.last_seq()
             answers[lang] = _memory_status(web, session)
+            if lang == "en":
+                # The turn's last recall and a grouped search, through the same command.
+                recall = web.command(session.id, "/memory recall")
+                assert recall is not None and recall["result"]["text"].startswith("Last recall ("), recall
+                found = web.command(session.id, "/memory search test log")
+                assert found is not None, "/memory search"
+                text = found["result"]["text"]
+                assert text.startswith("Long-term memory") and "\n\nThis session's archive:\n" in text, text
             logged = [e["type"] for e in session.events_since(last)]
             assert "command/done" in logged and "turn/start" not in logged, logged  # answered by the host, no turn
 
