@@ -22,6 +22,7 @@ MEMORY_OPEN = "<stratagate-memory>"
 MEMORY_CLOSE = "</stratagate-memory>"
 BAR = "│"
 RUNTIME_CONTEXT_HEAD = "Current runtime context."
+MEMORY_ROW_HEAD = "StrataGate Memory recalled for this step:"  # the chat's memory row: names ids, not the user
 NUDGE_MARK = "[StrataGate memory]"  # the shim's once-per-turn reminder: answer with the previous reply
 TITLE_PROMPT_HEAD = "Create a concise title"
 TITLE_FRAME = "human messages:\n"
@@ -91,7 +92,7 @@ def _user_texts(body: dict[str, Any]) -> list[str]:
         if message.get("role") != "user":
             continue
         text = content_text(message.get("content")).strip()
-        if text and not text.startswith(RUNTIME_CONTEXT_HEAD):
+        if text and not text.startswith((RUNTIME_CONTEXT_HEAD, MEMORY_ROW_HEAD)):
             texts.append(text)
     return texts
 

@@ -21,7 +21,17 @@
 // `{ agent, message, turn }` (agent.ts:90; dispatch.ts:120-129 `agentEvents().emit` calls listeners in place;
 // declared in packages/core/agent/src/runtime-types.ts:197).
 // StepInbox records those per session; the assemble listener reads them.
+//
+// The chat's StrataGate Memory row. DSH's web UI shows every plugin-sourced user message as a "Context injection" row
+// labelled with its `source.plugin` and rendered by its declared `source.form` (dsh-client-runtime
+// `contextProvenance`/`contextForm`; dsh-client-ui-conversation `ContextInjectionRow`): a `catalog` form lists
+// `source.entries` `{name, description}`. The runtime context above is credited to `@deepseek-ai/dsh-system-prompt`,
+// so the memory text stays there (cache-friendly, unchanged) and a short message of our own names what was recalled:
+// `{kind:'plugin', plugin:'StrataGate Memory', form:'catalog', entries}`, its model-facing text one line of ids (the
+// sidecar's `note`). It joins the step's messages through the `agent/pre-step` waterfall (preStep: the decision's
+// `messages` are what DSH appends before the model call, agent.ts:235), once per turn and whenever the ids change.
 
+import { randomUUID } from 'node:crypto'
 import { clipStrings } from './line.js'
 import { currentTurnOf, sessionIdOf, sessionOrigin, stepMaterial } from './turns.js'
 
@@ -123,6 +133,79 @@ export function stepFor(session, stepInbox) {
   return clipStrings({ events, earlier, claimed }, STEP_STRING_MAX)
 }
 
+/** The chat row's producer label: DSH shows `source.plugin` beside "Context injection". */
+export const MEMORY_ROW_PLUGIN = 'StrataGate Memory'
+
+/** The chat row's message: the sidecar's one-line note to the model, its list for the row (`catalog` form). */
+export function memoryRowMessage(note, entries) {
+  return { id: randomUUID(), role: 'user', content: [{ type: 'text', text: note }], source: { kind: 'plugin', plugin: MEMORY_ROW_PLUGIN, form: 'catalog', entries } }
+}
+
+/**
+ * What each session's step recalled (set by the assemble listener, taken by the pre-step listener of the same
+ * preStep) and which recall its chat last showed, so a row appears once per turn and again when the ids change.
+ */
+export class MemoryRows {
+  constructor({ remember = 256 } = {}) {
+    this.remember = remember
+    /** @type {Map<string, {note: string, entries: object[], key: string}>} */
+    this.pending = new Map()
+    /** @type {Map<string, string>} */
+    this.shown = new Map()
+  }
+
+  /** Record the step's render result (`note`, `entries`, `recalled` from activation.render_step). */
+  offer(session, turn, result) {
+    const sid = sessionIdOf(session)
+    if (!sid) return
+    const entries = Array.isArray(result?.entries) ? result.entries.filter((e) => e && typeof e.name === 'string' && e.name && typeof e.description === 'string') : []
+    const note = typeof result?.note === 'string' ? result.note : ''
+    if (!note || entries.length === 0) {
+      this.pending.delete(sid)
+      return
+    }
+    this.pending.set(sid, { note, entries, key: `${turn}|${entries.map((e) => e.name).join(',')}` })
+  }
+
+  /** The row message for this step, or null (nothing recalled, or this turn's chat already lists the same ids). */
+  take(session) {
+    const sid = sessionIdOf(session)
+    const row = sid ? this.pending.get(sid) : undefined
+    if (!row) return null
+    this.pending.delete(sid)
+    if (this.shown.get(sid) === row.key) return null
+    return { sid, key: row.key, message: memoryRowMessage(row.note, row.entries) }
+  }
+
+  /** The row was added to the step: remember it (bounded). */
+  mark(sid, key) {
+    this.shown.delete(sid)
+    this.shown.set(sid, key)
+    if (this.shown.size > this.remember) this.shown.delete(this.shown.keys().next().value)
+  }
+
+  forget(session) {
+    const sid = sessionIdOf(session)
+    this.pending.delete(sid)
+    this.shown.delete(sid)
+  }
+}
+
+/**
+ * The `agent/pre-step` listener that adds the StrataGate Memory row to the step's messages. Only beside other input,
+ * or after a turn's first step: an empty first step ends the turn in DSH, and a row alone must not start one.
+ */
+export function makeMemoryRowListener({ rows }) {
+  return async function memoryRow(payload, next) {
+    const decision = await next()
+    const row = rows.take(payload?.agent?.session)
+    if (!row || decision?.kind !== 'enter' || !Array.isArray(decision.messages)) return decision
+    if (decision.messages.length === 0 && !(payload?.step > 1)) return decision
+    rows.mark(row.sid, row.key)
+    return { ...decision, messages: [...decision.messages, row.message] }
+  }
+}
+
 /**
  * The `system-prompt/assemble` listener.
  * @param {object} o
@@ -131,19 +214,24 @@ export function stepFor(session, stepInbox) {
  * @param {() => boolean} o.available - false when the sidecar is failed/unavailable (skip at once).
  * @param {() => number} o.timeoutMs
  * @param {StepInbox} [o.stepInbox] - the messages claimed for each session's step (the new prompt at step 0).
+ * @param {MemoryRows} [o.rows] - receives what the step recalled, for the chat's StrataGate Memory row.
+ * @param {() => string} [o.lang] - the UI language the row's reasons are worded in.
  */
-export function makeAssembleListener({ namespaceOf, render, available, timeoutMs, stepInbox, log = {} }) {
+export function makeAssembleListener({ namespaceOf, render, available, timeoutMs, stepInbox, rows, lang = () => 'en', log = {} }) {
   return async function assemble(_assembly, context, next) {
     const assembled = await next()
     const session = context?.agent?.session
     if (!session || !available()) return assembled
     const budget = timeoutMs()
+    rows?.offer(session, null, null) // a timed-out render leaves no row from an earlier step behind
     const text = await withDeadline(
       async (signal) => {
         const namespace = await namespaceOf(session, signal)
         // The session's origin goes along: the sidecar decides that a subagent gets no recall.
-        const params = { namespace, session: sessionIdOf(session), ...stepFor(session, stepInbox), origin: sessionOrigin(session) }
+        const params = { namespace, session: sessionIdOf(session), ...stepFor(session, stepInbox), origin: sessionOrigin(session), lang: lang() }
         const result = await render(params, signal, budget)
+        // Only a render that made this step's deadline: a late answer's recall is not in this step's prompt.
+        if (!signal.aborted) rows?.offer(session, currentTurnOf(session.events), result)
         return typeof result?.text === 'string' ? result.text : ''
       },
       budget,

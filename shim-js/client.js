@@ -3,8 +3,8 @@
 // sidecar is ready and, while it installs, starts or failed, shows GET /api/stratagate/status: the install's steps,
 // elapsed time and log tail, its error and a Retry (POST /api/stratagate/install/retry). Below the page, a small
 // "Context engine" form (GET/POST /api/stratagate/context/settings). And a glyph in the composer dock
-// (`conversation.composer.dock`, session-scoped) showing the session's context use and the last change
-// (GET /api/stratagate/context/status?session=…). Labels of changes come from the sidecar (`last_change.label`).
+// (`conversation.composer.dock`, session-scoped) showing the last change StrataGate made to the session's context
+// (GET /api/stratagate/context/status?session=…), and its use only where DSH shows no context gauge of its own. Labels of changes come from the sidecar (`last_change.label`).
 // Hand-written in the lazy-CJS factory shape DSH's client module loader expects (DSH's client build preset is not
 // published): window.__ModuleLoader__.load({id, factory(require)}) exporting name, inject and apply.
 /* global window, fetch */
@@ -237,12 +237,18 @@ window.__ModuleLoader__.load({
         r.json().then((body) => (r.ok ? body : Promise.reject(new Error(body && body.error ? body.error : `HTTP ${r.status}`)))),
       )
 
+    /**
+     * Whether DSH shows its own context gauge: its input bar's ContextMeter (dsh-client-ui-conversation) injects this
+     * stylesheet when it loads. One gauge on screen: where DSH has one, ours shows only what StrataGate changed.
+     */
+    const dshGauge = () => Boolean(window.document) && window.document.querySelector('style[data-plugin-css$="/ContextMeter.module.css"]') !== null
+
     /** "Context 41% · Fold T1 −23.3K": the sidecar's dock text when it sends one, else use/window and its last label. */
     function dockText(status) {
       if (!status) return null
       if (typeof status.dock === 'string' && status.dock) return status.dock
       const parts = []
-      if (status.window) parts.push(`Context ${Math.round((100 * (status.used_tokens || 0)) / status.window)}%`)
+      if (status.window && !dshGauge()) parts.push(`Context ${Math.round((100 * (status.used_tokens || 0)) / status.window)}%`)
       if (status.last_change && status.last_change.label) parts.push(status.last_change.label)
       return parts.length ? parts.join(' · ') : null
     }

@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { makeAssembleListener, StepInbox } from './activation.js'
+import { makeAssembleListener, makeMemoryRowListener, MemoryRows, StepInbox } from './activation.js'
 import { normalizeConfig } from './config.js'
 import { ContextEngine, makeModelOf, setContextEngine } from './context.js'
 import { makeLogger } from './logger.js'
@@ -62,7 +62,9 @@ export function apply(ctx, rawConfig) {
 
   // Per-step recall: the sidecar's byte-stable memory text as a runtime context. The query needs the step's new input,
   // which DSH claims from the inbox (and announces) before assembling but logs only after (activation.js header).
+  // What the step recalled also goes to the chat as a StrataGate Memory row (activation.js header).
   const stepInbox = new StepInbox()
+  const memoryRows = new MemoryRows()
   ctx.on('agent/inbox/claimed', (payload) => stepInbox.record(payload))
   ctx.on(
     'system-prompt/assemble',
@@ -72,9 +74,12 @@ export function apply(ctx, rawConfig) {
       available: () => runtime.recallAvailable(),
       timeoutMs: () => runtime.recallBudget(),
       stepInbox,
+      rows: memoryRows,
+      lang: () => uiLanguage(ctx.get('settings')),
       log,
     }),
   )
+  ctx.on('agent/pre-step', makeMemoryRowListener({ rows: memoryRows }))
 
   // Context engine (shim-js/context.js): the sidecar plans which parts of the session's history are replaced by
   // cards, block views or folds; the shim lands them. Published for our compaction row (compaction-engine.js).
@@ -140,6 +145,7 @@ export function apply(ctx, rawConfig) {
   ctx.on('session/disposed', (session) => {
     turns.forget(session)
     stepInbox.forget(session)
+    memoryRows.forget(session)
     contextEngine.forget(session)
     try {
       runtime.closeSession(session) // the sidecar seals the session's last turns into a (short) block

@@ -1,6 +1,7 @@
 // `/memory` (DSH human command, `ctx.commands`, dsh-commands 0.1.0-rc.8): forwards the arguments and the UI
 // language to the sidecar (`context.command`) and prints its text. The sidecar parses the arguments (status,
-// detail, search <words>, purge, purge confirm, help) and words every answer; the shim only picks the language.
+// detail [refs], recall, search <words>, purge, purge confirm, help) and words every answer about memory (events,
+// blocks, graph, the last recall, jobs) and the context window; the shim only picks the language.
 
 import { sessionIdOf } from './turns.js'
 
@@ -31,8 +32,8 @@ export function uiLanguage(settings, env = process.env) {
 export function memoryCommand({ namespaceOf, call, lang, timeoutMs = 30_000, afterward = () => {} }) {
   return {
     name: MEMORY_COMMAND,
-    description: 'StrataGate memory: context status, detail, search, purge',
-    input: { hint: 'status | detail | search <words> | purge [confirm] | help' },
+    description: 'StrataGate memory: what it holds and recalled, search, the context window',
+    input: { hint: 'status | detail | recall | search <words> | purge [confirm] | help' },
     handler: async (invocation) => {
       const session = invocation?.agent?.session
       if (!session) return { kind: 'error', text: '/memory needs an agent session.' }

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import re
 import sqlite3
 import stat
 from pathlib import Path
@@ -439,9 +440,17 @@ async def _memory(db: Database, args: str, lang: str = "en", session: str = "s1"
 
 async def test_memory_command_in_english_and_chinese(db: Database):
     c = chain(db.path)
-    assert (await _memory(db, "status")).startswith("Context: ")
-    assert (await _memory(db, "", "zh")).startswith("上下文：已用")
-    assert "foldable" in (await _memory(db, "detail")).lower()
+    status = await _memory(db, "status")
+    assert status.startswith("StrataGate memory (this project)\nEvents: ")
+    assert [line for line in status.splitlines() if line.startswith("Context window: ")], status  # one plain line
+    zh = await _memory(db, "", "zh")
+    assert zh.startswith("StrataGate 记忆（本项目）\n事件：") and "\n上下文窗口：已用" in zh, zh
+    detail = await _memory(db, "detail")
+    assert "foldable now" in detail.lower() and "Context engine:" in detail
+    ref = re.compile(r"\b(?:s\d{5}|[fc]\d+)\b")
+    assert not ref.search(detail), "plain words: no raw refs unless asked"
+    with_refs = await _memory(db, "detail refs")
+    assert ref.search(with_refs) and "f4–f4" not in with_refs, with_refs
     assert "/memory purge confirm" in await _memory(db, "help")
     assert "帮助" in await _memory(db, "help", "zh")
     assert "is not a /memory subcommand" in await _memory(db, "frobnicate")

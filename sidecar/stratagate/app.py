@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from stratagate import __version__, tokens, user_settings, wiring
 from stratagate.blocks.tail import TailSealer
 from stratagate.config import Settings
+from stratagate.context.last_recall import Recalls
 from stratagate.jobs import pipeline
 from stratagate.jobs.queue import JobRow, latest_failure
 from stratagate.jobs.runner import JobRunner, PermanentJobError
@@ -134,6 +135,7 @@ class App:
         self.secrets_ready: asyncio.Future[None] | None = None
         self.model_ready: asyncio.Future[None] | None = None
         self.stalls = StallMonitor()
+        self.recalls = Recalls()  # each session's last recall (/memory recall, the chat's memory row)
         dense.configure(settings.dense)
         self.dense = DenseIndex(self.db)  # optional dense channel: loads its model on first use, in a thread
         # Rows that get vectors were committed (capture, events): queue their embedding, in the background.

@@ -185,7 +185,8 @@ def test_memory_status_answers_in_english_and_chinese(
     web_stratagate: DshHome, model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
     """``/memory status`` through the web API (a slash command: answered by the host, never sent to the model), in
-    the UI language: English by default, Chinese when DSH's locale setting says zh."""
+    the UI language: English by default, Chinese when DSH's locale setting says zh. It talks about memory (events,
+    blocks, graph, the last recall, jobs) and gives the context window one plain line."""
     work = workspace(tmp_path / "project", logs=2, sources=2)
     agent = ScriptedSession([ScriptedTurn("Look at test run 0.", [bash("cat logs/run-0.log", "Show the test log")])])
     model_server.default = agent
@@ -197,8 +198,23 @@ def test_memory_status_answers_in_english_and_chinese(
             session.send(agent.turns[0].prompt, requests=lambda: len(model_server.requests))
             last = session.last_seq()
             answers[lang] = _memory_status(web, session)
+            if lang == "en":
+                # The turn's last recall and a grouped search, through the same command.
+                recall = web.command(session.id, "/memory recall")
+                assert recall is not None and recall["result"]["text"].startswith("Last recall ("), recall
+                found = web.command(session.id, "/memory search test log")
+                assert found is not None, "/memory search"
+                text = found["result"]["text"]
+                assert text.startswith("Long-term memory") and "\n\nThis session's archive:\n" in text, text
             logged = [e["type"] for e in session.events_since(last)]
             assert "command/done" in logged and "turn/start" not in logged, logged  # answered by the host, no turn
 
     assert answers["en"] and not _has_cjk(answers["en"]), answers["en"]
     assert answers["zh"] and _has_cjk(answers["zh"]), answers["zh"]
+    # About memory first: events, blocks, the graph, the turn's last recall, jobs; the context in one plain line.
+    for word in ("Events: ", "Blocks: ", "Graph: ", "Last recall (", "Background jobs: "):
+        assert f"\n{word}" in answers["en"], (word, answers["en"])
+    for word in ("事件：", "记忆块：", "知识图谱：", "最近一次回忆（", "后台任务："):
+        assert f"\n{word}" in answers["zh"], (word, answers["zh"])
+    assert sum(line.startswith("Context window: ") for line in answers["en"].splitlines()) == 1, answers["en"]
+    assert sum(line.startswith("上下文窗口：") for line in answers["zh"].splitlines()) == 1, answers["zh"]

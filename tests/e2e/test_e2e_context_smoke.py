@@ -141,8 +141,8 @@ def test_memory_command_runs_through_dshs_command_registry(
     stratagate: DshHome, model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
     """``/memory status`` typed by a person: DSH's command registry finds our command and the shim asks the sidecar
-    (``context.command``) with the UI language; whatever the sidecar answers is the command's text (kind success), or
-    the command's error text if the sidecar cannot answer."""
+    (``context.command``) with the UI language; the sidecar's answer is the command's text (kind success): memory
+    first, in Chinese here (the process locale)."""
     work = tmp_path / "project"
     work.mkdir()
     stratagate.extra_env["PYTHONPATH"] = str(REPO / "sidecar")
@@ -161,9 +161,12 @@ def test_memory_command_runs_through_dshs_command_registry(
     assert len(records) == 1, records
     result = records[0].get("result")
     assert result is not None, records
-    assert result["text"].strip(), result
-    if result["kind"] == "error":  # a sidecar without context.command (this branch alone): the shim says so
-        assert result["text"].startswith("StrataGate memory: "), result
+    assert result["kind"] == "success", result
+    text = result["text"]
+    # In the process locale's language (LANG zh_CN), about memory: events, blocks, graph, this turn's last recall.
+    assert text.startswith("StrataGate 记忆（本项目）\n事件："), text
+    for word in ("记忆块：", "知识图谱：", "最近一次回忆（", "后台任务：", "上下文窗口："):
+        assert f"\n{word}" in text, (word, text)
 
 
 class OverflowOnce(Reader):

@@ -14,7 +14,7 @@ from typing import Any
 
 from stratagate.namespaces import ResolveParams, resolve
 from support.dsh import DshHome
-from support.dsh_model import content_text, is_agent_request, is_runtime_context, messages
+from support.dsh_model import content_text, is_agent_request, is_injected, is_runtime_context, messages
 from support.model_server import ScriptedModelServer
 
 E2E_DIR = Path(__file__).resolve().parent
@@ -28,7 +28,7 @@ FOLLOWUP = "On which weekday does the billing service deploy?"
 
 def newest_prompt(body: dict[str, Any]) -> str:
     for m in reversed(messages(body)):
-        if m.get("role") == "user" and not is_runtime_context(m):
+        if m.get("role") == "user" and not is_injected(m):
             return content_text(m.get("content"))
     return ""
 

@@ -22,6 +22,7 @@ from support.dsh_model import (
     DshModel,
     content_text,
     is_agent_request,
+    is_injected,
     is_runtime_context,
     messages,
     tool_messages,
@@ -79,7 +80,7 @@ def agent_steps(server: ScriptedModelServer, run: Run) -> list[dict[str, Any]]:
 def newest_prompt(body: dict[str, Any]) -> str:
     """The newest human-looking user message of a request (not the runtime context, not a tool result)."""
     for m in reversed(messages(body)):
-        if m.get("role") == "user" and not is_runtime_context(m):
+        if m.get("role") == "user" and not is_injected(m):
             return content_text(m.get("content"))
     return ""
 

@@ -164,7 +164,8 @@ describe('recall', () => {
     const out = await listener({}, { agent: { session } }, async () => assembled)
     assert.deepEqual(out.contexts.map((c) => c.name), ['sandbox', 'stratagate:memory'])
     // The raw step material (the sidecar picks the query): the current turn's events and the user messages before it.
-    assert.deepEqual(Object.keys(seen[0]), ['namespace', 'session', 'events', 'earlier', 'claimed', 'origin'])
+    assert.deepEqual(Object.keys(seen[0]), ['namespace', 'session', 'events', 'earlier', 'claimed', 'origin', 'lang'])
+    assert.equal(seen[0].lang, 'en', 'the UI language the recalled items are explained in (default en)')
     assert.equal(seen[0].origin, null)
     assert.equal(seen[0].events[0].type, 'turn/start')
     assert.equal(seen[0].events[0].data.turn, 2)
@@ -360,6 +361,14 @@ describe('the plugin in a stand-in DSH context (real sidecar)', () => {
     assert.equal(again.contexts[0].text, out.contexts[0].text, 'byte-stable while nothing changed')
     const foreign = await ctx.waterfall('system-prompt/assemble', {}, { agent: { session: elsewhere } }, async () => assembled)
     assert.equal(foreign.contexts.length, 0, 'another project sees nothing')
+    // The chat's StrataGate Memory row: what the step recalled joins the step's input (agent/pre-step), named by id.
+    const input = { id: 'p1', role: 'user', content: [{ type: 'text', text: 'hi' }], source: { kind: 'user' } }
+    const decision = await ctx.waterfall('agent/pre-step', { agent: { session: other }, turn: 2, step: 1 }, async () => ({ kind: 'enter', messages: [input] }))
+    assert.equal(decision.messages[0], input)
+    const row = decision.messages[1]
+    assert.deepEqual([row.source.kind, row.source.plugin, row.source.form], ['plugin', 'StrataGate Memory', 'catalog'])
+    assert.ok(row.source.entries.length > 0 && row.source.entries.every((e) => /^(evt|nod|blk)_\d+$/.test(e.name)), JSON.stringify(row.source.entries))
+    assert.ok(row.source.entries.every((e) => row.content[0].text.includes(e.name)), 'the model-facing line names the same ids')
   })
 
   it('provides the memory service to other plugins, in the calling session\'s memory space', async () => {

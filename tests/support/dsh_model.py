@@ -26,6 +26,7 @@ from support.model_server import Behaviour, Exchange, text, tool_call
 SUMMARY_TOOL = "stratagate_summarize_block"
 EXTRACTION_TOOL = "stratagate_extract_events"
 RUNTIME_CONTEXT_HEAD = "Current runtime context."
+MEMORY_ROW_HEAD = "StrataGate Memory recalled for this step:"  # the chat row's note (context/recalled.py NOTE_HEAD)
 DSH_AGENT_HEAD = "You are an AI agent powered by DeepSeek Harness"
 FINAL_PREFIX = "FINAL: "
 NUDGE_MARK = "[StrataGate memory]"  # the shim's once-per-turn reminder (evidence.open_batches): restate the answer
@@ -64,6 +65,16 @@ def forced_tool(body: dict[str, Any]) -> str | None:
 
 def is_runtime_context(message: dict[str, Any]) -> bool:
     return message.get("role") == "user" and content_text(message.get("content")).startswith(RUNTIME_CONTEXT_HEAD)
+
+
+def is_memory_row(message: dict[str, Any]) -> bool:
+    """The StrataGate Memory chat row's one-line note (it names the recalled ids; the memory is in the snapshot)."""
+    return message.get("role") == "user" and content_text(message.get("content")).startswith(MEMORY_ROW_HEAD)
+
+
+def is_injected(message: dict[str, Any]) -> bool:
+    """Context a plugin or DSH added to the step, not something the user said: the snapshot or the memory row."""
+    return is_runtime_context(message) or is_memory_row(message)
 
 
 def summary_payload(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -223,7 +234,7 @@ class DshModel:
             self.agent_steps += 1
         if hook is not None:
             hook(body, index)
-        newest = next((m for m in reversed(messages(body)) if not is_runtime_context(m)), {})
+        newest = next((m for m in reversed(messages(body)) if not is_injected(m)), {})
         if newest.get("role") == "tool":
             return text(FINAL_PREFIX + content_text(newest.get("content")))
         if newest.get("role") == "user" and NUDGE_MARK in content_text(newest.get("content")):

@@ -1,13 +1,19 @@
-"""The ``/memory`` slash command (``context.command``): status, detail, search <words>, purge (explains what it
-would delete), purge confirm (deletes this session's context archive and layers, nothing else), help — answered in
-the UI language (English or Chinese)."""
+"""The ``/memory`` slash command (``context.command``): status (long-term memory, the last recall, jobs and the
+context window in one line), detail (the same with the context engine's figures in plain words; ``detail refs`` adds
+the refs), recall (the last step's recall and why), search <words> (long-term memory and this session's archive,
+grouped), purge (explains what it would delete), purge confirm (deletes this session's context archive and layers,
+nothing else), help — answered in the UI language (English or Chinese)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stratagate.context.engine_words import engine_lines
+from stratagate.context.last_recall import Recalls
+from stratagate.context.memory_counts import memory_counts
+from stratagate.context.memory_search import search_text
+from stratagate.context.memory_text import recall_lines, status_text
 from stratagate.context.queries_views import archive_size, purge_session
-from stratagate.context.search import SearchArgs, search_context
 from stratagate.context.settings import ContextSettings
 from stratagate.context.status import Lang, context_status
 from stratagate.protocol.types import Name, Result
@@ -26,6 +32,8 @@ _ALIASES = {
     "search": "search",
     "搜索": "search",
     "查找": "search",
+    "recall": "recall",
+    "回忆": "recall",
     "purge": "purge",
     "清除": "purge",
     "help": "help",
@@ -33,6 +41,7 @@ _ALIASES = {
     "?": "help",
 }
 _CONFIRM = {"confirm", "确认"}
+_REFS = {"refs", "ref", "ids", "编号"}
 
 
 class CommandParams(BaseModel):
@@ -50,19 +59,21 @@ class CommandResult(Result):
 
 HELP = {
     "en": (
-        "/memory manages this session's context window.\n"
-        "  /memory status          what the context holds now and what the engine saved\n"
-        "  /memory detail          the same, with every foldable range and pending fold\n"
-        "  /memory search <words>  search this session's archived history; each hit shows how to restore it\n"
+        "/memory shows what StrataGate remembers and what it recalled, and manages this session's context window.\n"
+        "  /memory status          events, blocks, graph, the last recall and why, jobs, the context in one line\n"
+        "  /memory detail          the same, with the context engine's figures (add 'refs' for decompress refs)\n"
+        "  /memory recall          what the last step recalled, and why each item came\n"
+        "  /memory search <words>  search long-term memory and this session's archived history\n"
         "  /memory purge           explains what purging deletes\n"
         "  /memory purge confirm   deletes this session's context archive (long-term memory stays)\n"
         "  /memory help            this help"
     ),
     "zh": (
-        "/memory 用于管理本会话的上下文窗口。\n"
-        "  /memory status（状态）           查看当前上下文的构成，以及已经节省了多少 token\n"
-        "  /memory detail（详情）           同上，并列出每一段可折叠的内容和待生效的折叠\n"
-        "  /memory search <词语>（搜索）    在本会话的历史存档中搜索，每条结果都会说明如何还原原文\n"
+        "/memory 显示 StrataGate 记住了什么、回忆了什么，并管理本会话的上下文窗口。\n"
+        "  /memory status（状态）           事件、记忆块、知识图谱、最近一次回忆及原因、后台任务，以及一行上下文用量\n"
+        "  /memory detail（详情）           同上，并附上上下文引擎的各项数字（加 refs 显示可还原的编号）\n"
+        "  /memory recall（回忆）           上一步回忆了哪些记忆，以及各自的原因\n"
+        "  /memory search <词语>（搜索）    搜索长期记忆和本会话的历史存档\n"
         "  /memory purge（清除）            说明清除会删除哪些内容\n"
         "  /memory purge confirm（确认）    删除本会话的上下文存档（长期记忆不受影响）\n"
         "  /memory help（帮助）             显示本帮助"
@@ -71,7 +82,12 @@ HELP = {
 
 
 async def run_command(
-    db: Database, keys: tuple[int, int] | None, params: CommandParams, settings: ContextSettings
+    db: Database,
+    keys: tuple[int, int] | None,
+    params: CommandParams,
+    settings: ContextSettings,
+    recalls: Recalls | None = None,
+    decay_lambda: float = 0.0,
 ) -> CommandResult:
     lang = params.lang
     text = params.args.strip()
@@ -89,9 +105,16 @@ async def run_command(
         return CommandResult(text=unknown + HELP[lang])
     if sub == "help":
         return CommandResult(text=HELP[lang])
+    last = recalls.get(params.namespace, params.session) if recalls is not None else None
+    if sub == "recall":
+        return CommandResult(text="\n".join(recall_lines(last, lang)))
     if sub in ("status", "detail"):
         status = await context_status(db, params.session, keys, settings, detail=sub == "detail", lang=lang)
-        return CommandResult(text=status.text)
+        counts = await memory_counts(db, params.namespace, params.session, decay_lambda)
+        text = status_text(counts, last, status, lang)
+        if sub == "detail":
+            text = "\n".join([text, *engine_lines(status, rest.lower() in _REFS, lang)])
+        return CommandResult(text=text)
     if sub == "search":
         if not rest:
             ask = (
@@ -100,8 +123,7 @@ async def run_command(
                 else ("Write the words to look for after search, e.g. /memory search failing test")
             )
             return CommandResult(text=ask)
-        found = await search_context(db, keys, SearchArgs(query=rest[:2000], limit=8), lang)
-        return CommandResult(text=found.text)
+        return CommandResult(text=await search_text(db, keys, params.namespace, params.session, rest[:2000], lang))
     return CommandResult(text=await _purge(db, keys, rest.lower() in _CONFIRM, lang))
 
 

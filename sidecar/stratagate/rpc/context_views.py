@@ -25,4 +25,5 @@ async def status(app: App, p: StatusParams) -> StatusResult:
 @method("context.command", params=CommandParams, result=CommandResult)
 async def command(app: App, p: CommandParams) -> CommandResult:
     keys = await session_keys(app.db, p.namespace, p.session)
-    return await run_command(app.db, keys, p, await current_settings(app))
+    settings = await current_settings(app)
+    return await run_command(app.db, keys, p, settings, app.recalls, app.settings.block_decay_lambda)

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from stratagate.activation.render import ActivationParams, render_activation
 from stratagate.capture.models import CaptureParams, Name
 from stratagate.capture.store import capture_turn
+from stratagate.context.last_recall import Lang, RecalledItem
+from stratagate.context.recalled import note, remember_step, row_entries
 from stratagate.context.reminders import step_reminder
 from stratagate.dsh.events import RawEvent
 from stratagate.dsh.fold import fit_capture, fold_turn
@@ -23,7 +25,7 @@ from stratagate.dsh.status import Status, StatusParams, assemble_status
 from stratagate.errors import explain_validation, invalid_params
 from stratagate.protocol import method
 from stratagate.protocol.results import ActivationResult
-from stratagate.protocol.types import SUBAGENT, Origin
+from stratagate.protocol.types import SUBAGENT, Origin, Result
 from stratagate.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -69,6 +71,22 @@ class StepParams(BaseModel):
         default_factory=list, max_length=64, description="Messages DSH claimed from the inbox for this step."
     )
     origin: Origin | None = Field(None, description="The session header's origin; a subagent gets no recall.")
+    lang: Lang = Field("en", description="The UI language the recalled items' reasons are worded in.")
+
+
+class RowEntry(Result):
+    name: str
+    description: str
+
+
+class StepResult(ActivationResult):
+    recalled: list[RecalledItem] = Field(
+        default_factory=list, description="What the step recalled (events, graph nodes, blocks), each with why."
+    )
+    note: str = Field("", description="The chat row's one model-facing line naming the recalled ids ('' for none).")
+    entries: list[RowEntry] = Field(
+        default_factory=list, description="The chat row's list ({name, description}), in the UI language."
+    )
 
 
 @method("turn.capture_raw", params=RawCaptureParams, result=RawCaptureResult)
@@ -89,7 +107,7 @@ async def capture_raw(app: App, p: RawCaptureParams) -> dict[str, Any]:
     return RawCaptureResult(captured=True, receipt=params.receipt, **result.model_dump()).model_dump()
 
 
-@method("activation.render_step", params=StepParams, result=ActivationResult)
+@method("activation.render_step", params=StepParams, result=StepResult)
 async def render_step(app: App, p: StepParams) -> dict[str, Any]:
     if p.origin == SUBAGENT:
         # Recall is for the main agent: a subagent works on a task its parent framed (and already recalled for).
@@ -113,7 +131,10 @@ async def render_step(app: App, p: StepParams) -> dict[str, Any]:
             await app.tokens_ready
         text = f"{result['text']}\n\n{reminder}" if result["text"] else reminder
         result = {**result, "text": text, "tokens": count_tokens(text)}
-    return result
+    # What the chat's memory row lists: explained here, at the result's edge, from the ids the render chose.
+    items = await remember_step(app.recalls, app.db.reader, p.namespace, p.session, query or "", result, p.lang)
+    recalled = [i.model_dump() for i in items]
+    return {**result, "recalled": recalled, "note": note(items), "entries": row_entries(items, p.lang)}
 
 
 @method("namespace.for_session", params=SessionNamespaceParams, result=SessionNamespace)
