@@ -1,8 +1,11 @@
-// Layout checks run inside the page (page.evaluate(layoutProblems)): no label cut (by its own box or hidden by a
-// scrolling ancestor), no word broken across lines, no box whose text overflows it, no sideways scrolling of the page.
+// Layout checks run inside the page (page.evaluate(layoutProblems, scope?)): no label cut (by its own box or hidden by
+// a scrolling ancestor), no word broken across lines (labels and any other text), no text squeezed into a box
+// narrower than a few characters, no box whose text overflows it, no sideways scrolling of the page. `scope` (a CSS
+// selector, default the whole body) limits the checks to what the page draws, e.g. inside DSH's settings dialog.
 // Returns a list of problems (empty = fine).
-export function layoutProblems() {
+export function layoutProblems(scope) {
   const problems = []
+  const base = (scope && document.querySelector(scope)) || document.body
   const describe = (el) => {
     const id = el.getAttribute('data-testid')
     const text = (el.textContent || '').trim().replace(/\s+/g, ' ').slice(0, 40)
@@ -16,7 +19,9 @@ export function layoutProblems() {
   // The nearest ancestor that hides part of the element (overflow other than visible, e.g. a scrolling table box).
   const clippedBy = (el) => {
     const box = el.getBoundingClientRect()
-    for (let up = el.parentElement; up && up !== document.documentElement; up = up.parentElement) {
+    // Up to the scope's own box: above it (DSH's app shell) sit boxes a fixed dialog is not laid out in.
+    const top = base === document.body ? document.documentElement : base.parentElement
+    for (let up = el.parentElement; up && up !== top; up = up.parentElement) {
       if (getComputedStyle(up).overflowX === 'visible') continue
       const edge = up.getBoundingClientRect()
       const left = edge.left + up.clientLeft
@@ -31,7 +36,13 @@ export function layoutProblems() {
 
   // Labels: the whole text fits its box, and no word is split over two lines.
   const labels = '[role=tab], button, label, th, legend, h1, h2, h3, summary, [data-testid=status-chip]'
-  for (const el of document.querySelectorAll(labels)) {
+  const lineCount = (node, start, end) => {
+    const range = document.createRange()
+    range.setStart(node, start)
+    range.setEnd(node, end)
+    return new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top))).size
+  }
+  for (const el of base.querySelectorAll(labels)) {
     if (!shown(el) || inside(el, 'svg')) continue
     const style = getComputedStyle(el)
     if (style.display !== 'inline' && el.scrollWidth > el.clientWidth + 1) {
@@ -53,8 +64,28 @@ export function layoutProblems() {
     }
   }
 
+  // Any text: no word split over lines (except ids and paths in <code>, and pre-formatted content), and no text
+  // that wraps inside a box narrower than three characters (a squeezed column breaks words letter by letter).
+  const texts = document.createTreeWalker(base, NodeFilter.SHOW_TEXT)
+  for (let node = texts.nextNode(); node; node = texts.nextNode()) {
+    const parent = node.parentElement
+    if (!parent || !node.data.trim() || !shown(parent) || inside(parent, 'svg, code, pre, .sgm-pre, script, style, option')) continue
+    const style = getComputedStyle(parent)
+    const box = parent.getBoundingClientRect()
+    const size = parseFloat(style.fontSize) || 14
+    if (box.width < 3 * size && node.data.trim().length > 3 && lineCount(node, 0, node.data.length) > 1) {
+      problems.push(`text squeezed into ${Math.round(box.width)} px: ${describe(parent)}`)
+    }
+    for (const word of node.data.matchAll(/\S+/g)) {
+      // Chinese text has no spaces: a run of it wraps anywhere by design.
+      if (word[0].length < 2 || /[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]/.test(word[0])) continue
+      const lines = lineCount(node, word.index, word.index + word[0].length)
+      if (lines > 1) problems.push(`word broken over ${lines} lines: "${word[0].slice(0, 30)}" in ${describe(parent)}`)
+    }
+  }
+
   // Any other box with visible overflow: its content must fit (a scrolling box is fine, it scrolls).
-  for (const el of document.body.querySelectorAll('*')) {
+  for (const el of base.querySelectorAll('*')) {
     if (!shown(el) || inside(el, 'svg') || ['INPUT', 'SELECT', 'TEXTAREA', 'OPTION'].includes(el.tagName)) continue
     const style = getComputedStyle(el)
     if (style.display === 'inline' || style.overflowX !== 'visible') continue

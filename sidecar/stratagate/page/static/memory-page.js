@@ -38,6 +38,7 @@
     'tab.audit': 'Audit',
     'tab.settings': 'Settings',
     'tabs.label': 'Memory sections',
+    'tabs.menu': 'Section',
     'status.active': 'active',
     'status.superseded': 'superseded',
     'status.disputed': 'disputed',
@@ -306,6 +307,7 @@
     'tab.audit': '审计',
     'tab.settings': '设置',
     'tabs.label': '记忆分区',
+    'tabs.menu': '分区',
     'status.active': '有效',
     'status.superseded': '已被取代',
     'status.disputed': '有争议',
@@ -846,6 +848,20 @@
     const api = String(opts.api || '/api/stratagate/memory').replace(/\/+$/, '')
     const lang = pickLang(opts.lang, win.navigator && win.navigator.language)
     const T = (key, vars) => translate(lang, key, vars)
+    /** A translated sentence whose {slots} may be nodes (an id as <code>, a link button): a list of strings and nodes. */
+    const Tn = (key, vars) => {
+      const text = translate(lang, key)
+      const out = []
+      let last = 0
+      text.replace(/\{(\w+)\}/g, (m, name, at) => {
+        const v = vars && vars[name]
+        out.push(text.slice(last, at), v === undefined || v === null ? m : typeof v === 'object' ? v : String(v))
+        last = at + m.length
+        return m
+      })
+      out.push(text.slice(last))
+      return out.filter((x) => x !== '')
+    }
     injectCss(doc, api)
 
     const ctl = new AbortController()
@@ -1095,6 +1111,9 @@
     )
     const tablist = el('div', { class: 'sgm-tabs', role: 'tablist', 'aria-label': T('tabs.label') })
     const panel = el('div', { class: 'sgm-panel', role: 'tabpanel', id: nextId('panel'), tabindex: '0' })
+    // On a narrow page (DSH's settings on a phone) the tabs collapse into this menu: the same sections, one select.
+    const tabMenuSelect = el('select', { id: nextId('menu'), testid: 'tab-menu', on: { change: () => showTab(tabMenuSelect.value) } }, TABS.map((name) => el('option', { value: name }, T('tab.' + name))))
+    const tabMenu = el('div', { class: 'sgm-tab-menu' }, el('label', { for: tabMenuSelect.id }, T('tabs.menu')), tabMenuSelect)
     const toasts = el('div', { class: 'sgm-toasts', 'aria-live': 'polite' })
     const tabButtons = {}
     for (const name of TABS) {
@@ -1131,7 +1150,7 @@
       tabButtons[names[next]].setAttribute('tabindex', '0')
       tabButtons[names[next]].focus()
     })
-    append(rootEl, [header, tablist, panel, toasts])
+    append(rootEl, [header, tablist, tabMenu, panel, toasts])
     element.appendChild(rootEl)
 
     // ---- namespaces
@@ -1172,6 +1191,7 @@
         tabButtons[n].setAttribute('tabindex', on ? '0' : '-1')
         tabButtons[n].classList.toggle('sgm-tab-on', on)
       }
+      tabMenuSelect.value = name
       panel.setAttribute('aria-labelledby', tabButtons[name].id)
       if (state.tabView) state.tabView.alive = false
       clear(panel)
@@ -1375,7 +1395,7 @@
                 el(
                   'li',
                   {},
-                  button([el('span', { class: 'sgm-strong' }, s.name), el('span', { class: 'sgm-muted sgm-small' }, T('recent.sessionMeta', { turns: s.turns || 0, ready: (s.blocks && s.blocks.ready) || 0, pending: (s.blocks && s.blocks.pending) || 0 })), el('span', { class: 'sgm-muted sgm-small' }, shortTime(s.last_turn_at))], {
+                  button([el('span', { class: 'sgm-strong' }, code(s.name, true)), el('span', { class: 'sgm-muted sgm-small' }, T('recent.sessionMeta', { turns: s.turns || 0, ready: (s.blocks && s.blocks.ready) || 0, pending: (s.blocks && s.blocks.pending) || 0 })), el('span', { class: 'sgm-muted sgm-small' }, shortTime(s.last_turn_at))], {
                     class: 'sgm-item' + (s.name === recentState.session ? ' sgm-item-on' : ''),
                     testid: 'session-item',
                     data: { session: s.name },
@@ -1403,7 +1423,7 @@
           const list = el('ol', { class: 'sgm-list sgm-block-list' })
           for (const b of blocks) list.appendChild(el('li', {}, blockItem(view, b)))
           append(blocksBox, [
-            el('h3', { class: 'sgm-h' }, T('recent.blocks', { session: recentState.session })),
+            el('h3', { class: 'sgm-h' }, Tn('recent.blocks', { session: code(recentState.session, true) })),
             blocks.length ? list : el('p', { class: 'sgm-muted' }, T('recent.noBlocks')),
             pager(d.total, recentState.offset, PAGE, (o) => ((recentState.offset = o), refreshTab())),
           ])
