@@ -46,7 +46,29 @@ window.__ModuleLoader__.load({
     }
     // DSH's settings nav leaves ~112 px for a label (188 px nav, 14 px text, ellipsis): "StrataGate Memory" would be
     // cut, so the nav says "Memory" and the section opens with the whole name.
-    const navLabel = () => (zh() ? '记忆' : 'Memory')
+    // The nav glyph: DSH picks it by section id and gives unknown ids General's gear, so the label carries our own
+    // (stacked layers) and a rule of ours hides the gear of the entry holding it.
+    const NAV_CSS = '[role="dialog"] nav button:has([data-stratagate-nav]) > svg { display: none }'
+    function navStyle() {
+      const doc = window.document
+      if (!doc || !doc.head || typeof doc.querySelector !== 'function' || doc.querySelector('style[data-stratagate-nav]')) return
+      const tag = doc.createElement('style')
+      tag.setAttribute('data-stratagate-nav', '')
+      tag.textContent = NAV_CSS
+      doc.head.appendChild(tag)
+    }
+    const svg = (tag, props, ...children) => h(tag, props, ...children)
+    function MemoryIcon() {
+      return svg(
+        'svg',
+        { width: 16, height: 16, viewBox: '0 0 16 16', fill: 'none', stroke: 'currentColor', strokeWidth: 1.3, strokeLinejoin: 'round', strokeLinecap: 'round', 'aria-hidden': 'true', style: { flex: 'none' } },
+        svg('path', { d: 'M8 2.5 14 5.5 8 8.5 2 5.5Z' }),
+        svg('path', { d: 'M2 8.3 8 11.3 14 8.3' }),
+        svg('path', { d: 'M2 11 8 14 14 11' }),
+      )
+    }
+    const navLabel = () =>
+      h('span', { 'data-stratagate-nav': '', style: { display: 'inline-flex', alignItems: 'center', gap: 8, maxWidth: '100%' } }, h(MemoryIcon), zh() ? '记忆' : 'Memory')
 
     /** Load memory-page.js once (a <script> tag; the same file the standalone `stratagate ui` serves). */
     let pageScript = null
@@ -332,6 +354,7 @@ window.__ModuleLoader__.load({
     exports.apply = (ctx) => {
       const slots = ctx.get('slots')
       if (!slots) return
+      navStyle()
       slots.inject('settings.section', () =>
         slots.register({ name: 'settings.section', id: 'stratagate', order: 90, label: navLabel }, () => h(StrataGatePage, null)),
       )

@@ -83,7 +83,11 @@ describe('client bundle', () => {
     assert.deepEqual(injected.map((i) => i.name), ['settings.section', 'conversation.composer.dock'])
     assert.equal(injected[0].registration.options.id, 'stratagate')
     // DSH's nav leaves ~112 px for a label: "StrataGate Memory" would be cut to "StrataGate Me…".
-    assert.equal(injected[0].registration.options.label(), 'Memory')
+    const label = injected[0].registration.options.label()
+    assert.equal(render(label).trim(), 'Memory')
+    // Its own glyph (DSH gives a section it does not know General's gear; a rule of ours hides that one).
+    assert.ok(find(label, (n) => n.type === 'svg'), 'the nav label carries its icon')
+    assert.ok(find(label, (n) => n.props && 'data-stratagate-nav' in n.props), 'the label is marked for the gear-hiding rule')
     const page = render(injected[0].registration.component())
     assert.match(page, /StrataGate Memory/) // the section's heading says it whole
     assert.match(page, /Loading/)
@@ -96,7 +100,7 @@ describe('client bundle', () => {
     const mod = registrations[0].factory(() => fakeReact())
     let label
     mod.apply({ get: () => ({ inject: (_n, fn) => fn(), register: (o) => o.name === 'settings.section' && (label = o.label) }) })
-    assert.equal(label(), '记忆')
+    assert.equal(render(label()).trim(), '记忆')
   })
 
   // StrataGatePage's hooks, in call order: status, error, fetchedAt, retry, tick.
