@@ -107,6 +107,8 @@ async def test_forget_hides_the_event_audits_it_and_undo_restores_it(client: Sid
 
     undone = await post(client, "/undo", {"namespace": NS, "audit_id": entry["id"]})
     assert undone["undone"] == entry["id"] and undone["label"] == f"Restore {evt}"
+    # What was undone, for the page's toast ("Undid: forgot evt_N", never the undo's own label).
+    assert (undone["action"], undone["subject_id"]) == ("event.forgotten", evt)
     restored = one(db, undone["audit_ids"], "event.restored")
     assert restored["after"]["status"] == "active"
     marker = one(db, undone["audit_ids"], "audit.undone")
@@ -175,7 +177,8 @@ async def test_edit_admits_a_correction_that_supersedes_and_undo_puts_the_origin
     assert old["title"] == original["title"]  # content is immutable: the original is untouched
     edited = one(db, ids, "event.edited")
     assert edited["subject_id"] == evt
-    assert edited["before"] == {"title": original["title"], "summary": original["summary"]}
+    assert edited["before"] == {"title": original["title"], "summary": original["summary"],
+                                "when": original["temporal"]["original"], "time_status": original["temporal"]["status"]}
     assert edited["after"]["id"] == new and edited["after"]["summary"].endswith("pnpm as its package manager.")
     assert undoable(edited) == f"Undo the edit of {evt} (archive {new})"
     step = one(db, ids, "event.superseded")
@@ -199,6 +202,29 @@ async def test_a_title_only_edit_keeps_the_narrative(client: SidecarClient):
     assert correction["title"] == "Deploys from release"
     assert correction["narrative"] == (await event(client, evt))["narrative"]
     error = await refused(client, "/events/edit", {"namespace": NS, "id": out["id"], "title": "Deploys from release"})
+    assert "nothing to change" in error
+
+
+async def test_an_edit_changes_the_time_a_plan_no_longer_happens_next_week(client: SidecarClient, tmp_path: Path):
+    evt = await remember(client, "We release the new dashboard next week.", type="plan", when="next week",
+                         happened="planned")
+    original = await event(client, evt)
+    assert original["temporal"]["original"] == "next week"
+    # The plan moved to a date: the correction's time is read from it (not from "next week").
+    out = await post(client, "/events/edit", {"namespace": NS, "id": evt, "when": "2026-12-14"})
+    moved = await event(client, out["id"])
+    assert moved["temporal"]["original"] == "2026-12-14"
+    assert moved["temporal"]["happened_start"].startswith("2026-12-14")
+    assert moved["temporal"]["mentioned_at"] == original["temporal"]["mentioned_at"]
+    assert moved["title"] == original["title"] and moved["summary"] == original["summary"]
+    edited = one(tmp_path / "memory.db", out["audit_ids"], "event.edited")
+    assert (edited["before"]["when"], edited["after"]["when"]) == ("next week", "2026-12-14")
+    # Then it was called off: the status alone is a change; "" says no time at all.
+    off = await post(client, "/events/edit", {"namespace": NS, "id": out["id"], "when": "", "time_status": "cancelled"})
+    cancelled = await event(client, off["id"])
+    assert cancelled["temporal"]["original"] is None and cancelled["temporal"]["happened_start"] is None
+    assert cancelled["temporal"]["status"] == "cancelled"
+    error = await refused(client, "/events/edit", {"namespace": NS, "id": off["id"], "time_status": "cancelled"})
     assert "nothing to change" in error
 
 
@@ -536,7 +562,7 @@ async def test_bad_input_of_each_shape(client: SidecarClient, tmp_path: Path):
     status, body = await page(client, "POST", "/events/forget", {"namespace": NS})
     assert status == 400 and body["error"].startswith("invalid params: id") and body["details"][0]["loc"] == ["id"]
     assert "pinned" in await refused(client, "/events/pin", {"namespace": NS, "id": evt})
-    assert "title or summary" in await refused(client, "/events/edit", {"namespace": NS, "id": evt})
+    assert "title, summary, when or time_status" in await refused(client, "/events/edit", {"namespace": NS, "id": evt})
     # Wrong id shape; an unknown id; another namespace's id; an unknown namespace.
     assert "evt_12" in await refused(client, "/events/forget", {"namespace": NS, "id": "blk_3"})
     assert await refused(client, "/events/forget", {"namespace": NS, "id": "evt_99999"}, 404)
