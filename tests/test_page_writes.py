@@ -231,6 +231,31 @@ async def test_an_edit_changes_the_time_a_plan_no_longer_happens_next_week(clien
 # --- merge -----------------------------------------------------------------------------------------------------------
 
 
+async def test_merge_options_list_only_what_merge_accepts(client: SidecarClient):
+    keep = await remember(client, "The staging database is refreshed every Monday night.")
+    twin = await remember(client, "Staging gets a fresh copy of the database on Monday nights.")
+    pinned = await remember(client, "The staging database copy is anonymised first.")
+    gone = await remember(client, "Staging refreshes used to run on Sundays.")
+    user = await remember(client, "I prefer staging refreshes announced in the team channel.", scope="user")
+    await post(client, "/events/pin", {"namespace": NS, "id": pinned, "pinned": True})
+    await post(client, "/events/forget", {"namespace": NS, "id": gone})
+
+    async def options(ref: str, words: str | None = None) -> list[str]:
+        query = {"namespace": NS, "id": ref} | ({"q": words} if words else {})
+        status, out = await page(client, "GET", "/events/merge-options", **query)
+        assert status == 200, out
+        return [e["id"] for e in out["events"]]
+
+    offered = await options(keep)
+    # Not itself, not a pinned or forgotten event, not one of another scope: exactly what merge would refuse.
+    assert twin in offered and not {keep, pinned, gone, user} & set(offered), offered
+    for refused_id in (pinned, gone, user):
+        await refused(client, "/events/merge", {"namespace": NS, "keep": keep, "merge": refused_id})
+    assert await options(keep, "Monday") == [twin]
+    assert await options(gone) == []  # a forgotten event survives no merge
+    await post(client, "/events/merge", {"namespace": NS, "keep": keep, "merge": offered[0]})
+
+
 async def test_merge_a_chosen_pair_and_undo_unmerges(client: SidecarClient, tmp_path: Path):
     db = tmp_path / "memory.db"
     keep = await remember(client, "Integration tests need the docker daemon running.")

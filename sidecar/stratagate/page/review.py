@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from stratagate import ids
 from stratagate.app import App
@@ -23,12 +23,17 @@ from stratagate.events.store import Source
 from stratagate.events.temporal import TimeStatus
 from stratagate.maintenance import consolidate
 from stratagate.maintenance import store as merges
+from stratagate.page import longterm_queries as q
+from stratagate.page.audit_view import Limit
+from stratagate.page.foreign import hide_foreign
+from stratagate.page.longterm import PageEvent, event_views
 from stratagate.page.undo_rules import PART_OF
 from stratagate.page.writes import ACTOR, EventRef, NamespaceParams, Written, event_of, namespace_id
 from stratagate.protocol import method
-from stratagate.protocol.types import Result
+from stratagate.protocol.types import Name, Result
 from stratagate.redact import redact
 from stratagate.storage.db import audit, collect_audit_ids
+from stratagate.text.terms import fts_query
 from stratagate.timeutil import parse_time
 
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
@@ -261,6 +266,37 @@ async def merge(app: App, p: MergeParams) -> dict[str, Any]:
             if not made:  # mergeable() said yes inside this very transaction
                 raise Invalid(f"cannot merge {dup.public_id} into {keep.public_id}")
     return {"survivor": keep.public_id, "merged": dup.public_id, "audit_ids": audit_ids}
+
+
+class MergeOptionsParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: Name
+    id: EventRef = Field(description="the survivor the chosen event would be merged into")
+    q: str | None = Field(None, max_length=2000, description="words to find (the event full-text index)")
+    limit: Limit = 20
+
+
+class MergeOptionsResult(Result):
+    events: list[PageEvent]
+
+
+@method("page.events.merge_options", params=MergeOptionsParams, result=MergeOptionsResult,
+        http="GET /events/merge-options")
+async def merge_options(app: App, p: MergeOptionsParams) -> dict[str, Any]:
+    """The events ``page.events.merge`` would merge into ``id`` (the same rule): none when ``id`` cannot survive."""
+    conn = app.db.reader
+    ns = await namespace_id(conn, p.namespace)
+    keep = await event_of(conn, ns, p.id)
+    match = fts_query(p.q) if p.q and p.q.strip() else None
+    if keep.status != "active" or (p.q and p.q.strip() and match is None):
+        return {"events": []}
+    rows, _ = await q.list_events(conn, ns, match=match, statuses=["active"], event_type=None, scope=keep.scope,
+                                  session=keep.session_key if keep.scope == "session" else None, limit=200, offset=0)
+    eligible = [ev for ev in rows
+                if consolidate.mergeable(keep, ev, chosen=True) is None and not await merges.is_open_survivor(conn, ev.id)]
+    views = await event_views(app, ns, eligible[:p.limit])
+    return await hide_foreign(conn, ns, {"events": views})
 
 
 # --- resolve ---------------------------------------------------------------------------------------------------------
