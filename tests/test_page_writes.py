@@ -393,6 +393,16 @@ async def test_retry_failed_jobs_one_and_all(tmp_path: Path, model_server: Scrip
 MARKDOWN = "# Notes\n\n- The CI runs on GitHub Actions.\n- Lint with ruff before every push.\n"
 
 
+async def test_import_preview_reads_the_items_and_writes_nothing(client: SidecarClient, tmp_path: Path):
+    await remember(client, "Unrelated memory so the namespace exists.")
+    before = db_rows(tmp_path / "memory.db", "SELECT count(*) AS n FROM events")[0]["n"]
+    preview = await post(client, "/imports/preview", {"namespace": NS, "text": MARKDOWN, "filename": "notes.md"})
+    assert (preview["format"], preview["source_name"], preview["count"]) == ("markdown", "notes.md", 2)
+    assert [i["text"] for i in preview["items"]] == ["The CI runs on GitHub Actions.", "Lint with ruff before every push."]
+    assert db_rows(tmp_path / "memory.db", "SELECT count(*) AS n FROM events")[0]["n"] == before
+    assert (await page(client, "POST", "/imports/preview", {"namespace": NS, "text": "{"}))[0] == 400
+
+
 async def test_import_add_remove_and_undo_of_an_import(client: SidecarClient, tmp_path: Path):
     db = tmp_path / "memory.db"
     await remember(client, "Unrelated memory so the namespace exists.")
