@@ -686,3 +686,21 @@ def test_undo_rules_table(action: str, actor: str, after: Any, label: str | None
 def test_undo_rules_never_raise_on_any_entry(entry: dict[str, Any]):
     label = undoable(entry)
     assert label is None or (isinstance(label, str) and label)
+
+
+# --- the context engine's settings -----------------------------------------------------------------------------------
+
+
+async def test_context_settings_on_the_page_are_the_engines(client: SidecarClient):
+    status, got = await page(client, "GET", "/context-settings")
+    assert status == 200 and got["settings"] == await client.call("context.settings.get", {})
+    assert got["presets"]["quality"]["mid_turn_cards"] is True
+    changed = await post(client, "/context-settings", {"settings": {"reminders": False, "digest_line": 0.4}})
+    assert changed["settings"]["reminders"] is False and changed["settings"]["digest_line"] == 0.4
+    engine = await client.call("context.settings.get", {})
+    assert engine["reminders"] is False and engine["mode"] == "custom"  # a threshold of its own: mode custom
+    back = await post(client, "/context-settings", {"settings": {"mode": "cost", "reminders": None}})
+    assert back["settings"]["mode"] == "cost" and back["settings"]["digest_line"] == 0.5
+    assert back["settings"]["reminders"] is True
+    status, refused_body = await page(client, "POST", "/context-settings", {"settings": {"digest_line": 7}})
+    assert status == 400 and "digest_line" in json.dumps(refused_body)
