@@ -1,8 +1,8 @@
 // Browser half of stratagate-py: the "StrataGate Memory" settings section (nav label "Memory"), which mounts the
 // Memory page (memory-page.js from /api/stratagate/memory/assets/, the same code `stratagate ui` serves) once the
 // sidecar is ready and, while it installs, starts or failed, shows GET /api/stratagate/status: the install's steps,
-// elapsed time and log tail, its error and a Retry (POST /api/stratagate/install/retry). Below the page, a small
-// "Context engine" form (GET/POST /api/stratagate/context/settings). And a glyph in the composer dock
+// elapsed time and log tail, its error and a Retry (POST /api/stratagate/install/retry). The context engine's settings
+// are in the page's own Settings tab (once, with the rest). And a glyph in the composer dock
 // (`conversation.composer.dock`, session-scoped) showing the session's context use and the last change
 // (GET /api/stratagate/context/status?session=…). Labels of changes come from the sidecar (`last_change.label`).
 // Hand-written in the lazy-CJS factory shape DSH's client module loader expects (DSH's client build preset is not
@@ -238,19 +238,6 @@ window.__ModuleLoader__.load({
         error ? h('p', { role: 'alert', style: { color: '#cf222e' } }, `Could not load the status: ${error}`) : null,
         status === null && !error ? h('p', { style: { opacity: 0.7 } }, 'Loading…') : null,
         ready ? h(MemoryPage, null) : status ? h(InstallStatus, { status, fetchedAt, onRetry, retrying: retry.busy, retryMessage: retry.message }) : null,
-        ready
-          ? h(
-              'details',
-              { style: { marginTop: 24 } },
-              h('summary', null, 'Context engine'),
-              h(
-                'p',
-                { style: { opacity: 0.75 } },
-                'How StrataGate manages the conversation history: cost mode lands changes at turn end when the saving outweighs the cache miss; quality mode also relieves long turns before each step.',
-              ),
-              h('table', { style: { borderCollapse: 'collapse' } }, h('tbody', null, h(ContextForm, null))),
-            )
-          : null,
       )
     }
 
@@ -294,58 +281,6 @@ window.__ModuleLoader__.load({
         { title: status.decision || status.text || '', 'data-stratagate-context': '', style: { fontSize: 12, opacity: 0.7, padding: '0 12px', whiteSpace: 'nowrap', overflow: 'hidden', textOverflow: 'ellipsis' } },
         '◧ ',
         text,
-      )
-    }
-
-    const MODES = ['cost', 'quality', 'custom']
-    const FLAG_LABELS = { auto_fold: 'Automatic folds', reminders: 'Reminders', enabled: 'Context engine on', cost_aware: 'Cost-aware landing', mid_turn_cards: 'Cards before each step' }
-
-    function ContextForm() {
-      const [settings, setSettings] = React.useState(null)
-      const [message, setMessage] = React.useState(null)
-      React.useEffect(() => {
-        getJson('/api/stratagate/context/settings').then((r) => setSettings(r && r.settings ? r.settings : r), (e) => setMessage(String(e.message || e)))
-      }, [])
-      const save = (patch) =>
-        getJson('/api/stratagate/context/settings', { method: 'POST', body: JSON.stringify({ settings: patch }) }).then(
-          (r) => {
-            setSettings(r && r.settings ? r.settings : r)
-            setMessage('Saved; applies from the next turn.')
-          },
-          (e) => setMessage(String(e.message || e)),
-        )
-      if (!settings) return h('tr', null, h('td', { colSpan: 2, style: { opacity: 0.7 } }, message || 'Loading the context settings…'))
-      const numbers = Object.keys(settings).filter((k) => typeof settings[k] === 'number')
-      const flags = ['auto_fold', 'reminders', ...Object.keys(settings).filter((k) => typeof settings[k] === 'boolean' && k !== 'auto_fold' && k !== 'reminders')].filter((k) => k in settings)
-      return h(
-        React.Fragment,
-        null,
-        h(
-          Row,
-          { label: 'Mode' },
-          h('select', { value: settings.mode, onChange: (e) => save({ mode: e.target.value }) }, MODES.map((m) => h('option', { key: m, value: m }, m))),
-        ),
-        flags.map((k) =>
-          h(Row, { key: k, label: FLAG_LABELS[k] || k }, h('input', { type: 'checkbox', checked: Boolean(settings[k]), onChange: (e) => save({ [k]: e.target.checked }) })),
-        ),
-        numbers.map((k) =>
-          h(
-            Row,
-            { key: k, label: k },
-            h('input', {
-              type: 'number',
-              step: 'any',
-              defaultValue: settings[k],
-              style: { width: 110 },
-              onBlur: (e) => {
-                const value = Number(e.target.value)
-                // The sidecar reads an explicit threshold as mode 'custom' (unless it equals a preset's).
-                if (e.target.value !== '' && Number.isFinite(value) && value !== settings[k]) save({ [k]: value })
-              },
-            }),
-          ),
-        ),
-        message ? h('tr', null, h('td', { colSpan: 2, style: { opacity: 0.75 } }, message)) : null,
       )
     }
 

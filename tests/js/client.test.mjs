@@ -225,7 +225,8 @@ describe('client bundle', () => {
     const box = find(tree, (n) => n.props && 'data-stratagate-memory' in n.props)
     assert.ok(box, 'the Memory page container')
     assert.ok(!find(tree, (n) => n.props && n.props['data-testid'] === 'install-progress'))
-    assert.match(render(tree), /Context engine/) // the context form stays, below the page
+    // The context engine's settings live in the page's own Settings tab (once), not under every tab.
+    assert.doesNotMatch(render(tree), /Context engine/)
     // Run MemoryPage's effect (the second effect: the first is the status poll, which needs fetch).
     const ref = find(box, (n) => n.props && n.props.ref).props.ref
     ref.current = { element: 'div' }
@@ -244,31 +245,6 @@ describe('client bundle', () => {
     await new Promise((r) => setImmediate(r))
     assert.equal(appended.length, 1)
     assert.equal(mounts.length, 3)
-  })
-
-  it('renders the Context form from the effective settings: mode, every switch, every threshold', () => {
-    const { factory } = loadClient()
-    const settings = { mode: 'cost', enabled: true, auto_fold: true, reminders: false, mid_turn_cards: false, pressure_line: 0.6, min_batch_tokens: 5000 }
-    // Each mount gets fresh hook states (the page's five, MemoryPage's problem, then the form's settings, message).
-    const mount = () => {
-      const mod = factory(() => fakeReact([...pageStates({ state: 'ready', version: { shim: '0.1.0', sidecar: '0.1.0' }, queue: {}, restarts: 0 }), null, settings, null]))
-      let page
-      mod.apply({ get: () => ({ inject: (_n, fn) => fn(), register: (o, c) => o.name === 'settings.section' && (page = c) }) })
-      return page()
-    }
-    const text = render(mount())
-    for (const label of ['Mode', 'Automatic folds', 'Reminders', 'Context engine on', 'Cards before each step', 'pressure_line', 'min_batch_tokens']) assert.match(text, new RegExp(label))
-    const inputs = []
-    const walk = (node) => {
-      if (!node || typeof node !== 'object') return
-      if (Array.isArray(node)) return node.forEach(walk)
-      if (typeof node.type === 'function') return walk(node.type(node.props))
-      if (node.type === 'input' || node.type === 'select') inputs.push(node.props)
-      ;(node.children || []).forEach(walk)
-    }
-    walk(mount())
-    assert.equal(inputs.find((i) => i.type === 'checkbox' && i.checked === false && i.onChange) !== undefined, true)
-    assert.deepEqual(inputs.filter((i) => i.type === 'number').map((i) => i.defaultValue), [0.6, 5000])
   })
 
   it('shows the session\'s context use and the sidecar\'s last-change label in the composer dock', () => {

@@ -253,7 +253,7 @@ describe('the source', () => {
 
   it('asks only for routes of the Memory page, relative to its api base', () => {
     const paths = new Set([...SOURCE.matchAll(/\b(?:get|post|act)\('(\/[\w/]*)'/g)].map((m) => m[1]))
-    const known = ['/overview', '/jobs/retry', '/sessions', '/blocks', '/block', '/message', '/changes', '/export', '/events', '/event', '/graph', '/evidence', '/audit', '/imports', '/imports/add', '/imports/remove', '/events/edit', '/events/forget', '/events/restore', '/events/pin', '/events/merge', '/events/resolve', '/undo', '/namespaces/delete', '/settings']
+    const known = ['/overview', '/jobs/retry', '/sessions', '/blocks', '/block', '/message', '/changes', '/export', '/events', '/event', '/graph', '/evidence', '/audit', '/imports', '/imports/add', '/imports/remove', '/events/edit', '/events/forget', '/events/restore', '/events/pin', '/events/merge', '/events/resolve', '/undo', '/namespaces/delete', '/settings', '/events/merge-options', '/imports/preview', '/context-settings']
     for (const p of paths) assert.ok(known.includes(p), `unexpected route ${p}`)
     assert.ok(paths.size >= 20)
     assert.ok(!/fetch\((?!url)/.test(SOURCE.replace('win.fetch(url', '')), 'one fetch, in call()')

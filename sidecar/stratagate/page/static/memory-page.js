@@ -421,6 +421,42 @@
     'settings.contextSaved': 'Context settings saved; they apply from the next turn.',
     'settings.contextUnavailable': 'The context engine’s settings could not be read: {error}',
     'settings.confirmContext': 'Save the context settings? This change is not in the audit and cannot be undone there; set the values back here to revert.',
+    'ctx.enabled': "Manage the context window",
+    'ctx.enabled.help': "Off: history is archived but never shortened.",
+    'ctx.auto_fold': "Fold old history automatically",
+    'ctx.auto_fold.help': "Write a short digest of old rounds when reminders go unanswered.",
+    'ctx.reminders': "Remind the agent to fold",
+    'ctx.reminders.help': "Tell the agent when the history has grown large.",
+    'ctx.cost_aware': "Shorten only when it saves money",
+    'ctx.cost_aware.help': "Change the history only when the saved tokens outweigh the one-time cache miss.",
+    'ctx.mid_turn_cards': "Shorten long turns before each step",
+    'ctx.mid_turn_cards.help': "Inside a long turn, replace finished tool rounds by short cards.",
+    'ctx.pressure_line': "Shorten mid-turn above this share of the window",
+    'ctx.force_line': "Always shorten above this share of the window",
+    'ctx.protected_rounds': "Latest rounds kept as they are",
+    'ctx.protected_share': "Kept rounds take at most this share of the window",
+    'ctx.card_min_tokens': "Tool results smaller than this stay whole (tokens)",
+    'ctx.price_miss': "Price of an uncached input token",
+    'ctx.price_hit': "Price of a cached input token",
+    'ctx.min_batch_tokens': "Smallest saving worth a change (tokens)",
+    'ctx.min_batch_share': "Smallest saving worth a change (share of the window)",
+    'ctx.upgrade_factor': "A second fold needs this many times the smallest saving",
+    'ctx.max_deferrals': "Turns a model fold may wait",
+    'ctx.requests_min': "Fewest model requests expected in a turn",
+    'ctx.requests_max': "Most model requests expected in a turn",
+    'ctx.reminder_every': "Remind after this much growth (tokens)",
+    'ctx.reminder_rearm': "Remind again after (tokens)",
+    'ctx.reminder_rearm_high': "Remind again, above the always-shorten line, after (tokens)",
+    'ctx.digest_line': "After reminders, digest above this share of the window",
+    'ctx.digest_reminders': "Reminders before a digest",
+    'ctx.digest_force_line': "Digest above this share of the window, reminded or not",
+    'ctx.digest_cooldown': "Growth between two digests (tokens)",
+    'ctx.digest_target': "Fold until old history is this share of the window",
+    'ctx.digest_share': "A digest’s size, as a share of what it replaces",
+    'ctx.digest_min_chars': "Shortest text worth a digest (characters)",
+    'ctx.old_rounds_budget': "Digest old rounds beyond this many tokens (0: never)",
+    'ctx.old_rounds_share': "Digest old rounds beyond this share of the window",
+    'ctx.old_rounds_age': "Turns a round stays as it is",
     'time.s': '{n} s',
     'time.min': '{n} min',
     'time.h': '{h} h {m} min',
@@ -837,6 +873,42 @@
     'settings.contextSaved': '上下文设置已保存，从下一轮起生效。',
     'settings.contextUnavailable': '无法读取上下文引擎的设置：{error}',
     'settings.confirmContext': '保存上下文设置？此更改不记入审计，也无法在那里撤销；要还原，请在这里改回原值。',
+    'ctx.enabled': "管理上下文窗口",
+    'ctx.enabled.help': "关闭时：历史只归档，从不缩短。",
+    'ctx.auto_fold': "自动折叠旧的历史",
+    'ctx.auto_fold.help': "提醒未被处理时，自动为旧的轮次写简短摘要。",
+    'ctx.reminders': "提醒智能体折叠",
+    'ctx.reminders.help': "历史变长时告诉智能体。",
+    'ctx.cost_aware': "只在省钱时缩短",
+    'ctx.cost_aware.help': "只有节省的 token 超过一次性缓存失效的代价时才改动历史。",
+    'ctx.mid_turn_cards': "在每一步之前缩短长轮次",
+    'ctx.mid_turn_cards.help': "在长轮次中，把已完成的工具轮次换成简短卡片。",
+    'ctx.pressure_line': "超过窗口的此比例时，轮次中途也缩短",
+    'ctx.force_line': "超过窗口的此比例时总是缩短",
+    'ctx.protected_rounds': "原样保留的最近轮次数",
+    'ctx.protected_share': "保留的轮次最多占窗口的比例",
+    'ctx.card_min_tokens': "小于此值的工具结果保持原样（token）",
+    'ctx.price_miss': "未命中缓存的输入 token 价格",
+    'ctx.price_hit': "命中缓存的输入 token 价格",
+    'ctx.min_batch_tokens': "值得改动的最小节省（token）",
+    'ctx.min_batch_share': "值得改动的最小节省（占窗口比例）",
+    'ctx.upgrade_factor': "再次折叠所需的最小节省倍数",
+    'ctx.max_deferrals': "模型折叠最多可等待的轮次",
+    'ctx.requests_min': "每轮预期的最少模型请求数",
+    'ctx.requests_max': "每轮预期的最多模型请求数",
+    'ctx.reminder_every': "增长这么多后提醒（token）",
+    'ctx.reminder_rearm': "再次提醒的间隔（token）",
+    'ctx.reminder_rearm_high': "超过“总是缩短”线后，再次提醒的间隔（token）",
+    'ctx.digest_line': "提醒之后，超过窗口的此比例时写摘要",
+    'ctx.digest_reminders': "写摘要前的提醒次数",
+    'ctx.digest_force_line': "无论是否提醒，超过窗口的此比例即写摘要",
+    'ctx.digest_cooldown': "两次摘要之间的增长（token）",
+    'ctx.digest_target': "折叠到旧历史占窗口的此比例为止",
+    'ctx.digest_share': "摘要的大小（占被替换内容的比例）",
+    'ctx.digest_min_chars': "值得写摘要的最短文本（字符）",
+    'ctx.old_rounds_budget': "旧轮次超过这么多 token 时写摘要（0：从不）",
+    'ctx.old_rounds_share': "旧轮次超过窗口的此比例时写摘要",
+    'ctx.old_rounds_age': "一个轮次保持原样的轮数",
     'time.s': '{n} 秒',
     'time.min': '{n} 分钟',
     'time.h': '{h} 小时 {m} 分钟',
@@ -2745,10 +2817,19 @@
       view.refresh = () => {
         // A live change must not wipe what the user is typing.
         if (dirty) return Promise.resolve()
-        return fetchFor(view, body, () => get('/settings'), (d) => renderSettings(body, d, () => (dirty = true), () => (dirty = false)))
+        const both = async () => {
+          const [d, ctx] = await Promise.all([get('/settings'), get('/context-settings').catch((err) => ({ error: err.message }))])
+          return { d, ctx }
+        }
+        return fetchFor(view, body, both, ({ d, ctx }) => renderSettings(body, d, ctx, () => (dirty = true), () => (dirty = false)))
       }
     }
-    function renderSettings(body, d, markDirty, markClean) {
+    // The Settings tab in groups, each setting once: Memory, Recall, Context window (the page's settings and the
+    // context engine's switches), and Advanced, folded (the engine's thresholds). Plain labels and help in the page's
+    // language; internal names only in a tooltip.
+    const SETTING_GROUPS = { namespace_mode: 'memory', block_turns: 'memory', model_route: 'memory', activation_recent_tokens: 'recall', activation_session_tokens: 'recall', activation_longterm_tokens: 'recall', context_mode: 'context' }
+    const CONTEXT_SWITCHES = ['enabled', 'auto_fold', 'reminders', 'cost_aware', 'mid_turn_cards']
+    function renderSettings(body, d, ctx, markDirty, markClean) {
       const values = d.settings || {}
       const fields = Array.isArray(d.fields) ? d.fields : Object.keys(values).map((name) => ({ name, type: typeof values[name] === 'number' ? 'int' : 'choice', default: values[name], source: 'default' }))
       const inputs = {}
@@ -2756,7 +2837,8 @@
       const numericField = {}
       const errors = {}
       const general = el('p', { class: 'sgm-error-text', role: 'alert' })
-      const rows = fields.map((f) => {
+      const groups = { memory: [], recall: [], context: [], advanced: [] }
+      for (const f of fields) {
         const id = nextId('set')
         const errId = id + '-err'
         let input
@@ -2766,7 +2848,7 @@
         if (f.type === 'choice' && Array.isArray(f.choices)) {
           const choices = f.choices.map(String)
           if (current && !choices.includes(current)) choices.push(current)
-          input = el('select', { id, testid: 'setting-' + f.name, name: f.name, 'aria-describedby': errId }, choices.map((c) => el('option', { value: c }, c)))
+          input = el('select', { id, testid: 'setting-' + f.name, name: f.name, 'aria-describedby': errId }, choices.map((c) => el('option', { value: c }, knownLabel(lang, 'settings.choice.', c) || c)))
           input.value = current
         } else {
           input = el('input', {
@@ -2788,22 +2870,49 @@
         inputs[f.name] = input
         errors[f.name] = el('p', { class: 'sgm-error-text', id: errId, role: 'alert' })
         // Label and help come with the field, in both languages, from the sidecar's settings table.
-        const label = inLang(f.label, lang) || f.name
         const help = inLang(f.help, lang)
-        const hints = [T('settings.source.' + (f.source || 'default')), T('settings.default', { value: f.default === null || f.default === undefined ? '—' : f.default })]
+        const fallback = f.default === null || f.default === undefined ? '—' : knownLabel(lang, 'settings.choice.', f.default) || f.default
+        const hints = [T('settings.source.' + (f.source || 'default')), T('settings.default', { value: fallback })]
         if (f.min !== undefined && f.max !== undefined) hints.push(T('settings.range', { min: f.min, max: f.max }))
-        return el(
-          'div',
-          { class: 'sgm-setting', data: { source: f.source || 'default' } },
-          el('label', { for: id }, el('span', { class: 'sgm-strong' }, label), ' ', code(f.name)),
-          input,
-          help ? el('p', { class: 'sgm-small', testid: 'setting-help-' + f.name }, help) : null,
-          el('p', { class: 'sgm-muted sgm-small' }, hints.join(' · ')),
-          errors[f.name],
+        groups[SETTING_GROUPS[f.name] || 'advanced'].push(
+          el(
+            'div',
+            { class: 'sgm-setting', data: { source: f.source || 'default' } },
+            el('label', { for: id, title: f.name }, el('span', { class: 'sgm-strong' }, inLang(f.label, lang) || f.name)),
+            input,
+            help ? el('p', { class: 'sgm-small', testid: 'setting-help-' + f.name }, help) : null,
+            el('p', { class: 'sgm-muted sgm-small' }, hints.join(' · ')),
+            errors[f.name],
+          ),
         )
-      })
+      }
+      // The context engine's own settings (its switches, then its thresholds), when the server has them.
+      const ctxSettings = ctx && ctx.settings ? ctx.settings : null
+      const ctxInputs = {}
+      if (ctxSettings) {
+        for (const name of Object.keys(ctxSettings)) {
+          if (name === 'mode') continue // the Context mode setting above is the same value
+          const v = ctxSettings[name]
+          const id = nextId('ctx')
+          const isSwitch = typeof v === 'boolean'
+          const input = isSwitch
+            ? el('input', { type: 'checkbox', id, testid: 'context-' + name, checked: v })
+            : el('input', { type: 'number', id, testid: 'context-' + name, step: 'any', value: String(v) })
+          input.addEventListener('change', markDirty)
+          ctxInputs[name] = input
+          const help = knownLabel(lang, 'ctx.', name + '.help')
+          const row = isSwitch
+            ? el('div', { class: 'sgm-setting' }, el('label', { class: 'sgm-check', title: name }, input, el('span', { class: 'sgm-strong' }, knownLabel(lang, 'ctx.', name) || name)), help ? el('p', { class: 'sgm-small' }, help) : null)
+            : el('div', { class: 'sgm-setting' }, el('label', { for: id, title: name }, el('span', {}, knownLabel(lang, 'ctx.', name) || name)), input)
+          ;(isSwitch && CONTEXT_SWITCHES.includes(name) ? groups.context : groups.advanced).push(row)
+        }
+      } else if (ctx && ctx.error) groups.context.push(el('p', { class: 'sgm-muted sgm-small' }, T('settings.contextUnavailable', { error: ctx.error })))
       const save = button(T('app.save'), { class: 'sgm-btn sgm-btn-primary', testid: 'settings-save', type: 'submit' })
-      const form = el('form', { class: 'sgm-settings', testid: 'settings-form', novalidate: true }, rows, general, el('div', { class: 'sgm-actions' }, save))
+      const group = (name, rows) => (rows.length ? el('fieldset', { class: 'sgm-settings-group', testid: 'settings-group-' + name }, el('legend', {}, T('settings.group.' + name)), el('p', { class: 'sgm-muted sgm-small' }, T('settings.group.' + name + 'Help')), el('div', { class: 'sgm-settings' }, rows)) : null)
+      const advanced = groups.advanced.length
+        ? el('details', { class: 'sgm-settings-advanced', testid: 'settings-advanced' }, el('summary', {}, T('settings.group.advanced')), el('p', { class: 'sgm-muted sgm-small' }, T('settings.group.advancedHelp')), el('div', { class: 'sgm-settings' }, groups.advanced))
+        : null
+      const form = el('form', { class: 'sgm-settings-form', testid: 'settings-form', novalidate: true }, group('memory', groups.memory), group('recall', groups.recall), group('context', groups.context), advanced, general, el('div', { class: 'sgm-actions' }, save))
       form.addEventListener('submit', async (e) => {
         e.preventDefault()
         general.textContent = ''
@@ -2818,14 +2927,22 @@
           if (raw === initial[f.name]) continue
           changed[f.name] = numericField[f.name] ? (raw.trim() === '' ? null : Number(raw)) : raw
         }
-        if (!Object.keys(changed).length) {
+        const ctxChanged = {}
+        for (const [name, input] of Object.entries(ctxInputs)) {
+          const now = input.type === 'checkbox' ? input.checked : input.value.trim() === '' ? null : Number(input.value)
+          if (now !== ctxSettings[name]) ctxChanged[name] = now
+        }
+        if (!Object.keys(changed).length && !Object.keys(ctxChanged).length) {
           general.textContent = T('settings.unchanged')
           return
         }
+        // The context engine's settings are not in the audit (no Undo there): ask first.
+        if (Object.keys(ctxChanged).length && !(await confirmFirst(T('settings.group.context'), T('settings.confirmContext'), T('app.save')))) return
         save.disabled = true
         try {
-          await post('/settings', { settings: changed })
-          toast(T('done.settings'))
+          if (Object.keys(changed).length) await post('/settings', { settings: changed })
+          if (Object.keys(ctxChanged).length) await post('/context-settings', { settings: ctxChanged })
+          toast(Object.keys(ctxChanged).length ? T('settings.contextSaved') : T('done.settings'))
           markClean()
           refreshTab()
         } catch (err) {
