@@ -76,7 +76,8 @@ export function layoutProblems(scope) {
     if (box.width < 3 * size && node.data.trim().length > 3 && lineCount(node, 0, node.data.length) > 1) {
       problems.push(`text squeezed into ${Math.round(box.width)} px: ${describe(parent)}`)
     }
-    for (const word of node.data.matchAll(/\S+/g)) {
+    // A line may break after a hyphen or a dash ("zero-" / "model"): a word is what lies between spaces and those.
+    for (const word of node.data.matchAll(/[^\s\-\u2010-\u2014]+/g)) {
       // Chinese text has no spaces: a run of it wraps anywhere by design.
       if (word[0].length < 2 || /[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]/.test(word[0])) continue
       const lines = lineCount(node, word.index, word.index + word[0].length)

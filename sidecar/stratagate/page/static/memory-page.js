@@ -332,6 +332,7 @@
     'verdict.partial': 'partial',
     'verdict.wrong': 'wrong',
     'dense.ready': 'ready',
+    'dense.dim': '{n} dimensions',
     'dense.off': 'off',
     'dense.disabled': 'off',
     'dense.loading': 'loading',
@@ -784,6 +785,7 @@
     'verdict.partial': '部分',
     'verdict.wrong': '错误',
     'dense.ready': '就绪',
+    'dense.dim': '{n} 维',
     'dense.off': '关闭',
     'dense.disabled': '关闭',
     'dense.loading': '加载中',
@@ -1727,7 +1729,7 @@
     /** The dense-search state in words, its model and size as data. */
     function denseView(dense) {
       if (!dense || typeof dense !== 'object') return data(denseLine(dense))
-      return [dense.state ? label('dense.', dense.state) : null, dense.model ? [' · ', code(dense.model)] : null, dense.dim ? ' · ' + dense.dim + 'd' : null]
+      return [dense.state ? label('dense.', dense.state) : null, dense.model ? [' · ', code(dense.model)] : null, dense.dim ? ' · ' + T('dense.dim', { n: dense.dim }) : null]
     }
     VIEWS.overview = (view, host) => {
       const body = el('div', { class: 'sgm-overview' }, loading())
@@ -2824,6 +2826,10 @@
         return fetchFor(view, body, both, ({ d, ctx }) => renderSettings(body, d, ctx, () => (dirty = true), () => (dirty = false)))
       }
     }
+    /** A help text from the settings table: its `literal values` as code (names a user types, not UI words). */
+    function withCode(text) {
+      return String(text).split('`').map((part, i) => (i % 2 ? code(part) : part)).filter((x) => x !== '')
+    }
     // The Settings tab in groups, each setting once: Memory, Recall, Context window (the page's settings and the
     // context engine's switches), and Advanced, folded (the engine's thresholds). Plain labels and help in the page's
     // language; internal names only in a tooltip.
@@ -2880,7 +2886,7 @@
             { class: 'sgm-setting', data: { source: f.source || 'default' } },
             el('label', { for: id, title: f.name }, el('span', { class: 'sgm-strong' }, inLang(f.label, lang) || f.name)),
             input,
-            help ? el('p', { class: 'sgm-small', testid: 'setting-help-' + f.name }, help) : null,
+            help ? el('p', { class: 'sgm-small', testid: 'setting-help-' + f.name }, withCode(help)) : null,
             el('p', { class: 'sgm-muted sgm-small' }, hints.join(' · ')),
             errors[f.name],
           ),
