@@ -54,7 +54,7 @@ export function layoutProblems(scope) {
     const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT)
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
       if (node.parentElement && inside(node.parentElement, 'code')) continue // ids and paths may wrap anywhere
-      for (const word of node.data.matchAll(/\S+/g)) {
+      for (const word of node.data.matchAll(/[^\s\-\u2010-\u2014]+/g)) {
         const range = document.createRange()
         range.setStart(node, word.index)
         range.setEnd(node, word.index + word[0].length)

@@ -334,7 +334,7 @@ describe('the Memory page in chromium (standalone viewer)', () => {
       if (name === 'longterm') await openEvent(page, seeded.events.pnpm)
       const english = await page.evaluate(() => {
         // Product and format names, units, block levels (L0–L5) and ids (evt_3, imp_1, job_2…).
-        const ALLOWED = /^(StrataGate|DSH|JSON|Markdown|ChatGPT|mem0|token|tokens|UTC|KiB|MiB|GiB|TiB|B|L[0-5]|\d+d|[a-z]+_\d+)$/
+        const ALLOWED = /^(StrataGate|DSH|JSON|Markdown|ChatGPT|mem0|token|tokens|UTC|KiB|MiB|GiB|TiB|B|L[0-5]|[a-z]+_\d+)$/
         const out = []
         const skip = (el) => !el || el.closest('[translate="no"], code, svg, script, style, .sgm-pre')
         const check = (text, where) => {

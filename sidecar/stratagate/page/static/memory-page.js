@@ -398,6 +398,11 @@
     'audit.s.evidence.assessed': '{who} assessed a retrieval ({id})',
     'audit.s.maintenance.run': '{who} ran maintenance',
     'audit.s.maintenance.scheduled': '{who} scheduled maintenance',
+    'audit.s.fact.active': '{who} made graph fact {id} current again',
+    'audit.s.fact.archived': '{who} archived graph fact {id}',
+    'audit.s.fact.disputed': '{who} marked graph fact {id} as disputed',
+    'audit.s.graph.batch_projected': '{who} updated the graph from {id}',
+    'audit.s.turn.captured': '{who} stored {id}',
     'audit.s.other': '{who}: {action} {id}',
     'audit.undoneBy': 'Undone (entry #{id})',
     'audit.field': 'Field',
@@ -851,6 +856,11 @@
     'audit.s.evidence.assessed': '{who}评估了一次检索（{id}）',
     'audit.s.maintenance.run': '{who}运行了维护',
     'audit.s.maintenance.scheduled': '{who}安排了维护',
+    'audit.s.fact.active': '{who}让图谱事实 {id} 重新生效',
+    'audit.s.fact.archived': '{who}归档了图谱事实 {id}',
+    'audit.s.fact.disputed': '{who}将图谱事实 {id} 标为有争议',
+    'audit.s.graph.batch_projected': '{who}根据 {id} 更新了图谱',
+    'audit.s.turn.captured': '{who}保存了 {id}',
     'audit.s.other': '{who}：{action} {id}',
     'audit.undoneBy': '已撤销（记录 #{id}）',
     'audit.field': '字段',
@@ -2747,7 +2757,7 @@
     function auditSentence(a) {
       const subject = a.subject_id ? String(a.subject_id) : ''
       const id = !subject ? '' : /^evt_/.test(subject) ? button(subject, { class: 'sgm-link', data: { 'event-id': subject }, on: { click: () => openEvent(subject) } }) : code(subject)
-      const title = a.subject_title ? data('“' + a.subject_title + '”', 'q', { class: 'sgm-audit-title' }) : ''
+      const title = a.subject_title ? data('“' + a.subject_title + '”', 'span', { class: 'sgm-audit-title' }) : ''
       const who = knownLabel(lang, 'who.', a.actor) || data(String(a.actor || ''))
       const key = knownLabel(lang, 'audit.s.', a.action) === null ? 'audit.s.other' : 'audit.s.' + a.action
       return Tn(key, { who, id, title, action: code(a.action) })
