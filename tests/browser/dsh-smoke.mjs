@@ -26,7 +26,7 @@ const timeout = Number(args.timeout)
 // The nav label (DSH's nav cell is ~112 px of ellipsised text: "StrataGate Memory" never fits there, so the
 // plugin labels it "Memory"); the section's own heading says "StrataGate Memory".
 const NAV_LABEL = /^\s*(StrataGate Memory|Memory|记忆)\s*$/
-const HEADING = 'StrataGate Memory'
+const HEADING = /^\s*StrataGate (Memory|记忆)\s*$/ // the page's own title, in the browser's language
 
 const TABS = ['overview', 'recent', 'longterm', 'graph', 'evidence', 'imports', 'audit', 'settings']
 
