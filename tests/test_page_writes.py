@@ -398,7 +398,8 @@ async def test_import_preview_reads_the_items_and_writes_nothing(client: Sidecar
     before = db_rows(tmp_path / "memory.db", "SELECT count(*) AS n FROM events")[0]["n"]
     preview = await post(client, "/imports/preview", {"namespace": NS, "text": MARKDOWN, "filename": "notes.md"})
     assert (preview["format"], preview["source_name"], preview["count"]) == ("markdown", "notes.md", 2)
-    assert [i["text"] for i in preview["items"]] == ["The CI runs on GitHub Actions.", "Lint with ruff before every push."]
+    texts = [i["text"] for i in preview["items"]]
+    assert texts == ["The CI runs on GitHub Actions.", "Lint with ruff before every push."]
     assert db_rows(tmp_path / "memory.db", "SELECT count(*) AS n FROM events")[0]["n"] == before
     assert (await page(client, "POST", "/imports/preview", {"namespace": NS, "text": "{"}))[0] == 400
 

@@ -293,8 +293,8 @@ async def merge_options(app: App, p: MergeOptionsParams) -> dict[str, Any]:
         return {"events": []}
     rows, _ = await q.list_events(conn, ns, match=match, statuses=["active"], event_type=None, scope=keep.scope,
                                   session=keep.session_key if keep.scope == "session" else None, limit=200, offset=0)
-    eligible = [ev for ev in rows
-                if consolidate.mergeable(keep, ev, chosen=True) is None and not await merges.is_open_survivor(conn, ev.id)]
+    eligible = [ev for ev in rows if consolidate.mergeable(keep, ev, chosen=True) is None
+                and not await merges.is_open_survivor(conn, ev.id)]
     views = await event_views(app, ns, eligible[:p.limit])
     return await hide_foreign(conn, ns, {"events": views})
 
