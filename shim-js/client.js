@@ -17,13 +17,15 @@ window.__ModuleLoader__.load({
     const React = require('react')
     const h = React.createElement
 
+    // The section's own words in the browser's language (the Memory page has its own dictionary).
+    const tr = (en, zhText) => (zh() ? zhText : en)
     const STATES = {
-      ready: ['Ready', '#1a7f37'],
-      starting: ['Starting', '#9a6700'],
-      installing: ['Installing the Python sidecar (first start only)', '#9a6700'],
-      restarting: ['Restarting', '#9a6700'],
-      failed: ['Failed', '#cf222e'],
-      unavailable: ['Unavailable', '#cf222e'],
+      ready: [() => tr('Ready', '就绪'), '#1a7f37'],
+      starting: [() => tr('Starting', '启动中'), '#9a6700'],
+      installing: [() => tr('Installing the Python sidecar (first start only)', '正在安装 Python 边车进程（仅首次启动）'), '#9a6700'],
+      restarting: [() => tr('Restarting', '重启中'), '#9a6700'],
+      failed: [() => tr('Failed', '失败'), '#cf222e'],
+      unavailable: [() => tr('Unavailable', '不可用'), '#cf222e'],
     }
 
     function Row(props) {
@@ -114,7 +116,7 @@ window.__ModuleLoader__.load({
       return h(
         'div',
         { 'data-stratagate-memory': '' },
-        problem ? h('p', { role: 'alert', style: { color: '#cf222e' } }, `Could not load the Memory page: ${problem}`) : null,
+        problem ? h('p', { role: 'alert', style: { color: '#cf222e' } }, `${tr('Could not load the Memory page', '无法加载记忆页面')}: ${problem}`) : null,
         h('div', { ref: box }),
       )
     }
@@ -136,7 +138,7 @@ window.__ModuleLoader__.load({
     function InstallStatus(props) {
       const { status, fetchedAt, onRetry, retrying, retryMessage } = props
       const install = status.install || null
-      const state = STATES[status.state] || [status.state, 'inherit']
+      const state = STATES[status.state] ? [STATES[status.state][0](), STATES[status.state][1]] : [status.state, 'inherit']
       const failed = status.state === 'failed' || status.state === 'unavailable'
       const running = install && install.state === 'installing' && !failed
       const now = Date.now()
@@ -151,7 +153,7 @@ window.__ModuleLoader__.load({
           ? h(
               'div',
               null,
-              h('p', null, `${running ? 'Elapsed' : 'Took'} ${seconds(elapsed)}`),
+              h('p', null, `${running ? tr('Elapsed', '已用时') : tr('Took', '共用时')} ${seconds(elapsed)}`),
               h(
                 'ol',
                 { style: { paddingLeft: 20 } },
@@ -161,19 +163,19 @@ window.__ModuleLoader__.load({
                     { key: i, 'data-step': step.name },
                     step.name,
                     ' — ',
-                    step.done_at ? `done in ${stepTime(step, now)}` : failed ? 'failed' : `running for ${stepTime(step, running ? now : Date.parse(step.started_at))}`,
+                    step.done_at ? `${tr('done in', '完成，用时')} ${stepTime(step, now)}` : failed ? tr('failed', '失败') : `${tr('running for', '已运行')} ${stepTime(step, running ? now : Date.parse(step.started_at))}`,
                   ),
                 ),
               ),
               install.log_tail && install.log_tail.length
                 ? h('pre', { style: { whiteSpace: 'pre-wrap', overflowWrap: 'anywhere', fontSize: 12, opacity: 0.8, maxHeight: 200, overflow: 'auto' } }, install.log_tail.join('\n'))
                 : null,
-              install.log ? h('p', { style: { opacity: 0.7 } }, 'Install log: ', h('code', { style: { overflowWrap: 'anywhere' } }, install.log)) : null,
+              install.log ? h('p', { style: { opacity: 0.7 } }, tr('Install log: ', '安装日志：'), h('code', { style: { overflowWrap: 'anywhere' } }, install.log)) : null,
             )
           : null,
         failed && error ? h('p', { role: 'alert', style: { color: '#cf222e' } }, error) : null,
         failed && status.hint ? h('p', null, status.hint) : null,
-        failed ? h('button', { type: 'button', onClick: onRetry, disabled: retrying, 'data-testid': 'install-retry' }, retrying ? 'Retrying…' : 'Retry') : null,
+        failed ? h('button', { type: 'button', onClick: onRetry, disabled: retrying, 'data-testid': 'install-retry' }, retrying ? tr('Retrying…', '重试中…') : tr('Retry', '重试')) : null,
         retryMessage ? h('p', null, retryMessage) : null,
         h(
           'table',
@@ -181,12 +183,12 @@ window.__ModuleLoader__.load({
           h(
             'tbody',
             null,
-            h(Row, { label: 'Version' }, `shim ${(status.version && status.version.shim) || '—'} · sidecar ${(status.version && status.version.sidecar) || '—'}`),
+            h(Row, { label: tr('Version', '版本') }, `shim ${(status.version && status.version.shim) || '—'} · sidecar ${(status.version && status.version.sidecar) || '—'}`),
             h(Row, { label: 'Python' }, status.python ? `${status.python.command} (${status.python.version}, ${status.python.source})` : '—'),
-            status.venv ? h(Row, { label: 'Venv' }, status.venv) : null,
-            h(Row, { label: 'Database' }, status.db_path || '—'),
-            h(Row, { label: 'Queue' }, `${q.depth || 0} (spooled turns ${q.spooled_turns || 0})`),
-            h(Row, { label: 'Restarts' }, String(status.restarts || 0)),
+            status.venv ? h(Row, { label: tr('Venv', '虚拟环境') }, status.venv) : null,
+            h(Row, { label: tr('Database', '数据库') }, status.db_path || '—'),
+            h(Row, { label: tr('Queue', '队列') }, `${q.depth || 0} (${tr('spooled turns', '暂存的轮次')} ${q.spooled_turns || 0})`),
+            h(Row, { label: tr('Restarts', '重启次数') }, String(status.restarts || 0)),
           ),
         ),
       )
@@ -223,7 +225,7 @@ window.__ModuleLoader__.load({
         setRetry({ busy: true, message: null })
         getJson('/api/stratagate/install/retry', { method: 'POST', body: '{}' }).then(
           (r) => {
-            setRetry({ busy: false, message: r && r.retried ? 'Trying again…' : null })
+            setRetry({ busy: false, message: r && r.retried ? tr('Trying again…', '正在重试…') : null })
             load()
           },
           (e) => setRetry({ busy: false, message: String(e && e.message ? e.message : e) }),
@@ -234,9 +236,9 @@ window.__ModuleLoader__.load({
         { style: { padding: 16, wordBreak: 'normal', overflowWrap: 'normal' } },
         ready
           ? null
-          : h('h2', { style: { marginTop: 0 } }, 'StrataGate Memory'),
-        error ? h('p', { role: 'alert', style: { color: '#cf222e' } }, `Could not load the status: ${error}`) : null,
-        status === null && !error ? h('p', { style: { opacity: 0.7 } }, 'Loading…') : null,
+          : h('h2', { style: { marginTop: 0 } }, tr('StrataGate Memory', 'StrataGate 记忆')),
+        error ? h('p', { role: 'alert', style: { color: '#cf222e' } }, `${tr('Could not load the status', '无法读取状态')}: ${error}`) : null,
+        status === null && !error ? h('p', { style: { opacity: 0.7 } }, tr('Loading…', '加载中…')) : null,
         ready ? h(MemoryPage, null) : status ? h(InstallStatus, { status, fetchedAt, onRetry, retrying: retry.busy, retryMessage: retry.message }) : null,
       )
     }

@@ -461,7 +461,17 @@ describe('the Memory page in chromium (standalone viewer)', () => {
     await openTab(page, 'overview')
     assert.equal(await page.locator('.sgm-settings-form, [data-testid=settings-group-context]').count(), 0)
     await openTab(page, 'settings')
-    await advanced.locator('summary').click()
+    // A change of the page's settings is audited: its toast offers Undo, named as the change it undoes.
+    const before = (await api('/settings')).settings.block_turns
+    await page.locator(tid('setting-block_turns')).fill(String(before + 1))
+    const saved = page.waitForResponse((r) => r.url().endsWith(`${API}/settings`) && r.request().method() === 'POST')
+    await page.locator(tid('settings-save')).click()
+    assert.equal((await saved).status(), 200)
+    assert.equal((await api('/settings')).settings.block_turns, before + 1)
+    await page.locator(tid('toast')).filter({ hasText: 'Settings saved' }).locator(tid('toast-undo')).click()
+    await page.locator(tid('toast')).filter({ hasText: 'Undone: Settings change.' }).first().waitFor(WAIT)
+    assert.equal((await api('/settings')).settings.block_turns, before)
+    await page.locator(tid('settings-advanced')).locator('summary').click()
     await page.screenshot({ path: join(screenshotDir(), 'settings.png'), fullPage: true })
   })
 

@@ -173,6 +173,20 @@ describe('client bundle', () => {
     assert.doesNotMatch(page, /Retry/)
   })
 
+  it('speaks Chinese to a Chinese browser while the sidecar installs', () => {
+    const status = { state: 'installing', version: { shim: '0.1.0', sidecar: null }, queue: {}, restarts: 0, install: { state: 'installing', steps: [{ name: 'create the venv', started_at: '2026-12-01T10:00:01.000Z', done_at: null }], elapsed_s: 3, log_tail: [] } }
+    const registrations = []
+    const window = { __ModuleLoader__: { load: (r) => registrations.push(r) }, navigator: { language: 'zh-CN' } }
+    vm.runInNewContext(readFileSync(join(REPO, 'shim-js', 'client.js'), 'utf8'), { window, Symbol, Object, JSON, String, Date, Math, setInterval, clearInterval })
+    const mod = registrations[0].factory(() => fakeReact(pageStates(status)))
+    let component
+    mod.apply({ get: () => ({ inject: (_n, fn) => fn(), register: (o, c) => o.name === 'settings.section' && (component = c) }) })
+    const page = render(expand(component()))
+    assert.match(page, /正在安装 Python 边车进程/)
+    assert.match(page, /已用时/)
+    for (const english of ['Installing', 'Elapsed', 'Version', 'Database', 'Restarts', 'running for']) assert.doesNotMatch(page, new RegExp(english))
+  })
+
   it('shows a failed install with its error, the hint and a Retry that posts to the retry route', async () => {
     const status = {
       state: 'unavailable',

@@ -2956,9 +2956,15 @@
         if (Object.keys(ctxChanged).length && !(await confirmFirst(T('settings.group.context'), T('settings.confirmContext'), T('app.save')))) return
         save.disabled = true
         try {
-          if (Object.keys(changed).length) await post('/settings', { settings: changed })
+          // A settings change is audited once (settings.changed, the database's): its toast offers Undo.
+          let undoId = null
+          if (Object.keys(changed).length) {
+            const r = await post('/settings', { settings: changed })
+            const ids = r && Array.isArray(r.audit_ids) ? r.audit_ids.filter(Number.isInteger) : []
+            undoId = state.namespace && ids.length ? Math.max(...ids) : null
+          }
           if (Object.keys(ctxChanged).length) await post('/context-settings', { settings: ctxChanged })
-          toast(Object.keys(ctxChanged).length ? T('settings.contextSaved') : T('done.settings'))
+          toast(Object.keys(ctxChanged).length ? T('settings.contextSaved') : T('done.settings'), { undo: undoId })
           markClean()
           refreshTab()
         } catch (err) {
