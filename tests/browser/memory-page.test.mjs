@@ -472,6 +472,8 @@ describe('the Memory page in chromium (standalone viewer)', () => {
     await page.locator(tid('toast')).filter({ hasText: 'Undone: Settings change.' }).first().waitFor(WAIT)
     assert.equal((await api('/settings')).settings.block_turns, before)
     await page.locator(tid('settings-advanced')).locator('summary').click()
+    await page.waitForFunction(() => document.querySelector('[data-testid=settings-advanced]')?.open === true, null, WAIT)
+    assert.ok(await page.locator(tid('context-digest_line')).isVisible())
     await page.screenshot({ path: join(screenshotDir(), 'settings.png'), fullPage: true })
   })
 

@@ -2396,7 +2396,7 @@
         for (const o of others) {
           options.push(
             button(T('resolve.keepThis', { keep: ev.id, other: o.id }), { class: 'sgm-btn sgm-item', testid: 'resolve-keep', data: { keep: ev.id, other: o.id }, on: { click: () => run({ keep: ev.id, other: o.id }) } }),
-            button(T('resolve.keepThis', { keep: o.id, other: ev.id }) + (o.title ? ' (' + o.title + ')' : ''), { class: 'sgm-btn sgm-item', testid: 'resolve-keep', data: { keep: o.id, other: ev.id }, on: { click: () => run({ keep: o.id, other: ev.id }) } }),
+            button([T('resolve.keepThis', { keep: o.id, other: ev.id }), o.title ? [' (', data(o.title), ')'] : null], { class: 'sgm-btn sgm-item', testid: 'resolve-keep', data: { keep: o.id, other: ev.id }, on: { click: () => run({ keep: o.id, other: ev.id }) } }),
             button(T('resolve.keepBoth', { a: ev.id, b: o.id }), { class: 'sgm-btn sgm-item', testid: 'resolve-both', data: { ids: ev.id + ',' + o.id }, on: { click: () => run({ keep: 'both', ids: [ev.id, o.id] }) } }),
           )
         }
@@ -2845,6 +2845,7 @@
     // language; internal names only in a tooltip.
     const SETTING_GROUPS = { namespace_mode: 'memory', block_turns: 'memory', model_route: 'memory', activation_recent_tokens: 'recall', activation_session_tokens: 'recall', activation_longterm_tokens: 'recall', context_mode: 'context' }
     const CONTEXT_SWITCHES = ['enabled', 'auto_fold', 'reminders', 'cost_aware', 'mid_turn_cards']
+    let advancedOpen = false // kept across the tab's live refreshes
     function renderSettings(body, d, ctx, markDirty, markClean) {
       const values = d.settings || {}
       const fields = Array.isArray(d.fields) ? d.fields : Object.keys(values).map((name) => ({ name, type: typeof values[name] === 'number' ? 'int' : 'choice', default: values[name], source: 'default' }))
@@ -2926,7 +2927,7 @@
       const save = button(T('app.save'), { class: 'sgm-btn sgm-btn-primary', testid: 'settings-save', type: 'submit' })
       const group = (name, rows) => (rows.length ? el('fieldset', { class: 'sgm-settings-group', testid: 'settings-group-' + name }, el('legend', {}, T('settings.group.' + name)), el('p', { class: 'sgm-muted sgm-small' }, T('settings.group.' + name + 'Help')), el('div', { class: 'sgm-settings' }, rows)) : null)
       const advanced = groups.advanced.length
-        ? el('details', { class: 'sgm-settings-advanced', testid: 'settings-advanced' }, el('summary', {}, T('settings.group.advanced')), el('p', { class: 'sgm-muted sgm-small' }, T('settings.group.advancedHelp')), el('div', { class: 'sgm-settings' }, groups.advanced))
+        ? el('details', { class: 'sgm-settings-advanced', testid: 'settings-advanced', open: advancedOpen, on: { toggle: (e) => (advancedOpen = e.currentTarget.open) } }, el('summary', {}, T('settings.group.advanced')), el('p', { class: 'sgm-muted sgm-small' }, T('settings.group.advancedHelp')), el('div', { class: 'sgm-settings' }, groups.advanced))
         : null
       const form = el('form', { class: 'sgm-settings-form', testid: 'settings-form', novalidate: true }, group('memory', groups.memory), group('recall', groups.recall), group('context', groups.context), advanced, general, el('div', { class: 'sgm-actions' }, save))
       form.addEventListener('submit', async (e) => {
