@@ -332,6 +332,8 @@ describe('the Memory page in chromium (standalone viewer)', () => {
       // Open what a tab folds, so its text is checked too.
       for (const d of await page.locator('.sgm-panel details').all()) await d.evaluate((el) => (el.open = true))
       if (name === 'longterm') await openEvent(page, seeded.events.pnpm)
+      // The as-of date is written in the reader's order (the browser's own date picker would say 04/15/2026).
+      if (name === 'graph') assert.match(await page.locator(tid('as-of-input')).inputValue(), /^\d{4}\/\d{2}\/\d{2}$/)
       const english = await page.evaluate(() => {
         // Product and format names, units, block levels (L0–L5) and ids (evt_3, imp_1, job_2…).
         const ALLOWED = /^(StrataGate|DSH|JSON|Markdown|ChatGPT|mem0|token|tokens|UTC|KiB|MiB|GiB|TiB|B|L[0-5]|[a-z]+_\d+)$/

@@ -208,6 +208,7 @@
     'message.tool': 'tool {name}',
     'graph.asOf': 'Show the graph as of',
     'graph.apply': 'Show',
+    'graph.badDate': 'Not a date: write it like {example}.',
     'graph.now': 'Now',
     'graph.search': 'Filter nodes',
     'graph.history': 'List facts that do not hold then',
@@ -666,6 +667,7 @@
     'message.tool': '工具 {name}',
     'graph.asOf': '查看此日期的图谱',
     'graph.apply': '查看',
+    'graph.badDate': '不是日期：请按 {example} 的格式填写。',
     'graph.now': '现在',
     'graph.search': '筛选节点',
     'graph.history': '列出当时不成立的事实',
@@ -1041,6 +1043,42 @@
     else if (start && end && start !== end) text = fmt(start) + ' – ' + fmt(end)
     else text = fmt(start || end)
     return text
+  }
+
+  /** A date (YYYY-MM-DD) as the reader writes it in `locale`, digits only ("2026/04/15", "15/04/2026"). */
+  function dateInputText(iso, locale) {
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(String(iso || ''))) return ''
+    try {
+      return new Intl.DateTimeFormat(locale || undefined, { year: 'numeric', month: '2-digit', day: '2-digit', timeZone: 'UTC' }).format(new Date(iso + 'T00:00:00Z'))
+    } catch (e) {
+      return String(iso)
+    }
+  }
+
+  /**
+   * A date typed in the reader's locale order (or as YYYY-MM-DD) → YYYY-MM-DD, or null when it is no date. The
+   * browser's own date picker is not used: Chromium shows it in its UI language's order, not the page's.
+   */
+  function parseDateInput(text, locale) {
+    const t = String(text || '').trim()
+    let y, m, d
+    const iso = /^(\d{4})-(\d{1,2})-(\d{1,2})$/.exec(t)
+    if (iso) [y, m, d] = [iso[1], iso[2], iso[3]].map(Number)
+    else {
+      const nums = t.match(/\d+/g)
+      if (!nums || nums.length !== 3) return null
+      let order = ['year', 'month', 'day']
+      try {
+        order = new Intl.DateTimeFormat(locale || undefined, { year: 'numeric', month: '2-digit', day: '2-digit', timeZone: 'UTC' }).formatToParts(new Date(Date.UTC(2026, 3, 15))).map((p) => p.type).filter((x) => x === 'year' || x === 'month' || x === 'day')
+      } catch (e) {
+        /* keep year-month-day */
+      }
+      const at = (k) => Number(nums[order.indexOf(k)])
+      ;[y, m, d] = [at('year'), at('month'), at('day')]
+    }
+    const date = new Date(Date.UTC(y, m - 1, d))
+    if (!(y >= 1000 && y <= 9999) || date.getUTCMonth() !== m - 1 || date.getUTCDate() !== d) return null
+    return String(y).padStart(4, '0') + '-' + String(m).padStart(2, '0') + '-' + String(d).padStart(2, '0')
   }
 
   /** A value's label from the dictionary (`prefix` + value), or null when the dictionary has none. */
@@ -2407,13 +2445,19 @@
     // ---------------------------------------------------------------- Graph
     const graphState = { asOf: '', q: '', history: true, selected: null, noHistoryParam: false }
     VIEWS.graph = (view, host) => {
-      const asOf = el('input', { type: 'date', testid: 'as-of-input', id: nextId('asof'), value: graphState.asOf || todayUtc() })
+      // A text field in the reader's date order (the native picker follows the browser's UI language instead).
+      const asOf = el('input', { type: 'text', inputmode: 'numeric', testid: 'as-of-input', id: nextId('asof'), value: dateInputText(graphState.asOf || todayUtc(), locale), placeholder: dateInputText(todayUtc(), locale), autocomplete: 'off', size: '12' })
+      const asOfError = el('span', { class: 'sgm-error-text sgm-small', role: 'alert', testid: 'as-of-error' })
       const applyBtn = button(T('graph.apply'), { class: 'sgm-btn sgm-btn-primary', testid: 'as-of-apply' })
       const nowBtn = button(T('graph.now'), { testid: 'as-of-now' })
       const q = el('input', { type: 'search', id: nextId('gq'), value: graphState.q, placeholder: T('graph.search'), autocomplete: 'off' })
       const hist = el('input', { type: 'checkbox', id: nextId('gh'), checked: graphState.history })
       const apply = () => {
-        graphState.asOf = asOf.value || ''
+        const typed = asOf.value.trim()
+        const parsed = typed ? parseDateInput(typed, locale) : ''
+        asOfError.textContent = parsed === null ? T('graph.badDate', { example: dateInputText(todayUtc(), locale) }) : ''
+        if (parsed === null) return
+        graphState.asOf = parsed
         graphState.q = q.value.trim()
         graphState.history = hist.checked
         refreshTab()
@@ -2423,7 +2467,8 @@
       q.addEventListener('keydown', (e) => e.key === 'Enter' && apply())
       hist.addEventListener('change', apply)
       nowBtn.addEventListener('click', () => {
-        asOf.value = todayUtc()
+        asOf.value = dateInputText(todayUtc(), locale)
+        asOfError.textContent = ''
         graphState.asOf = ''
         refreshTab()
       })
@@ -2431,7 +2476,7 @@
         el(
           'div',
           { class: 'sgm-filters' },
-          el('label', { class: 'sgm-field' }, el('span', {}, T('graph.asOf')), asOf),
+          el('label', { class: 'sgm-field' }, el('span', {}, T('graph.asOf')), asOf, asOfError),
           el('div', { class: 'sgm-field sgm-field-buttons' }, applyBtn, nowBtn),
           el('label', { class: 'sgm-field sgm-grow' }, el('span', {}, T('graph.search')), q),
           el('label', { class: 'sgm-check' }, hist, el('span', {}, T('graph.history'))),
@@ -3085,7 +3130,7 @@
 
   const api = {
     mount,
-    _internals: { I18N, TABS, TAB_AREAS, EVENT_STATUSES, pickLang, translate, inLang, statusChip, humanBytes, humanDuration, shortTime, localTime, dateLocale, happenedText, knownLabel, changeRows, refetchPlan, fieldErrors, queryString, layoutGraph, labelShift, undoTarget, denseLine, isBookkeeping, byMessageOrder },
+    _internals: { I18N, TABS, TAB_AREAS, EVENT_STATUSES, pickLang, translate, inLang, statusChip, humanBytes, humanDuration, shortTime, localTime, dateLocale, dateInputText, parseDateInput, happenedText, knownLabel, changeRows, refetchPlan, fieldErrors, queryString, layoutGraph, labelShift, undoTarget, denseLine, isBookkeeping, byMessageOrder },
   }
   root.StrataGateMemoryPage = api
 
