@@ -476,7 +476,7 @@ describe('the Memory page in chromium (standalone viewer)', () => {
     await page.locator(tid('settings-advanced')).locator('summary').click()
     await page.waitForFunction(() => document.querySelector('[data-testid=settings-advanced]')?.open === true, null, WAIT)
     assert.ok(await page.locator(tid('context-digest_line')).isVisible())
-    await page.screenshot({ path: join(screenshotDir(), 'settings.png'), fullPage: true })
+    await page.screenshot({ path: join(screenshotDir(), 'settings-grouped.png'), fullPage: true })
   })
 
   for (const width of [360, 390, 768, 1280, 1440]) {

@@ -2872,10 +2872,13 @@
       host.appendChild(body)
       let dirty = false
       view.refresh = () => {
-        // A live change must not wipe what the user is typing.
+        // A live change must not wipe what the user is typing, nor fold what they opened.
         if (dirty) return Promise.resolve()
         const both = async () => {
           const [d, ctx] = await Promise.all([get('/settings'), get('/context-settings').catch((err) => ({ error: err.message }))])
+          // Whether Advanced is open now, just before the form is drawn again (it was perhaps opened meanwhile).
+          const shown = body.querySelector('.sgm-settings-advanced')
+          if (shown) advancedOpen = shown.open
           return { d, ctx }
         }
         return fetchFor(view, body, both, ({ d, ctx }) => renderSettings(body, d, ctx, () => (dirty = true), () => (dirty = false)))
