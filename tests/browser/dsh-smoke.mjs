@@ -4,12 +4,13 @@
 //     [--widths 360,390,768,1280 --shots DIR]
 // With --widths, the window is resized to each width with the settings dialog open and every tab of the page is
 // checked inside the dialog (layout.mjs: no label cut, no word broken, no text squeezed, nothing overflowing) and the
-// page's own width measured; the report's `widths` holds, per width, the page's width and the problems found, and
-// DIR gets a screenshot per width and tab (dsh-<width>-<tab>.png).
+// page's own width measured (with a zh locale, also no English UI word: layout.mjs englishWords); the report's
+// `widths` holds, per width, the page's width and the problems found, and DIR gets a screenshot per width and tab
+// (dsh-<width>-<tab>.png; dsh-zh-… for a zh locale).
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { launchChromium } from './harness.mjs'
-import { layoutProblems } from './layout.mjs'
+import { englishWords, layoutProblems } from './layout.mjs'
 
 const { values: args } = parseArgs({
   options: {
@@ -45,7 +46,9 @@ async function checkWidths(page, dialog) {
       // The tab's data has arrived once its loading line is gone.
       await page.waitForFunction(() => !document.querySelector('.sgm-panel .sgm-muted:only-child') || !/…$/.test(document.querySelector('.sgm-panel .sgm-muted:only-child').textContent), null, { timeout })
       for (const problem of await page.evaluate(layoutProblems, '[role="dialog"]')) found.push(`${name}: ${problem}`)
-      if (args.shots) await page.screenshot({ path: join(args.shots, `dsh-${width}-${name}.png`) })
+      // A Chinese browser: no English UI word in what the plugin shows (the section and the page; DSH's own nav aside).
+      if (/^zh/i.test(args.locale)) for (const word of await page.evaluate(englishWords, '[role="dialog"] > nav + div > div:last-child')) found.push(`${name}: English ${word}`)
+      if (args.shots) await page.screenshot({ path: join(args.shots, `dsh-${/^zh/i.test(args.locale) ? 'zh-' : ''}${width}-${name}.png`) })
     }
     const pageWidth = await dialog.locator('.sgm-root').first().evaluate((el) => Math.round(el.getBoundingClientRect().width))
     out[width] = { page_width: pageWidth, problems: found }

@@ -6,6 +6,9 @@
 export function layoutProblems(scope) {
   const problems = []
   const base = (scope && document.querySelector(scope)) || document.body
+  // A word: what lies between spaces, hyphens and dashes (a line may break after "zero-"); Chinese characters and
+  // punctuation are breaks too (Chinese text wraps between any two characters by design).
+  const WORD = /[^\s\-\u2010-\u2014\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]+/g
   const describe = (el) => {
     const id = el.getAttribute('data-testid')
     const text = (el.textContent || '').trim().replace(/\s+/g, ' ').slice(0, 40)
@@ -54,7 +57,7 @@ export function layoutProblems(scope) {
     const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT)
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
       if (node.parentElement && inside(node.parentElement, 'code')) continue // ids and paths may wrap anywhere
-      for (const word of node.data.matchAll(/[^\s\-\u2010-\u2014]+/g)) {
+      for (const word of node.data.matchAll(WORD)) {
         const range = document.createRange()
         range.setStart(node, word.index)
         range.setEnd(node, word.index + word[0].length)
@@ -76,10 +79,8 @@ export function layoutProblems(scope) {
     if (box.width < 3 * size && node.data.trim().length > 3 && lineCount(node, 0, node.data.length) > 1) {
       problems.push(`text squeezed into ${Math.round(box.width)} px: ${describe(parent)}`)
     }
-    // A line may break after a hyphen or a dash ("zero-" / "model"): a word is what lies between spaces and those.
-    for (const word of node.data.matchAll(/[^\s\-\u2010-\u2014]+/g)) {
-      // Chinese text has no spaces: a run of it wraps anywhere by design.
-      if (word[0].length < 2 || /[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]/.test(word[0])) continue
+    for (const word of node.data.matchAll(WORD)) {
+      if (word[0].length < 2) continue
       const lines = lineCount(node, word.index, word.index + word[0].length)
       if (lines > 1) problems.push(`word broken over ${lines} lines: "${word[0].slice(0, 30)}" in ${describe(parent)}`)
     }
@@ -95,4 +96,25 @@ export function layoutProblems(scope) {
     }
   }
   return [...new Set(problems)]
+}
+
+// English words in what `scope` shows (run inside the page: page.evaluate(englishWords, scope)), for a Chinese page:
+// its text nodes and placeholders, except what the page marks as data (translate="no": titles, quotes, names),
+// code, and product and format names, units, block levels (L0–L5) and ids (evt_3, imp_1…). Returns the words found.
+export function englishWords(scope) {
+  const ALLOWED = /^(StrataGate|DSH|JSON|Markdown|ChatGPT|mem0|token|tokens|UTC|KiB|MiB|GiB|TiB|B|L[0-5]|[a-z]+_\d+)$/
+  const out = []
+  const skip = (el) => !el || el.closest('[translate="no"], code, svg, script, style, .sgm-pre')
+  const check = (text, where) => {
+    for (const word of text.match(/[A-Za-z][A-Za-z0-9'’_-]*/g) || []) if (!ALLOWED.test(word)) out.push(`${word} in ${where}: "${text.trim().slice(0, 60)}"`)
+  }
+  for (const root of document.querySelectorAll(scope)) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT)
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      if (!n.data.trim() || skip(n.parentElement)) continue
+      check(n.data, n.parentElement.tagName.toLowerCase())
+    }
+    for (const el of root.querySelectorAll('[placeholder]')) if (!skip(el)) check(el.getAttribute('placeholder'), 'placeholder')
+  }
+  return [...new Set(out)]
 }

@@ -13,7 +13,7 @@ import {
   startViewer,
   tempDir,
 } from './harness.mjs'
-import { layoutProblems } from './layout.mjs'
+import { englishWords, layoutProblems } from './layout.mjs'
 
 const API = '/api/stratagate/memory'
 const TABS = ['overview', 'recent', 'longterm', 'graph', 'evidence', 'imports', 'audit', 'settings']
@@ -334,23 +334,7 @@ describe('the Memory page in chromium (standalone viewer)', () => {
       if (name === 'longterm') await openEvent(page, seeded.events.pnpm)
       // The as-of date is written in the reader's order (the browser's own date picker would say 04/15/2026).
       if (name === 'graph') assert.match(await page.locator(tid('as-of-input')).inputValue(), /^\d{4}\/\d{2}\/\d{2}$/)
-      const english = await page.evaluate(() => {
-        // Product and format names, units, block levels (L0–L5) and ids (evt_3, imp_1, job_2…).
-        const ALLOWED = /^(StrataGate|DSH|JSON|Markdown|ChatGPT|mem0|token|tokens|UTC|KiB|MiB|GiB|TiB|B|L[0-5]|[a-z]+_\d+)$/
-        const out = []
-        const skip = (el) => !el || el.closest('[translate="no"], code, svg, script, style, .sgm-pre')
-        const check = (text, where) => {
-          for (const word of text.match(/[A-Za-z][A-Za-z0-9'’_-]*/g) || []) if (!ALLOWED.test(word)) out.push(`${word} in ${where}: "${text.trim().slice(0, 60)}"`)
-        }
-        const root = document.querySelector('.sgm-root')
-        const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT)
-        for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-          if (!n.data.trim() || skip(n.parentElement)) continue
-          check(n.data, n.parentElement.tagName.toLowerCase())
-        }
-        for (const el of root.querySelectorAll('[placeholder]')) if (!skip(el)) check(el.getAttribute('placeholder'), 'placeholder')
-        return out
-      })
+      const english = await page.evaluate(englishWords, '.sgm-root')
       for (const e of english) found.push(`${name}: ${e}`)
     }
     assert.deepEqual([...new Set(found)], [])

@@ -49,6 +49,12 @@ def test_settings_shows_the_memory_page_with_the_namespace_counts(
              "--widths", ",".join(map(str, WIDTHS)), "--shots", str(shots)],
             cwd=REPO, capture_output=True, text=True, timeout=180, check=False,
         )
+        # A Chinese browser at a phone's width: the same checks, and no English UI word in the section.
+        driven_zh = subprocess.run(
+            [node, str(DRIVER), "--url", f"http://127.0.0.1:{web.port}/", "--locale", "zh-CN", "--widths", "390",
+             "--shots", str(shots)],
+            cwd=REPO, capture_output=True, text=True, timeout=180, check=False,
+        )
     assert driven.returncode == 0, f"driver exit {driven.returncode}\n{driven.stdout}\n{driven.stderr}"
     report = json.loads(driven.stdout.strip().splitlines()[-1])
     assert "failure" not in report, f"{report.get('failure')}\nsteps: {report['steps']}\nscreenshot: {shot}"
@@ -77,3 +83,9 @@ def test_settings_shows_the_memory_page_with_the_namespace_counts(
         shown = report["widths"][str(width)]
         assert shown["page_width"] >= min(width - 80, 450), (width, shown["page_width"])
         assert shown["problems"] == [], (width, shown["problems"])
+
+    assert driven_zh.returncode == 0, f"driver exit {driven_zh.returncode}\n{driven_zh.stdout}\n{driven_zh.stderr}"
+    zh = json.loads(driven_zh.stdout.strip().splitlines()[-1])
+    assert "failure" not in zh and zh["errors"] == [], zh
+    assert zh["nav_label"] == "记忆" and zh["heading"] == "StrataGate 记忆", zh
+    assert zh["widths"]["390"]["problems"] == [], zh["widths"]["390"]["problems"]
