@@ -1588,7 +1588,7 @@
           close()
           resolve(yes)
         }
-        const closeIt = dialog(title, (box, close) => {
+        dialog(title, (box, close) => {
           const go = button(goLabel, { class: 'sgm-btn sgm-btn-danger', testid: 'confirm-ok', on: { click: () => answer(true, close) } })
           append(box, [el('p', {}, body), el('div', { class: 'sgm-actions' }, go, button(T('app.cancel'), { testid: 'dialog-cancel', on: { click: () => answer(false, close) } }))])
         }, () => {
@@ -1597,7 +1597,6 @@
             resolve(false)
           }
         })
-        void closeIt
       })
     }
 
