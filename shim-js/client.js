@@ -1,10 +1,11 @@
 // Browser half of stratagate-py: the "StrataGate Memory" settings section (nav label "Memory"), which mounts the
 // Memory page (memory-page.js from /api/stratagate/memory/assets/, the same code `stratagate ui` serves) once the
 // sidecar is ready and, while it installs, starts or failed, shows GET /api/stratagate/status: the install's steps,
-// elapsed time and log tail, its error and a Retry (POST /api/stratagate/install/retry). Below the page, a small
-// "Context engine" form (GET/POST /api/stratagate/context/settings). And a glyph in the composer dock
+// elapsed time and log tail, its error and a Retry (POST /api/stratagate/install/retry). The context engine's settings
+// are in the page's own Settings tab (once, with the rest). And a glyph in the composer dock
 // (`conversation.composer.dock`, session-scoped) showing the last change StrataGate made to the session's context
-// (GET /api/stratagate/context/status?session=…), and its use only where DSH shows no context gauge of its own. Labels of changes come from the sidecar (`last_change.label`).
+// (GET /api/stratagate/context/status?session=…), and its use only where DSH shows no context gauge of its own.
+// Labels of changes come from the sidecar (`last_change.label`).
 // Hand-written in the lazy-CJS factory shape DSH's client module loader expects (DSH's client build preset is not
 // published): window.__ModuleLoader__.load({id, factory(require)}) exporting name, inject and apply.
 /* global window, fetch */
@@ -17,13 +18,15 @@ window.__ModuleLoader__.load({
     const React = require('react')
     const h = React.createElement
 
+    // The section's own words in the browser's language (the Memory page has its own dictionary).
+    const tr = (en, zhText) => (zh() ? zhText : en)
     const STATES = {
-      ready: ['Ready', '#1a7f37'],
-      starting: ['Starting', '#9a6700'],
-      installing: ['Installing the Python sidecar (first start only)', '#9a6700'],
-      restarting: ['Restarting', '#9a6700'],
-      failed: ['Failed', '#cf222e'],
-      unavailable: ['Unavailable', '#cf222e'],
+      ready: [() => tr('Ready', '就绪'), '#1a7f37'],
+      starting: [() => tr('Starting', '启动中'), '#9a6700'],
+      installing: [() => tr('Installing the Python sidecar (first start only)', '正在安装 Python 边车进程（仅首次启动）'), '#9a6700'],
+      restarting: [() => tr('Restarting', '重启中'), '#9a6700'],
+      failed: [() => tr('Failed', '失败'), '#cf222e'],
+      unavailable: [() => tr('Unavailable', '不可用'), '#cf222e'],
     }
 
     function Row(props) {
@@ -46,7 +49,29 @@ window.__ModuleLoader__.load({
     }
     // DSH's settings nav leaves ~112 px for a label (188 px nav, 14 px text, ellipsis): "StrataGate Memory" would be
     // cut, so the nav says "Memory" and the section opens with the whole name.
-    const navLabel = () => (zh() ? '记忆' : 'Memory')
+    // The nav glyph: DSH picks it by section id and gives unknown ids General's gear, so the label carries our own
+    // (stacked layers) and a rule of ours hides the gear of the entry holding it.
+    const NAV_CSS = '[role="dialog"] nav button:has([data-stratagate-nav]) > svg { display: none }'
+    function navStyle() {
+      const doc = window.document
+      if (!doc || !doc.head || typeof doc.querySelector !== 'function' || doc.querySelector('style[data-stratagate-nav]')) return
+      const tag = doc.createElement('style')
+      tag.setAttribute('data-stratagate-nav', '')
+      tag.textContent = NAV_CSS
+      doc.head.appendChild(tag)
+    }
+    const svg = (tag, props, ...children) => h(tag, props, ...children)
+    function MemoryIcon() {
+      return svg(
+        'svg',
+        { width: 16, height: 16, viewBox: '0 0 16 16', fill: 'none', stroke: 'currentColor', strokeWidth: 1.3, strokeLinejoin: 'round', strokeLinecap: 'round', 'aria-hidden': 'true', style: { flex: 'none' } },
+        svg('path', { d: 'M8 2.5 14 5.5 8 8.5 2 5.5Z' }),
+        svg('path', { d: 'M2 8.3 8 11.3 14 8.3' }),
+        svg('path', { d: 'M2 11 8 14 14 11' }),
+      )
+    }
+    const navLabel = () =>
+      h('span', { 'data-stratagate-nav': '', style: { display: 'inline-flex', alignItems: 'center', gap: 8, maxWidth: '100%' } }, h(MemoryIcon), zh() ? '记忆' : 'Memory')
 
     /** Load memory-page.js once (a <script> tag; the same file the standalone `stratagate ui` serves). */
     let pageScript = null
@@ -92,7 +117,7 @@ window.__ModuleLoader__.load({
       return h(
         'div',
         { 'data-stratagate-memory': '' },
-        problem ? h('p', { role: 'alert', style: { color: '#cf222e' } }, `Could not load the Memory page: ${problem}`) : null,
+        problem ? h('p', { role: 'alert', style: { color: '#cf222e' } }, `${tr('Could not load the Memory page', '无法加载记忆页面')}: ${problem}`) : null,
         h('div', { ref: box }),
       )
     }
@@ -114,7 +139,7 @@ window.__ModuleLoader__.load({
     function InstallStatus(props) {
       const { status, fetchedAt, onRetry, retrying, retryMessage } = props
       const install = status.install || null
-      const state = STATES[status.state] || [status.state, 'inherit']
+      const state = STATES[status.state] ? [STATES[status.state][0](), STATES[status.state][1]] : [status.state, 'inherit']
       const failed = status.state === 'failed' || status.state === 'unavailable'
       const running = install && install.state === 'installing' && !failed
       const now = Date.now()
@@ -129,7 +154,7 @@ window.__ModuleLoader__.load({
           ? h(
               'div',
               null,
-              h('p', null, `${running ? 'Elapsed' : 'Took'} ${seconds(elapsed)}`),
+              h('p', null, `${running ? tr('Elapsed', '已用时') : tr('Took', '共用时')} ${seconds(elapsed)}`),
               h(
                 'ol',
                 { style: { paddingLeft: 20 } },
@@ -139,19 +164,19 @@ window.__ModuleLoader__.load({
                     { key: i, 'data-step': step.name },
                     step.name,
                     ' — ',
-                    step.done_at ? `done in ${stepTime(step, now)}` : failed ? 'failed' : `running for ${stepTime(step, running ? now : Date.parse(step.started_at))}`,
+                    step.done_at ? `${tr('done in', '完成，用时')} ${stepTime(step, now)}` : failed ? tr('failed', '失败') : `${tr('running for', '已运行')} ${stepTime(step, running ? now : Date.parse(step.started_at))}`,
                   ),
                 ),
               ),
               install.log_tail && install.log_tail.length
                 ? h('pre', { style: { whiteSpace: 'pre-wrap', overflowWrap: 'anywhere', fontSize: 12, opacity: 0.8, maxHeight: 200, overflow: 'auto' } }, install.log_tail.join('\n'))
                 : null,
-              install.log ? h('p', { style: { opacity: 0.7 } }, 'Install log: ', h('code', { style: { overflowWrap: 'anywhere' } }, install.log)) : null,
+              install.log ? h('p', { style: { opacity: 0.7 } }, tr('Install log: ', '安装日志：'), h('code', { style: { overflowWrap: 'anywhere' } }, install.log)) : null,
             )
           : null,
         failed && error ? h('p', { role: 'alert', style: { color: '#cf222e' } }, error) : null,
         failed && status.hint ? h('p', null, status.hint) : null,
-        failed ? h('button', { type: 'button', onClick: onRetry, disabled: retrying, 'data-testid': 'install-retry' }, retrying ? 'Retrying…' : 'Retry') : null,
+        failed ? h('button', { type: 'button', onClick: onRetry, disabled: retrying, 'data-testid': 'install-retry' }, retrying ? tr('Retrying…', '重试中…') : tr('Retry', '重试')) : null,
         retryMessage ? h('p', null, retryMessage) : null,
         h(
           'table',
@@ -159,12 +184,12 @@ window.__ModuleLoader__.load({
           h(
             'tbody',
             null,
-            h(Row, { label: 'Version' }, `shim ${(status.version && status.version.shim) || '—'} · sidecar ${(status.version && status.version.sidecar) || '—'}`),
+            h(Row, { label: tr('Version', '版本') }, `shim ${(status.version && status.version.shim) || '—'} · sidecar ${(status.version && status.version.sidecar) || '—'}`),
             h(Row, { label: 'Python' }, status.python ? `${status.python.command} (${status.python.version}, ${status.python.source})` : '—'),
-            status.venv ? h(Row, { label: 'Venv' }, status.venv) : null,
-            h(Row, { label: 'Database' }, status.db_path || '—'),
-            h(Row, { label: 'Queue' }, `${q.depth || 0} (spooled turns ${q.spooled_turns || 0})`),
-            h(Row, { label: 'Restarts' }, String(status.restarts || 0)),
+            status.venv ? h(Row, { label: tr('Venv', '虚拟环境') }, status.venv) : null,
+            h(Row, { label: tr('Database', '数据库') }, status.db_path || '—'),
+            h(Row, { label: tr('Queue', '队列') }, `${q.depth || 0} (${tr('spooled turns', '暂存的轮次')} ${q.spooled_turns || 0})`),
+            h(Row, { label: tr('Restarts', '重启次数') }, String(status.restarts || 0)),
           ),
         ),
       )
@@ -201,7 +226,7 @@ window.__ModuleLoader__.load({
         setRetry({ busy: true, message: null })
         getJson('/api/stratagate/install/retry', { method: 'POST', body: '{}' }).then(
           (r) => {
-            setRetry({ busy: false, message: r && r.retried ? 'Trying again…' : null })
+            setRetry({ busy: false, message: r && r.retried ? tr('Trying again…', '正在重试…') : null })
             load()
           },
           (e) => setRetry({ busy: false, message: String(e && e.message ? e.message : e) }),
@@ -212,23 +237,10 @@ window.__ModuleLoader__.load({
         { style: { padding: 16, wordBreak: 'normal', overflowWrap: 'normal' } },
         ready
           ? null
-          : h('h2', { style: { marginTop: 0 } }, 'StrataGate Memory'),
-        error ? h('p', { role: 'alert', style: { color: '#cf222e' } }, `Could not load the status: ${error}`) : null,
-        status === null && !error ? h('p', { style: { opacity: 0.7 } }, 'Loading…') : null,
+          : h('h2', { style: { marginTop: 0 } }, tr('StrataGate Memory', 'StrataGate 记忆')),
+        error ? h('p', { role: 'alert', style: { color: '#cf222e' } }, `${tr('Could not load the status', '无法读取状态')}: ${error}`) : null,
+        status === null && !error ? h('p', { style: { opacity: 0.7 } }, tr('Loading…', '加载中…')) : null,
         ready ? h(MemoryPage, null) : status ? h(InstallStatus, { status, fetchedAt, onRetry, retrying: retry.busy, retryMessage: retry.message }) : null,
-        ready
-          ? h(
-              'details',
-              { style: { marginTop: 24 } },
-              h('summary', null, 'Context engine'),
-              h(
-                'p',
-                { style: { opacity: 0.75 } },
-                'How StrataGate manages the conversation history: cost mode lands changes at turn end when the saving outweighs the cache miss; quality mode also relieves long turns before each step.',
-              ),
-              h('table', { style: { borderCollapse: 'collapse' } }, h('tbody', null, h(ContextForm, null))),
-            )
-          : null,
       )
     }
 
@@ -281,63 +293,12 @@ window.__ModuleLoader__.load({
       )
     }
 
-    const MODES = ['cost', 'quality', 'custom']
-    const FLAG_LABELS = { auto_fold: 'Automatic folds', reminders: 'Reminders', enabled: 'Context engine on', cost_aware: 'Cost-aware landing', mid_turn_cards: 'Cards before each step' }
-
-    function ContextForm() {
-      const [settings, setSettings] = React.useState(null)
-      const [message, setMessage] = React.useState(null)
-      React.useEffect(() => {
-        getJson('/api/stratagate/context/settings').then((r) => setSettings(r && r.settings ? r.settings : r), (e) => setMessage(String(e.message || e)))
-      }, [])
-      const save = (patch) =>
-        getJson('/api/stratagate/context/settings', { method: 'POST', body: JSON.stringify({ settings: patch }) }).then(
-          (r) => {
-            setSettings(r && r.settings ? r.settings : r)
-            setMessage('Saved; applies from the next turn.')
-          },
-          (e) => setMessage(String(e.message || e)),
-        )
-      if (!settings) return h('tr', null, h('td', { colSpan: 2, style: { opacity: 0.7 } }, message || 'Loading the context settings…'))
-      const numbers = Object.keys(settings).filter((k) => typeof settings[k] === 'number')
-      const flags = ['auto_fold', 'reminders', ...Object.keys(settings).filter((k) => typeof settings[k] === 'boolean' && k !== 'auto_fold' && k !== 'reminders')].filter((k) => k in settings)
-      return h(
-        React.Fragment,
-        null,
-        h(
-          Row,
-          { label: 'Mode' },
-          h('select', { value: settings.mode, onChange: (e) => save({ mode: e.target.value }) }, MODES.map((m) => h('option', { key: m, value: m }, m))),
-        ),
-        flags.map((k) =>
-          h(Row, { key: k, label: FLAG_LABELS[k] || k }, h('input', { type: 'checkbox', checked: Boolean(settings[k]), onChange: (e) => save({ [k]: e.target.checked }) })),
-        ),
-        numbers.map((k) =>
-          h(
-            Row,
-            { key: k, label: k },
-            h('input', {
-              type: 'number',
-              step: 'any',
-              defaultValue: settings[k],
-              style: { width: 110 },
-              onBlur: (e) => {
-                const value = Number(e.target.value)
-                // The sidecar reads an explicit threshold as mode 'custom' (unless it equals a preset's).
-                if (e.target.value !== '' && Number.isFinite(value) && value !== settings[k]) save({ [k]: value })
-              },
-            }),
-          ),
-        ),
-        message ? h('tr', null, h('td', { colSpan: 2, style: { opacity: 0.75 } }, message)) : null,
-      )
-    }
-
     exports.name = 'stratagate-py'
     exports.inject = ['slots']
     exports.apply = (ctx) => {
       const slots = ctx.get('slots')
       if (!slots) return
+      navStyle()
       slots.inject('settings.section', () =>
         slots.register({ name: 'settings.section', id: 'stratagate', order: 90, label: navLabel }, () => h(StrataGatePage, null)),
       )

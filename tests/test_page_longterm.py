@@ -329,6 +329,10 @@ async def test_audit_newest_first_with_paging_and_filters(seeded):
     assert [e["action"] for e in about["entries"]] == ["event.forgotten", "event.remember"]
     assert about["entries"][0]["undo"] == {"label": f"Restore {ids['forgotten']}"}
     assert about["entries"][0]["after"]["status"] == "forgotten" and about["entries"][1]["undo"] is None
+    # The event's title rides along, for the page's sentence ("You forgot evt_3 'We use npm'").
+    title = (await ok(c, "/event", namespace=A, id=ids["forgotten"]))["title"]
+    assert title and {e["subject_title"] for e in about["entries"]} == {title}
+    assert all(e["subject_title"] is None for e in first["entries"] if e["subject_type"] != "event")
     agent = await ok(c, "/audit", namespace=A, actor="agent", limit=200)
     assert agent["entries"] and {e["actor"] for e in agent["entries"]} == {"agent"}
 

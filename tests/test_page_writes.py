@@ -107,6 +107,8 @@ async def test_forget_hides_the_event_audits_it_and_undo_restores_it(client: Sid
 
     undone = await post(client, "/undo", {"namespace": NS, "audit_id": entry["id"]})
     assert undone["undone"] == entry["id"] and undone["label"] == f"Restore {evt}"
+    # What was undone, for the page's toast ("Undid: forgot evt_N", never the undo's own label).
+    assert (undone["action"], undone["subject_id"]) == ("event.forgotten", evt)
     restored = one(db, undone["audit_ids"], "event.restored")
     assert restored["after"]["status"] == "active"
     marker = one(db, undone["audit_ids"], "audit.undone")
@@ -175,7 +177,8 @@ async def test_edit_admits_a_correction_that_supersedes_and_undo_puts_the_origin
     assert old["title"] == original["title"]  # content is immutable: the original is untouched
     edited = one(db, ids, "event.edited")
     assert edited["subject_id"] == evt
-    assert edited["before"] == {"title": original["title"], "summary": original["summary"]}
+    assert edited["before"] == {"title": original["title"], "summary": original["summary"],
+                                "when": original["temporal"]["original"], "time_status": original["temporal"]["status"]}
     assert edited["after"]["id"] == new and edited["after"]["summary"].endswith("pnpm as its package manager.")
     assert undoable(edited) == f"Undo the edit of {evt} (archive {new})"
     step = one(db, ids, "event.superseded")
@@ -202,7 +205,55 @@ async def test_a_title_only_edit_keeps_the_narrative(client: SidecarClient):
     assert "nothing to change" in error
 
 
+async def test_an_edit_changes_the_time_a_plan_no_longer_happens_next_week(client: SidecarClient, tmp_path: Path):
+    evt = await remember(client, "We release the new dashboard next week.", type="plan", when="next week",
+                         happened="planned")
+    original = await event(client, evt)
+    assert original["temporal"]["original"] == "next week"
+    # The plan moved to a date: the correction's time is read from it (not from "next week").
+    out = await post(client, "/events/edit", {"namespace": NS, "id": evt, "when": "2026-12-14"})
+    moved = await event(client, out["id"])
+    assert moved["temporal"]["original"] == "2026-12-14"
+    assert moved["temporal"]["happened_start"].startswith("2026-12-14")
+    assert moved["temporal"]["mentioned_at"] == original["temporal"]["mentioned_at"]
+    assert moved["title"] == original["title"] and moved["summary"] == original["summary"]
+    edited = one(tmp_path / "memory.db", out["audit_ids"], "event.edited")
+    assert (edited["before"]["when"], edited["after"]["when"]) == ("next week", "2026-12-14")
+    # Then it was called off: the status alone is a change; "" says no time at all.
+    off = await post(client, "/events/edit", {"namespace": NS, "id": out["id"], "when": "", "time_status": "cancelled"})
+    cancelled = await event(client, off["id"])
+    assert cancelled["temporal"]["original"] is None and cancelled["temporal"]["happened_start"] is None
+    assert cancelled["temporal"]["status"] == "cancelled"
+    error = await refused(client, "/events/edit", {"namespace": NS, "id": off["id"], "time_status": "cancelled"})
+    assert "nothing to change" in error
+
+
 # --- merge -----------------------------------------------------------------------------------------------------------
+
+
+async def test_merge_options_list_only_what_merge_accepts(client: SidecarClient):
+    keep = await remember(client, "The staging database is refreshed every Monday night.")
+    twin = await remember(client, "Staging gets a fresh copy of the database on Monday nights.")
+    pinned = await remember(client, "The staging database copy is anonymised first.")
+    gone = await remember(client, "Staging refreshes used to run on Sundays.")
+    user = await remember(client, "I prefer staging refreshes announced in the team channel.", scope="user")
+    await post(client, "/events/pin", {"namespace": NS, "id": pinned, "pinned": True})
+    await post(client, "/events/forget", {"namespace": NS, "id": gone})
+
+    async def options(ref: str, words: str | None = None) -> list[str]:
+        query = {"namespace": NS, "id": ref} | ({"q": words} if words else {})
+        status, out = await page(client, "GET", "/events/merge-options", **query)
+        assert status == 200, out
+        return [e["id"] for e in out["events"]]
+
+    offered = await options(keep)
+    # Not itself, not a pinned or forgotten event, not one of another scope: exactly what merge would refuse.
+    assert twin in offered and not {keep, pinned, gone, user} & set(offered), offered
+    for refused_id in (pinned, gone, user):
+        await refused(client, "/events/merge", {"namespace": NS, "keep": keep, "merge": refused_id})
+    assert await options(keep, "Monday") == [twin]
+    assert await options(gone) == []  # a forgotten event survives no merge
+    await post(client, "/events/merge", {"namespace": NS, "keep": keep, "merge": offered[0]})
 
 
 async def test_merge_a_chosen_pair_and_undo_unmerges(client: SidecarClient, tmp_path: Path):
@@ -340,6 +391,17 @@ async def test_retry_failed_jobs_one_and_all(tmp_path: Path, model_server: Scrip
 # --- imports ---------------------------------------------------------------------------------------------------------
 
 MARKDOWN = "# Notes\n\n- The CI runs on GitHub Actions.\n- Lint with ruff before every push.\n"
+
+
+async def test_import_preview_reads_the_items_and_writes_nothing(client: SidecarClient, tmp_path: Path):
+    await remember(client, "Unrelated memory so the namespace exists.")
+    before = db_rows(tmp_path / "memory.db", "SELECT count(*) AS n FROM events")[0]["n"]
+    preview = await post(client, "/imports/preview", {"namespace": NS, "text": MARKDOWN, "filename": "notes.md"})
+    assert (preview["format"], preview["source_name"], preview["count"]) == ("markdown", "notes.md", 2)
+    texts = [i["text"] for i in preview["items"]]
+    assert texts == ["The CI runs on GitHub Actions.", "Lint with ruff before every push."]
+    assert db_rows(tmp_path / "memory.db", "SELECT count(*) AS n FROM events")[0]["n"] == before
+    assert (await page(client, "POST", "/imports/preview", {"namespace": NS, "text": "{"}))[0] == 400
 
 
 async def test_import_add_remove_and_undo_of_an_import(client: SidecarClient, tmp_path: Path):
@@ -536,7 +598,7 @@ async def test_bad_input_of_each_shape(client: SidecarClient, tmp_path: Path):
     status, body = await page(client, "POST", "/events/forget", {"namespace": NS})
     assert status == 400 and body["error"].startswith("invalid params: id") and body["details"][0]["loc"] == ["id"]
     assert "pinned" in await refused(client, "/events/pin", {"namespace": NS, "id": evt})
-    assert "title or summary" in await refused(client, "/events/edit", {"namespace": NS, "id": evt})
+    assert "title, summary, when or time_status" in await refused(client, "/events/edit", {"namespace": NS, "id": evt})
     # Wrong id shape; an unknown id; another namespace's id; an unknown namespace.
     assert "evt_12" in await refused(client, "/events/forget", {"namespace": NS, "id": "blk_3"})
     assert await refused(client, "/events/forget", {"namespace": NS, "id": "evt_99999"}, 404)
@@ -625,3 +687,21 @@ def test_undo_rules_table(action: str, actor: str, after: Any, label: str | None
 def test_undo_rules_never_raise_on_any_entry(entry: dict[str, Any]):
     label = undoable(entry)
     assert label is None or (isinstance(label, str) and label)
+
+
+# --- the context engine's settings -----------------------------------------------------------------------------------
+
+
+async def test_context_settings_on_the_page_are_the_engines(client: SidecarClient):
+    status, got = await page(client, "GET", "/context-settings")
+    assert status == 200 and got["settings"] == await client.call("context.settings.get", {})
+    assert got["presets"]["quality"]["mid_turn_cards"] is True
+    changed = await post(client, "/context-settings", {"settings": {"reminders": False, "digest_line": 0.4}})
+    assert changed["settings"]["reminders"] is False and changed["settings"]["digest_line"] == 0.4
+    engine = await client.call("context.settings.get", {})
+    assert engine["reminders"] is False and engine["mode"] == "custom"  # a threshold of its own: mode custom
+    back = await post(client, "/context-settings", {"settings": {"mode": "cost", "reminders": None}})
+    assert back["settings"]["mode"] == "cost" and back["settings"]["digest_line"] == 0.5
+    assert back["settings"]["reminders"] is True
+    status, refused_body = await page(client, "POST", "/context-settings", {"settings": {"digest_line": 7}})
+    assert status == 400 and "digest_line" in json.dumps(refused_body)

@@ -13,7 +13,7 @@ import {
   startViewer,
   tempDir,
 } from './harness.mjs'
-import { layoutProblems } from './layout.mjs'
+import { englishWords, layoutProblems } from './layout.mjs'
 
 const API = '/api/stratagate/memory'
 const TABS = ['overview', 'recent', 'longterm', 'graph', 'evidence', 'imports', 'audit', 'settings']
@@ -99,7 +99,9 @@ async function openPage(t, { locale = 'en-US', width = 1280, height = 900 } = {}
 
 async function openTab(page, name) {
   const tab = page.locator(tid(`tab-${name}`))
-  await tab.click()
+  // A narrow page shows its sections as one menu instead of tabs.
+  if (await tab.isVisible()) await tab.click()
+  else await page.locator(tid('tab-menu')).selectOption(name)
   await page.waitForFunction((el) => el.getAttribute('aria-selected') === 'true', await tab.elementHandle(), WAIT)
   await page.locator(READY[name]).first().waitFor(WAIT)
 }
@@ -219,9 +221,14 @@ describe('the Memory page in chromium (standalone viewer)', () => {
     const entry = page.locator(tid('audit-row')).filter({ hasText: id }).filter({ has: page.locator(tid('undo-button')) })
     await entry.first().waitFor(WAIT)
     assert.match(await entry.first().getAttribute('data-action'), /forg/)
+    // The audit reads as a sentence: who did what to which event, its title quoted.
+    const title = (await api('/event', { namespace: seeded.namespace, id })).title
+    assert.equal((await entry.first().locator(tid('audit-sentence')).innerText()).trim(), `You forgot ${id} “${title}”`)
     const undone = page.waitForResponse((r) => r.url().endsWith(`${API}/undo`) && r.request().method() === 'POST')
     await entry.first().locator(tid('undo-button')).click()
     assert.equal((await undone).status(), 200)
+    // The toast names what was undone (the forget), not the undo's own action (a restore).
+    await page.locator(tid('toast')).filter({ hasText: `Undone: Forget ${id}.` }).first().waitFor(WAIT)
 
     await openTab(page, 'longterm')
     await searchEvents(page, 'Jest')
@@ -245,6 +252,9 @@ describe('the Memory page in chromium (standalone viewer)', () => {
     overviewWithFailedJob = await page.evaluate(layoutProblems) // asserted by the next test
     const retried = page.waitForResponse((r) => r.url().endsWith(`${API}/jobs/retry`) && r.request().method() === 'POST')
     await row.locator(tid('retry-job')).click()
+    // A retry cannot be undone: the page asks first.
+    await page.locator(tid('dialog')).getByText(seeded.failed_job).first().waitFor(WAIT)
+    await page.locator(tid('confirm-ok')).click()
     assert.equal((await retried).status(), 200)
     await row.waitFor({ state: 'detached', timeout: 60_000 })
     const failed = (await api('/jobs', { status: 'failed' })).jobs
@@ -253,7 +263,7 @@ describe('the Memory page in chromium (standalone viewer)', () => {
     await openTab(page, 'audit')
     const entry = page.locator(tid('audit-row', '[data-action="job.retried"]')).filter({ hasText: seeded.failed_job })
     await entry.first().waitFor(WAIT)
-    assert.match(await entry.first().innerText(), /user/)
+    assert.match(await entry.first().locator(tid('audit-sentence')).innerText(), new RegExp(`^You retried ${seeded.failed_job}`))
   })
 
   // The overview with a failed job was once too wide: a table scrolled sideways hid the row's Retry button.
@@ -312,14 +322,155 @@ describe('the Memory page in chromium (standalone viewer)', () => {
     assert.equal(await page.locator(tid(`tab-${TABS[from]}`)).getAttribute('aria-selected'), 'true')
   })
 
-  for (const width of [390, 1280, 1440]) {
+  // Every UI string of the Chinese page is Chinese: its text nodes (and placeholders) carry no English word, except
+  // what the page marks as data (translate="no": titles, quotes, names, ids) and product names, units and numbers.
+  test('the Chinese page has no English UI string on any tab', async (t) => {
+    const page = await openPage(t, { locale: 'zh-CN' })
+    const found = []
+    for (const name of TABS) {
+      await openTab(page, name)
+      // Open what a tab folds, so its text is checked too.
+      for (const d of await page.locator('.sgm-panel details').all()) await d.evaluate((el) => (el.open = true))
+      if (name === 'longterm') await openEvent(page, seeded.events.pnpm)
+      // The as-of date is written in the reader's order (the browser's own date picker would say 04/15/2026).
+      if (name === 'graph') assert.match(await page.locator(tid('as-of-input')).inputValue(), /^\d{4}\/\d{2}\/\d{2}$/)
+      const english = await page.evaluate(englishWords, '.sgm-root')
+      for (const e of english) found.push(`${name}: ${e}`)
+    }
+    assert.deepEqual([...new Set(found)], [])
+  })
+
+  test('merge lists only events it accepts, previews both, and merges only after the confirmation', async (t) => {
+    const page = await openPage(t)
+    await openTab(page, 'longterm')
+    const keep = seeded.events.pnpm
+    const detail = await openEvent(page, keep)
+    await detail.locator(tid('event-merge')).click()
+    const dialog = page.locator(tid('dialog'))
+    await dialog.locator(tid('merge-option')).first().waitFor(WAIT)
+    const offered = await dialog.locator(tid('merge-option')).evaluateAll((els) => els.map((e) => e.getAttribute('data-event-id')))
+    // Exactly what the server's merge accepts: no superseded (npm) or disputed (Jest) event, not itself.
+    const accepted = (await api('/events/merge-options', { namespace: seeded.namespace, id: keep })).events.map((e) => e.id)
+    assert.deepEqual(offered, accepted)
+    for (const refused of [keep, seeded.events.npm, seeded.events.jest, seeded.events.no_jest]) assert.ok(!offered.includes(refused), `${refused} offered`)
+    const other = offered[0]
+    let merges = 0
+    page.on('request', (r) => r.url().endsWith(`${API}/events/merge`) && merges++)
+    await dialog.locator(tid('merge-option', `[data-event-id="${other}"]`)).click()
+    // The preview: both events side by side, and nothing written yet.
+    await dialog.locator(tid('merge-preview')).waitFor(WAIT)
+    assert.deepEqual(await dialog.locator(tid('merge-side')).evaluateAll((els) => els.map((e) => e.getAttribute('data-event-id'))), [keep, other])
+    assert.equal(merges, 0)
+    await dialog.locator(tid('merge-back')).click()
+    await dialog.locator(tid('merge-option')).first().waitFor(WAIT)
+    await dialog.locator(tid('merge-option', `[data-event-id="${other}"]`)).click()
+    const merged = page.waitForResponse((r) => r.url().endsWith(`${API}/events/merge`) && r.request().method() === 'POST')
+    await dialog.locator(tid('merge-confirm')).click()
+    assert.equal((await merged).status(), 200)
+    const toast = page.locator(tid('toast')).filter({ hasText: `Merged ${other} into ${keep}` }).first()
+    await toast.waitFor(WAIT)
+    await page.screenshot({ path: join(screenshotDir(), 'merge-done.png') })
+    // Undo from the toast: named as the merge it undoes.
+    await toast.locator(tid('toast-undo')).click()
+    await page.locator(tid('toast')).filter({ hasText: `Undone: Merge of ${other}.` }).first().waitFor(WAIT)
+    assert.equal((await api('/event', { namespace: seeded.namespace, id: other })).status, 'active')
+  })
+
+  test('edit changes the time: the correction happens on the new date, not "next week"', async (t) => {
+    const page = await openPage(t)
+    await openTab(page, 'longterm')
+    const id = seeded.events.pnpm
+    const detail = await openEvent(page, id)
+    await detail.locator(tid('event-edit')).click()
+    const dialog = page.locator(tid('dialog'))
+    await dialog.locator(tid('edit-when')).fill('2026-06-01')
+    await dialog.locator(tid('edit-time-status')).selectOption('planned')
+    const edited = page.waitForResponse((r) => r.url().endsWith(`${API}/events/edit`) && r.request().method() === 'POST')
+    await dialog.locator(tid('edit-save')).click()
+    const reply = await (await edited).json()
+    assert.equal(reply.replaces, id)
+    const correction = await api('/event', { namespace: seeded.namespace, id: reply.id })
+    assert.equal(correction.time_original, '2026-06-01')
+    assert.match(correction.happened_start, /^2026-06-01/)
+    assert.equal(correction.time_status, 'planned')
+    // The page shows it in the reader's locale, with its status in words.
+    const shown = page.locator(tid('event-detail', `[data-event-id="${reply.id}"]`))
+    await shown.waitFor(WAIT)
+    assert.match(await shown.locator(tid('happened-at')).innerText(), /Jun 1, 2026/)
+    assert.match(await shown.locator(tid('time-status')).innerText(), /planned/)
+    const toast = page.locator(tid('toast')).filter({ hasText: `Saved as ${reply.id}` }).first()
+    await toast.locator(tid('toast-undo')).click()
+    await page.locator(tid('toast')).filter({ hasText: `Undone: Edit of ${id}.` }).first().waitFor(WAIT)
+    assert.equal((await api('/event', { namespace: seeded.namespace, id })).status, 'active')
+  })
+
+  test('choosing a file previews its items and adds nothing until confirmed', async (t) => {
+    const page = await openPage(t)
+    await openTab(page, 'imports')
+    const before = (await api('/imports', { namespace: seeded.namespace })).imports.length
+    const file = { name: 'habits.md', mimeType: 'text/markdown', buffer: Buffer.from('# Habits\n\n- Standups start at 9:30.\n- Code review within a day.\n') }
+    const dialog = page.locator(tid('dialog'))
+    await page.locator(tid('import-file')).setInputFiles(file)
+    await dialog.locator(tid('import-preview-item')).first().waitFor(WAIT)
+    assert.deepEqual(await dialog.locator(tid('import-preview-item')).allInnerTexts(), ['Standups start at 9:30.', 'Code review within a day.'])
+    await page.screenshot({ path: join(screenshotDir(), 'import-preview.png') })
+    await dialog.locator(tid('dialog-cancel')).click()
+    assert.equal((await api('/imports', { namespace: seeded.namespace })).imports.length, before)
+    await page.locator(tid('import-file')).setInputFiles(file)
+    const added = page.waitForResponse((r) => r.url().endsWith(`${API}/imports/add`) && r.request().method() === 'POST')
+    await dialog.locator(tid('import-confirm')).click()
+    assert.equal((await added).status(), 200)
+    await page.locator(tid('import-row')).filter({ hasText: 'habits.md' }).first().waitFor(WAIT)
+    // Removing it cannot be undone: asked first; Cancel keeps it.
+    const row = page.locator(tid('import-row')).filter({ hasText: 'habits.md' }).first()
+    await row.locator(tid('import-remove')).click()
+    await dialog.locator(tid('dialog-cancel')).click()
+    const importId = await row.getAttribute('data-import-id')
+    assert.equal((await api('/imports', { namespace: seeded.namespace })).imports.find((i) => i.id === importId).status, 'active')
+    const removed = page.waitForResponse((r) => r.url().endsWith(`${API}/imports/remove`) && r.request().method() === 'POST')
+    await row.locator(tid('import-remove')).click()
+    await dialog.locator(tid('confirm-ok')).click()
+    assert.equal((await removed).status(), 200)
+  })
+
+  test('settings are grouped and shown once, in plain words; Advanced is folded', async (t) => {
+    const page = await openPage(t)
+    await openTab(page, 'settings')
+    const legends = await page.locator('.sgm-settings-group > legend').allInnerTexts()
+    assert.deepEqual(legends, ['Memory', 'Recall', 'Context window'])
+    const advanced = page.locator(tid('settings-advanced'))
+    assert.equal(await advanced.evaluate((el) => el.open), false)
+    // No internal name is shown as a label (they are tooltips only).
+    const labels = await page.locator('.sgm-settings-form label').allInnerTexts()
+    assert.ok(labels.length >= 20 && !labels.some((l) => /[a-z]+_[a-z_]+/.test(l)), labels.join(' | '))
+    // The context engine's form is not repeated under another tab.
+    await openTab(page, 'overview')
+    assert.equal(await page.locator('.sgm-settings-form, [data-testid=settings-group-context]').count(), 0)
+    await openTab(page, 'settings')
+    // A change of the page's settings is audited: its toast offers Undo, named as the change it undoes.
+    const before = (await api('/settings')).settings.block_turns
+    await page.locator(tid('setting-block_turns')).fill(String(before + 1))
+    const saved = page.waitForResponse((r) => r.url().endsWith(`${API}/settings`) && r.request().method() === 'POST')
+    await page.locator(tid('settings-save')).click()
+    assert.equal((await saved).status(), 200)
+    assert.equal((await api('/settings')).settings.block_turns, before + 1)
+    await page.locator(tid('toast')).filter({ hasText: 'Settings saved' }).locator(tid('toast-undo')).click()
+    await page.locator(tid('toast')).filter({ hasText: 'Undone: Settings change.' }).first().waitFor(WAIT)
+    assert.equal((await api('/settings')).settings.block_turns, before)
+    await page.locator(tid('settings-advanced')).locator('summary').click()
+    await page.waitForFunction(() => document.querySelector('[data-testid=settings-advanced]')?.open === true, null, WAIT)
+    assert.ok(await page.locator(tid('context-digest_line')).isVisible())
+    await page.screenshot({ path: join(screenshotDir(), 'settings-grouped.png'), fullPage: true })
+  })
+
+  for (const width of [360, 390, 768, 1280, 1440]) {
     test(`layout at ${width} px: no label cut, no word broken, nothing overflows (every tab)`, async (t) => {
       const page = await openPage(t, { width, height: 900 })
       const found = []
       for (const name of TABS) {
         await openTab(page, name)
         for (const problem of await page.evaluate(layoutProblems)) found.push(`${name}: ${problem}`)
-        if (width !== 1440) {
+        if (width === 1280 || width === 390) {
           const file = width === 1280 ? `${name}.png` : `narrow-${name}.png`
           await page.screenshot({ path: join(screenshotDir(), file), fullPage: true })
         }

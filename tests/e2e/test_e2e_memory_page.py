@@ -1,8 +1,9 @@
 """Smoke test of the Memory page inside the real DeepSeek Harness: ``dsh web`` with the plugin, one turn captured,
 then headless chromium (tests/browser/dsh-smoke.mjs, playwright-core) opens Settings → Memory (the section headed
 "StrataGate Memory") and sees the page mounted (loaded by the plugin's client bundle from the sidecar's assets) with
-the namespace's counts, fetched through DSH's route to the shim and the sidecar. The full page is tested against the
-standalone viewer (tests/browser/memory-page.test.mjs)."""
+the namespace's counts, fetched through DSH's route to the shim and the sidecar; then every tab at 360, 390, 768 and
+1280 px inside the settings dialog, with the layout checks. The full page is tested against the standalone viewer
+(tests/browser/memory-page.test.mjs)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from support.model_server import ScriptedModelServer
 
 DRIVER = REPO / "tests" / "browser" / "dsh-smoke.mjs"
 MESSAGE = "We use npm for packages."
+WIDTHS = (360, 390, 768, 1280)
 
 
 def test_settings_shows_the_memory_page_with_the_namespace_counts(
@@ -43,7 +45,14 @@ def test_settings_shows_the_memory_page_with_the_namespace_counts(
             until=lambda code, body: ((body or {}).get("counts") or {}).get("turns", 0) >= 1,
         )
         driven = subprocess.run(
-            [node, str(DRIVER), "--url", f"http://127.0.0.1:{web.port}/", "--screenshot", str(shot)],
+            [node, str(DRIVER), "--url", f"http://127.0.0.1:{web.port}/", "--screenshot", str(shot),
+             "--widths", ",".join(map(str, WIDTHS)), "--shots", str(shots)],
+            cwd=REPO, capture_output=True, text=True, timeout=180, check=False,
+        )
+        # A Chinese browser at a phone's width: the same checks, and no English UI word in the section.
+        driven_zh = subprocess.run(
+            [node, str(DRIVER), "--url", f"http://127.0.0.1:{web.port}/", "--locale", "zh-CN", "--widths", "390",
+             "--shots", str(shots)],
             cwd=REPO, capture_output=True, text=True, timeout=180, check=False,
         )
     assert driven.returncode == 0, f"driver exit {driven.returncode}\n{driven.stdout}\n{driven.stderr}"
@@ -66,3 +75,17 @@ def test_settings_shows_the_memory_page_with_the_namespace_counts(
     assert report["selected_namespace"] == namespace, report
     row = report["namespace_row"].split()
     assert namespace in row and str(counts["turns"]) in row and str(counts["messages"]) in row, report["namespace_row"]
+
+    # At every width, inside DSH's settings dialog: the page gets the room it needs (DSH's nav rail once left it
+    # ~100 px at 390 px and broke words letter by letter) and no tab has a cut label, a broken word, text squeezed
+    # into a box narrower than a few characters, or an overflowing box (tests/browser/layout.mjs).
+    for width in WIDTHS:
+        shown = report["widths"][str(width)]
+        assert shown["page_width"] >= min(width - 80, 450), (width, shown["page_width"])
+        assert shown["problems"] == [], (width, shown["problems"])
+
+    assert driven_zh.returncode == 0, f"driver exit {driven_zh.returncode}\n{driven_zh.stdout}\n{driven_zh.stderr}"
+    zh = json.loads(driven_zh.stdout.strip().splitlines()[-1])
+    assert "failure" not in zh and zh["errors"] == [], zh
+    assert zh["nav_label"] == "记忆" and zh["heading"] == "StrataGate 记忆", zh
+    assert zh["widths"]["390"]["problems"] == [], zh["widths"]["390"]["problems"]

@@ -107,6 +107,42 @@ describe('labels', () => {
     assert.equal(I.shortTime(null), '—')
   })
 
+  it('dates in the reader\'s locale: shown, typed and read back', () => {
+    assert.equal(I.localTime('2026-12-01', 'en-US'), 'Dec 1, 2026')
+    assert.equal(I.localTime('2026-12-01', 'zh-CN'), '2026年12月1日')
+    assert.equal(I.localTime(null, 'en-US'), '—')
+    assert.equal(I.localTime('not a time', 'en-US'), 'not a time')
+    assert.equal(I.happenedText('en', { happened_start: '2026-11-30', happened_end: '2026-11-30' }, 'en-GB'), '30 Nov 2026')
+    // The browser's own locale when it speaks the page's language, else that language's.
+    assert.equal(I.dateLocale('en', 'en-GB'), 'en-GB')
+    assert.equal(I.dateLocale('zh', 'zh-TW'), 'zh-TW')
+    assert.equal(I.dateLocale('zh', 'en-US'), 'zh-CN')
+    for (const [locale, typed] of [['en-US', '04/15/2026'], ['en-GB', '15/04/2026'], ['zh-CN', '2026/04/15'], ['de-DE', '15.04.2026']]) {
+      assert.equal(I.dateInputText('2026-04-15', locale), typed)
+      assert.equal(I.parseDateInput(typed, locale), '2026-04-15')
+      assert.equal(I.parseDateInput('2026-4-15', locale), '2026-04-15') // ISO is always understood
+    }
+    assert.equal(I.parseDateInput('31/02/2026', 'en-GB'), null)
+    assert.equal(I.parseDateInput('next week', 'en-US'), null)
+  })
+
+  it('labels of known values, and an audit change field by field', () => {
+    assert.equal(I.knownLabel('zh', 'type.', 'plan'), '计划')
+    assert.equal(I.knownLabel('zh', 'timeStatus.', 'planned'), '计划中')
+    assert.equal(I.knownLabel('en', 'type.', 'mystery'), null)
+    // (compared as JSON: the page runs in another realm)
+    assert.equal(JSON.stringify(I.changeRows({ title: 'a', when: 'next week', note: { x: 1 } }, { title: 'b', when: 'next week', note: { x: 2 }, id: 'evt_4' }).map((r) => [r.field, r.before, r.after])), JSON.stringify([
+      ['title', 'a', 'b'],
+      ['note.x', 1, 2],
+      ['id', null, 'evt_4'],
+    ]))
+    assert.equal(I.changeRows(null, null).length, 0)
+    // Every action the page can undo has a toast that names it, in both languages.
+    for (const action of ['event.forgotten', 'event.restored', 'event.pinned', 'event.unpinned', 'event.edited', 'event.merged', 'event.resolved', 'event.superseded', 'import.created', 'settings.changed']) {
+      for (const lang of ['en', 'zh']) assert.ok(I.knownLabel(lang, 'undid.', action), `${lang} undid.${action}`)
+    }
+  })
+
   it('occurrence time: a date, a window, or not stated', () => {
     assert.equal(I.happenedText('en', { happened_start: null, happened_end: null }), 'not stated')
     assert.equal(I.happenedText('en', { happened_start: '2026-11-30', happened_end: '2026-11-30' }), '2026-11-30')
@@ -253,7 +289,7 @@ describe('the source', () => {
 
   it('asks only for routes of the Memory page, relative to its api base', () => {
     const paths = new Set([...SOURCE.matchAll(/\b(?:get|post|act)\('(\/[\w/]*)'/g)].map((m) => m[1]))
-    const known = ['/overview', '/jobs/retry', '/sessions', '/blocks', '/block', '/message', '/changes', '/export', '/events', '/event', '/graph', '/evidence', '/audit', '/imports', '/imports/add', '/imports/remove', '/events/edit', '/events/forget', '/events/restore', '/events/pin', '/events/merge', '/events/resolve', '/undo', '/namespaces/delete', '/settings']
+    const known = ['/overview', '/jobs/retry', '/sessions', '/blocks', '/block', '/message', '/changes', '/export', '/events', '/event', '/graph', '/evidence', '/audit', '/imports', '/imports/add', '/imports/remove', '/events/edit', '/events/forget', '/events/restore', '/events/pin', '/events/merge', '/events/resolve', '/undo', '/namespaces/delete', '/settings', '/events/merge-options', '/imports/preview', '/context-settings']
     for (const p of paths) assert.ok(known.includes(p), `unexpected route ${p}`)
     assert.ok(paths.size >= 20)
     assert.ok(!/fetch\((?!url)/.test(SOURCE.replace('win.fetch(url', '')), 'one fetch, in call()')

@@ -18,7 +18,8 @@ from stratagate.jobs import pipeline, queue
 from stratagate.page.writes import ACTOR, NamespaceParams, Params, Written, namespace_id
 from stratagate.protocol import method
 from stratagate.protocol.results import ImportRemoveResult, ImportReport
-from stratagate.protocol.types import Name
+from stratagate.protocol.types import Name, Result
+from stratagate.redact import redact
 from stratagate.storage.db import collect_audit_ids
 
 # --- jobs ------------------------------------------------------------------------------------------------------------
@@ -92,6 +93,41 @@ async def imports_add(app: App, p: ImportAddParams) -> dict[str, Any]:
     with collect_audit_ids() as audit_ids:
         report = await imports.run_import(app.db, p.namespace, batch, scope=p.scope, actor=ACTOR)
     return report | {"audit_ids": audit_ids}
+
+
+class ImportPreviewParams(NamespaceParams):
+    text: Annotated[str, StringConstraints(min_length=1, max_length=20 * 2**20)] = Field(
+        description="the export file's text, as page.imports.add takes it")
+    filename: Name | None = None
+    format: Literal["mem0", "chatgpt", "markdown", "text"] | None = Field(None, description="default: detect")
+
+
+class PreviewItem(Result):
+    text: str
+    source_ref: str
+    created_at: str | None
+    kind: str | None
+
+
+class ImportPreviewResult(Result):
+    format: str
+    source_name: str
+    count: int
+    items: list[PreviewItem] = Field(description="the first 50 items")
+    warnings: list[str]
+
+
+@method("page.imports.preview", params=ImportPreviewParams, result=ImportPreviewResult, http="POST /imports/preview")
+async def imports_preview(app: App, p: ImportPreviewParams) -> dict[str, Any]:
+    """What page.imports.add would read from the text (its format and items), writing nothing: the page shows it and
+    asks before adding."""
+    async with app.db.transaction() as conn:
+        await namespace_id(conn, p.namespace)
+    batch = await asyncio.to_thread(parse_text, p.text, p.format, p.filename or "<page upload>")
+    items = [{"text": redact(i.text)[:500], "source_ref": i.source_ref, "kind": i.kind,
+              "created_at": i.created_at.isoformat() if i.created_at else None} for i in batch.items[:50]]
+    return {"format": batch.format, "source_name": batch.source_name, "count": len(batch.items), "items": items,
+            "warnings": batch.warnings}
 
 
 class ImportRemoveParams(NamespaceParams):

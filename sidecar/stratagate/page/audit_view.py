@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from stratagate import ids
 from stratagate.app import App
 from stratagate.page import longterm_queries as q
 from stratagate.page.foreign import hide_foreign
@@ -36,6 +37,8 @@ class AuditEntry(Result):
     undo: Undo | None
     undone_by: int | None = None
     """The ``audit.undone`` entry that reversed this one (then ``undo`` is null)."""
+    subject_title: str | None = None
+    """An event subject's title (the page's sentence quotes it); None for other subjects."""
 
 
 def entry_view(row: dict[str, Any], undone_by: int | None = None) -> dict[str, Any]:
@@ -61,6 +64,15 @@ async def entry_views(app: App, rows: list[dict[str, Any]]) -> list[dict[str, An
     return [entry_view(r, undone.get(int(r["id"]))) for r in rows]
 
 
+async def with_titles(app: App, ns: int, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each event subject's title, so the page can say "You forgot evt_3 'We use npm'" (the namespace's own only)."""
+    keys = {e["subject_id"]: ids.parse(e["subject_id"], "evt") for e in entries
+            if e["subject_type"] == "event" and isinstance(e["subject_id"], str)}
+    found = await q.events_by_id(app.db.reader, ns, [k for k in keys.values() if k is not None])
+    titles = {public: found[k].title for public, k in keys.items() if k is not None and k in found}
+    return [e | {"subject_title": titles.get(e["subject_id"])} for e in entries]
+
+
 class AuditParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -84,7 +96,7 @@ async def page_audit(app: App, p: AuditParams) -> dict[str, Any]:
     )
     more = len(rows) > p.limit
     rows = rows[: p.limit]
-    entries = await entry_views(app, rows)
+    entries = await with_titles(app, ns, await entry_views(app, rows))
     return await hide_foreign(app.db.reader, ns, {
         "entries": entries, "next_before_id": int(rows[-1]["id"]) if more else None
     })

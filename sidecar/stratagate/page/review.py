@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from stratagate import ids
 from stratagate.app import App
@@ -20,18 +20,25 @@ from stratagate.events import store
 from stratagate.events.admit import Candidate, Options, admit
 from stratagate.events.models import EventRow
 from stratagate.events.store import Source
+from stratagate.events.temporal import TimeStatus
 from stratagate.maintenance import consolidate
 from stratagate.maintenance import store as merges
+from stratagate.page import longterm_queries as q
+from stratagate.page.audit_view import Limit
+from stratagate.page.foreign import hide_foreign
+from stratagate.page.longterm import PageEvent, event_views
 from stratagate.page.undo_rules import PART_OF
 from stratagate.page.writes import ACTOR, EventRef, NamespaceParams, Written, event_of, namespace_id
 from stratagate.protocol import method
-from stratagate.protocol.types import Result
+from stratagate.protocol.types import Name, Result
 from stratagate.redact import redact
 from stratagate.storage.db import audit, collect_audit_ids
+from stratagate.text.terms import fts_query
 from stratagate.timeutil import parse_time
 
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 Summary = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)]
+When = Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]
 
 
 class EventBrief(Result):
@@ -63,11 +70,14 @@ class EventResult(Written):
 class EditParams(EventParams):
     title: Title | None = None
     summary: Summary | None = None
+    when: When | None = Field(None, description="when it happens, in words or a date (\"next Friday\", "
+                              "\"2026-12-14\"), read from when it was said; \"\" says no time")
+    time_status: TimeStatus | None = Field(None, description="planned, occurred, ongoing, cancelled or unknown")
 
     @model_validator(mode="after")
     def _something(self) -> EditParams:
-        if self.title is None and self.summary is None:
-            raise ValueError("give title or summary (or both): the corrected text")
+        if self.title is None and self.summary is None and self.when is None and self.time_status is None:
+            raise ValueError("give title, summary, when or time_status: what the correction changes")
         return self
 
 
@@ -76,12 +86,37 @@ class EditResult(Written):
     replaces: str
 
 
-def _correction(ev: EventRow, title: str, summary: str, sources: list[dict[str, Any]]) -> Candidate:
-    """The corrected event: the original's type, scope, times and evidence, the user's words. A new summary replaces
-    the narrative too (and the claims, read again from the new words); a new title alone keeps both."""
+class Wording(Result):
+    """What an edit may change: the words and the time (its wording, resolved from when it was said, and status)."""
+
+    title: str
+    summary: str
+    when: str | None
+    time_status: str
+
+
+def _wording(ev: EventRow) -> Wording:
+    return Wording(title=ev.title, summary=ev.summary, when=ev.time_original, time_status=ev.time_status or "unknown")
+
+
+def _corrected(ev: EventRow, p: EditParams) -> Wording:
+    old = _wording(ev)
+    when = old.when if p.when is None else (redact(p.when) or None)
+    return Wording(title=redact(p.title) if p.title is not None else old.title,
+                   summary=redact(p.summary) if p.summary is not None else old.summary,
+                   when=when, time_status=p.time_status or old.time_status)
+
+
+def _correction(ev: EventRow, new: Wording, sources: list[dict[str, Any]]) -> Candidate:
+    """The corrected event: the original's type, scope and evidence, the user's words and time (a time wording is
+    read from when the original was said). A new summary replaces the narrative too (and the claims, read again from
+    the new words); a new title alone keeps both."""
+    title, summary = new.title, new.summary
     summary_changed = summary != ev.summary
     return Candidate(
-        statement=f"{title}\n{summary}",  # never the original's fingerprint: the correction is not a restatement
+        # Never the original's fingerprint (the correction is not a restatement), and its time is part of what it
+        # states: a correction of the time alone is a new statement too.
+        statement=f"{title}\n{summary}\n{new.when or ''} ({new.time_status})",
         title=title,
         summary=summary,
         narrative=summary if summary_changed else ev.narrative,
@@ -93,8 +128,8 @@ def _correction(ev: EventRow, title: str, summary: str, sources: list[dict[str, 
         criticality=ev.criticality,
         confidence=ev.confidence,
         mentioned_at=parse_time(ev.mentioned_at),
-        time_original=ev.time_original,
-        time_status=ev.time_status or "unknown",
+        time_original=new.when,
+        time_status=new.time_status,
         block_id=ev.block_id,
         claims=[] if summary_changed else ev.claims,
         sources=[Source(message_id=_key(s["message_id"], "msg"), call_id=s["call_id"],
@@ -110,7 +145,7 @@ def _key(public: str | None, prefix: str) -> int | None:
 
 @method("page.events.edit", params=EditParams, result=EditResult, http="POST /events/edit")
 async def edit(app: App, p: EditParams) -> dict[str, Any]:
-    """Correct an event's title or summary: a corrected event supersedes it (undo: page.undo)."""
+    """Correct an event's title, summary or time: a corrected event supersedes it (undo: page.undo)."""
     with collect_audit_ids() as audit_ids:
         async with app.db.transaction() as conn:
             ns = await namespace_id(conn, p.namespace)
@@ -118,16 +153,15 @@ async def edit(app: App, p: EditParams) -> dict[str, Any]:
             if ev.status not in ("active", "disputed"):
                 raise Invalid(f"{ev.public_id} is {ev.status}; only a current (active or disputed) event "
                                      "can be edited")
-            title = redact(p.title) if p.title is not None else ev.title
-            summary = redact(p.summary) if p.summary is not None else ev.summary
-            if title == ev.title and summary == ev.summary:
-                raise Invalid("nothing to change: the title and summary are the event's own")
+            before, after = _wording(ev), _corrected(ev, p)
+            if before == after:
+                raise Invalid("nothing to change: the title, summary and time are the event's own")
             options = Options(
                 namespace_id=ns, session_id=ev.session_id, origin="remember", actor=ACTOR, on_tombstone="refuse",
                 on_exact_duplicate="error", unknown_target="error", projection_reason=f"edit of {ev.public_id}",
                 supersede_note={PART_OF: "event.edited"},
             )
-            candidate = _correction(ev, title, summary, await store.sources(conn, ev.id))
+            candidate = _correction(ev, after, await store.sources(conn, ev.id))
             (outcome,) = (await admit(conn, [candidate], options)).outcomes
             new = outcome.event
             assert new is not None
@@ -135,9 +169,8 @@ async def edit(app: App, p: EditParams) -> dict[str, Any]:
                 # Admission found the corrected words already held by another memory: editing into it would mix
                 # two memories; the transaction rolls back.
                 raise Invalid(f"the corrected text restates {new.public_id}; edit that event, or merge the two")
-            await audit(conn, ns, ACTOR, "event.edited", "event", ev.public_id,
-                        {"title": ev.title, "summary": ev.summary},
-                        {"id": new.public_id, "replaces": ev.public_id, "title": title, "summary": summary})
+            await audit(conn, ns, ACTOR, "event.edited", "event", ev.public_id, before.model_dump(),
+                        {"id": new.public_id, "replaces": ev.public_id} | after.model_dump())
     return {"id": new.public_id, "replaces": ev.public_id, "audit_ids": audit_ids}
 
 
@@ -233,6 +266,37 @@ async def merge(app: App, p: MergeParams) -> dict[str, Any]:
             if not made:  # mergeable() said yes inside this very transaction
                 raise Invalid(f"cannot merge {dup.public_id} into {keep.public_id}")
     return {"survivor": keep.public_id, "merged": dup.public_id, "audit_ids": audit_ids}
+
+
+class MergeOptionsParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: Name
+    id: EventRef = Field(description="the survivor the chosen event would be merged into")
+    q: str | None = Field(None, max_length=2000, description="words to find (the event full-text index)")
+    limit: Limit = 20
+
+
+class MergeOptionsResult(Result):
+    events: list[PageEvent]
+
+
+@method("page.events.merge_options", params=MergeOptionsParams, result=MergeOptionsResult,
+        http="GET /events/merge-options")
+async def merge_options(app: App, p: MergeOptionsParams) -> dict[str, Any]:
+    """The events ``page.events.merge`` would merge into ``id`` (the same rule): none when ``id`` cannot survive."""
+    conn = app.db.reader
+    ns = await namespace_id(conn, p.namespace)
+    keep = await event_of(conn, ns, p.id)
+    match = fts_query(p.q) if p.q and p.q.strip() else None
+    if keep.status != "active" or (p.q and p.q.strip() and match is None):
+        return {"events": []}
+    rows, _ = await q.list_events(conn, ns, match=match, statuses=["active"], event_type=None, scope=keep.scope,
+                                  session=keep.session_key if keep.scope == "session" else None, limit=200, offset=0)
+    eligible = [ev for ev in rows if consolidate.mergeable(keep, ev, chosen=True) is None
+                and not await merges.is_open_survivor(conn, ev.id)]
+    views = await event_views(app, ns, eligible[:p.limit])
+    return await hide_foreign(conn, ns, {"events": views})
 
 
 # --- resolve ---------------------------------------------------------------------------------------------------------

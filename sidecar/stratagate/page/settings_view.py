@@ -1,14 +1,16 @@
 """The Memory page's Settings tab: ``page.settings.get`` / ``page.settings.set`` over user_settings.py (stored in the
-database, applied to the running sidecar at once, re-applied at start over the environment)."""
+database, applied to the running sidecar at once, re-applied at start over the environment), and the context engine's
+own settings (``page.context_settings.get`` / ``.set``, the store ``context.settings.*`` uses)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import create_model
+from pydantic import Field, create_model
 
 from stratagate import user_settings
 from stratagate.app import App
+from stratagate.context.settings import PRESETS, ContextSettings, effective, load_stored, parse_config, update_stored
 from stratagate.page.writes import ACTOR, Params, Written
 from stratagate.protocol import method
 from stratagate.protocol.types import Empty, Result
@@ -74,3 +76,34 @@ async def settings_set(app: App, p: SettingsSetParams) -> dict[str, Any]:
         if after is not None:
             user_settings.assign(app.settings, app.user_settings, after)
     return await user_settings.snapshot(app.db, app.settings, app.user_settings) | {"audit_ids": audit_ids}
+
+
+# --- the context engine's settings (the page's "Context window" and "Advanced" groups) -------------------------------
+
+
+class ContextSettingsResult(Result):
+    settings: ContextSettings
+    presets: dict[str, dict[str, Any]] = Field(description="what each mode sets over the defaults")
+
+
+class ContextSettingsSetParams(Params):
+    settings: dict[str, Any] = Field(description="any subset (snake_case keys); null resets a key to its default")
+
+
+async def _context_snapshot(app: App) -> dict[str, Any]:
+    current = effective(parse_config(app.settings.context_config), await load_stored(app.db))
+    return {"settings": current.model_dump(), "presets": PRESETS}
+
+
+@method("page.context_settings.get", params=Empty, result=ContextSettingsResult, http="GET /context-settings")
+async def context_settings_get(app: App, p: Empty) -> dict[str, Any]:
+    """The context engine's effective settings (what ``context.settings.get`` answers), for the Settings tab."""
+    return await _context_snapshot(app)
+
+
+@method("page.context_settings.set", params=ContextSettingsSetParams, result=ContextSettingsResult,
+        http="POST /context-settings")
+async def context_settings_set(app: App, p: ContextSettingsSetParams) -> dict[str, Any]:
+    """Change the context engine's settings (``context.settings.set``'s store); the next plan reads them."""
+    await update_stored(app.db, p.settings)
+    return await _context_snapshot(app)

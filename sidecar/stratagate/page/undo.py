@@ -38,6 +38,8 @@ class UndoParams(NamespaceParams):
 class UndoResult(Written):
     undone: int
     label: str
+    action: str = Field(description="the action of the entry undone (e.g. event.forgotten): what the page names")
+    subject_id: str | None = Field(description="its subject (e.g. evt_3)")
 
 
 def _after(entry: Entry) -> dict[str, Any]:
@@ -190,4 +192,5 @@ async def undo(app: App, p: UndoParams) -> dict[str, Any]:
             async with app.db.transaction() as conn:
                 await _checked(conn, p)  # nobody undid it meanwhile
                 await _mark(conn, entry, label, audit_ids)
-    return {"undone": p.audit_id, "label": label, "audit_ids": audit_ids}
+    return {"undone": p.audit_id, "label": label, "action": entry["action"], "subject_id": entry["subject_id"],
+            "audit_ids": audit_ids}

@@ -38,6 +38,7 @@
     'tab.audit': 'Audit',
     'tab.settings': 'Settings',
     'tabs.label': 'Memory sections',
+    'tabs.menu': 'Section',
     'status.active': 'active',
     'status.superseded': 'superseded',
     'status.disputed': 'disputed',
@@ -174,7 +175,6 @@
     'action.resolve': 'Resolve dispute…',
     'action.undo': 'Undo',
     'action.undone': 'Undone',
-    'action.undoneWhat': 'Undone: {label}',
     'action.failed': 'Failed: {error}',
     'done.edit': 'Saved as {id} (replaces {old})',
     'done.forget': 'Forgot {id}',
@@ -190,7 +190,7 @@
     'edit.note': 'The event keeps its history: the corrected text becomes a new event that supersedes this one.',
     'edit.fieldTitle': 'Title',
     'edit.fieldSummary': 'Summary',
-    'edit.unchanged': 'Change the title or the summary first.',
+    'edit.unchanged': 'Change the title, the summary or the time first.',
     'merge.title': 'Merge another event into {id}',
     'merge.note': 'The chosen event is folded into {id}; its sources move here. Undo unmerges it.',
     'merge.search': 'Find the event to merge',
@@ -207,6 +207,7 @@
     'message.tool': 'tool {name}',
     'graph.asOf': 'Show the graph as of',
     'graph.apply': 'Show',
+    'graph.badDate': 'Not a date: write it like {example}.',
     'graph.now': 'Now',
     'graph.search': 'Filter nodes',
     'graph.history': 'List facts that do not hold then',
@@ -273,6 +274,195 @@
     'settings.range': '{min}–{max}',
     'settings.unchanged': 'Nothing changed.',
     'settings.invalid': 'Some values are not valid.',
+    'confirm.retry.title': 'Retry job {id}?',
+    'confirm.retry.body': 'It runs again now. A retry cannot be undone.',
+    'confirm.retryAll.title': 'Retry every failed job?',
+    'confirm.retryAll.body': '{n} failed jobs run again now. A retry cannot be undone.',
+    'confirm.retryGo': 'Retry',
+    'confirm.removeImport.title': 'Remove import {id}?',
+    'confirm.removeImport.body': 'Its events are archived and what they replaced is current again. Removing an import cannot be undone: import the file again to bring it back.',
+    'confirm.removeGo': 'Remove',
+    'merge.preview': 'Merge {merged} into {survivor}?',
+    'merge.previewNote': '{merged} becomes superseded by {survivor}, and its sources move to {survivor}. Undo (in the message that follows, or in the Audit tab) takes them apart again.',
+    'merge.stays': 'Stays',
+    'merge.goes': 'Is merged into it',
+    'merge.confirm': 'Merge',
+    'merge.back': 'Back',
+    'merge.eligible': 'Only events that can be merged are listed: active, not pinned, of the same scope.',
+    'edit.fieldWhen': 'When (words or a date)',
+    'edit.whenHelp': 'Read from when it was said ({at}); leave it empty for no time.',
+    'edit.fieldTimeStatus': 'Time status',
+    'timeStatus.planned': 'planned',
+    'timeStatus.occurred': 'happened',
+    'timeStatus.ongoing': 'ongoing',
+    'timeStatus.cancelled': 'cancelled',
+    'timeStatus.unknown': 'not stated',
+    'type.decision': 'decision',
+    'type.preference': 'preference',
+    'type.plan': 'plan',
+    'type.change': 'change',
+    'type.fact': 'fact',
+    'type.event': 'event',
+    'events.scope.session': 'session',
+    'origin.remember': 'remembered',
+    'origin.extraction': 'extracted',
+    'origin.import': 'imported',
+    'actor.user': 'you',
+    'actor.agent': 'agent',
+    'actor.capture': 'capture',
+    'actor.model': 'model',
+    'actor.system': 'system',
+    'who.user': 'You',
+    'who.agent': 'The agent',
+    'who.capture': 'Capture',
+    'who.model': 'The model',
+    'who.system': 'StrataGate',
+    'jobKind.block_summary': 'block summary',
+    'jobKind.event_extraction': 'event extraction',
+    'jobKind.graph_projection': 'graph update',
+    'jobKind.embedding': 'embedding',
+    'jobKind.maintenance': 'maintenance',
+    'role.user': 'user',
+    'role.assistant': 'assistant',
+    'role.tool': 'tool',
+    'role.system': 'system',
+    'source.model': 'the model',
+    'source.fallback': 'rules (no model)',
+    'verdict.sufficient': 'sufficient',
+    'verdict.partial': 'partial',
+    'verdict.wrong': 'wrong',
+    'dense.ready': 'ready',
+    'dense.dim': '{n} dimensions',
+    'dense.off': 'off',
+    'dense.disabled': 'off',
+    'dense.loading': 'loading',
+    'dense.failed': 'failed',
+    'dense.unavailable': 'unavailable',
+    'imports.preview': 'Import {file}?',
+    'imports.previewCount': '{count} items read as {format}.',
+    'imports.previewShown': 'The first {n}:',
+    'imports.confirm': 'Add {count} items',
+    'imports.warnings': 'Notes from reading the file',
+    'undid.event.forgotten': 'Undone: Forget {id}. It is back in memory.',
+    'undid.event.restored': 'Undone: Restore {id}. It is forgotten again.',
+    'undid.event.pinned': 'Undone: Pin {id}.',
+    'undid.event.unpinned': 'Undone: Unpin {id}.',
+    'undid.event.edited': 'Undone: Edit of {id}. The original is current again.',
+    'undid.event.merged': 'Undone: Merge of {id}. It stands on its own again.',
+    'undid.event.resolved': 'Undone: Resolve of {id}. The dispute is open again.',
+    'undid.event.superseded': 'Undone: Supersede of {id}.',
+    'undid.import.created': 'Undone: Import {id}. Its events are archived.',
+    'undid.settings.changed': 'Undone: Settings change. The previous settings apply again.',
+    'audit.s.event.forgotten': '{who} forgot {id} {title}',
+    'audit.s.event.restored': '{who} restored {id} {title}',
+    'audit.s.event.pinned': '{who} pinned {id} {title}',
+    'audit.s.event.unpinned': '{who} unpinned {id} {title}',
+    'audit.s.event.edited': '{who} edited {id} {title}',
+    'audit.s.event.merged': '{who} merged {id} {title} into another event',
+    'audit.s.event.unmerged': '{who} took {id} {title} out of a merge',
+    'audit.s.event.resolved': '{who} resolved the dispute of {id} {title}',
+    'audit.s.event.superseded': '{who} marked {id} {title} as superseded',
+    'audit.s.event.unsuperseded': '{who} made {id} {title} current again',
+    'audit.s.event.disputed': '{who} marked {id} {title} as disputed',
+    'audit.s.event.settled': '{who} settled the dispute of {id} {title}',
+    'audit.s.event.archived': '{who} archived {id} {title}',
+    'audit.s.event.erased': '{who} erased {id}',
+    'audit.s.event.remember': '{who} remembered {id} {title}',
+    'audit.s.event.extraction': '{who} extracted {id} {title}',
+    'audit.s.event.import': '{who} imported {id} {title}',
+    'audit.s.event.sources_added': '{who} added sources to {id} {title}',
+    'audit.s.event.suppressed': '{who} held back a restatement of {id} {title}',
+    'audit.s.event.extraction_dropped': '{who} dropped an extracted event {id}',
+    'audit.s.import.created': '{who} imported {id}',
+    'audit.s.import.removed': '{who} removed import {id}',
+    'audit.s.settings.changed': '{who} changed the settings',
+    'audit.s.namespace.settings_changed': '{who} changed this namespace’s settings',
+    'audit.s.namespace.deleted': '{who} deleted namespace {id}',
+    'audit.s.job.retried': '{who} retried {id}',
+    'audit.s.job.enqueued': '{who} queued {id}',
+    'audit.s.job.done': '{who} finished {id}',
+    'audit.s.job.failed': '{who}: {id} failed',
+    'audit.s.job.attempt_failed': '{who}: an attempt of {id} failed',
+    'audit.s.job.requeued_for_upgrade': '{who} queued {id} again to redo it with the model',
+    'audit.s.audit.undone': '{who} undid entry {id}',
+    'audit.s.block.sealed': '{who} sealed {id}',
+    'audit.s.block.summarized': '{who} summarised {id}',
+    'audit.s.block.summary_fallback': '{who} summarised {id} by rules (no model)',
+    'audit.s.block.events_extracted': '{who} read the events of {id}',
+    'audit.s.block.expanded': '{who} expanded {id}',
+    'audit.s.fact.asserted': '{who} added graph fact {id}',
+    'audit.s.fact.superseded': '{who} superseded graph fact {id}',
+    'audit.s.fact.updated': '{who} updated graph fact {id}',
+    'audit.s.message.erased': '{who} erased message {id}',
+    'audit.s.evidence.used': '{who} recorded what an answer relied on ({id})',
+    'audit.s.evidence.assessed': '{who} assessed a retrieval ({id})',
+    'audit.s.maintenance.run': '{who} ran maintenance',
+    'audit.s.maintenance.scheduled': '{who} scheduled maintenance',
+    'audit.s.fact.active': '{who} made graph fact {id} current again',
+    'audit.s.fact.archived': '{who} archived graph fact {id}',
+    'audit.s.fact.disputed': '{who} marked graph fact {id} as disputed',
+    'audit.s.graph.batch_projected': '{who} updated the graph from {id}',
+    'audit.s.turn.captured': '{who} stored {id}',
+    'audit.s.other': '{who}: {action} {id}',
+    'audit.undoneBy': 'Undone (entry #{id})',
+    'audit.field': 'Field',
+    'audit.entry': 'Entry #{id}',
+    'settings.group.memory': 'Memory',
+    'settings.group.memoryHelp': 'How conversations become memory and which memory a project sees.',
+    'settings.group.recall': 'Recall',
+    'settings.group.recallHelp': 'How much memory is put in front of the model at each step.',
+    'settings.group.context': 'Context window',
+    'settings.group.contextHelp': 'How StrataGate keeps the conversation inside the model’s context window.',
+    'settings.group.advanced': 'Advanced',
+    'settings.group.advancedHelp': 'Thresholds of the context engine. The mode above sets all of them; changing one here makes the mode “custom”.',
+    'settings.choice.project': 'per project',
+    'settings.choice.session': 'per session',
+    'settings.choice.global': 'one for everything',
+    'settings.choice.auto': 'use the model',
+    'settings.choice.none': 'no model (rules only)',
+    'settings.choice.cost': 'save cost',
+    'settings.choice.quality': 'best quality',
+    'settings.choice.custom': 'custom',
+    'settings.on': 'On',
+    'settings.contextSaved': 'Context settings saved; they apply from the next turn.',
+    'settings.contextUnavailable': 'The context engine’s settings could not be read: {error}',
+    'settings.confirmContext': 'Save the context settings? This change is not in the audit and cannot be undone there; set the values back here to revert.',
+    'ctx.enabled': "Manage the context window",
+    'ctx.enabled.help': "Off: history is archived but never shortened.",
+    'ctx.auto_fold': "Fold old history automatically",
+    'ctx.auto_fold.help': "Write a short digest of old rounds when reminders go unanswered.",
+    'ctx.reminders': "Remind the agent to fold",
+    'ctx.reminders.help': "Tell the agent when the history has grown large.",
+    'ctx.cost_aware': "Shorten only when it saves money",
+    'ctx.cost_aware.help': "Change the history only when the saved tokens outweigh the one-time cache miss.",
+    'ctx.mid_turn_cards': "Shorten long turns before each step",
+    'ctx.mid_turn_cards.help': "Inside a long turn, replace finished tool rounds by short cards.",
+    'ctx.pressure_line': "Shorten mid-turn above this share of the window",
+    'ctx.force_line': "Always shorten above this share of the window",
+    'ctx.protected_rounds': "Latest rounds kept as they are",
+    'ctx.protected_share': "Kept rounds take at most this share of the window",
+    'ctx.card_min_tokens': "Tool results smaller than this stay whole (tokens)",
+    'ctx.price_miss': "Price of an uncached input token",
+    'ctx.price_hit': "Price of a cached input token",
+    'ctx.min_batch_tokens': "Smallest saving worth a change (tokens)",
+    'ctx.min_batch_share': "Smallest saving worth a change (share of the window)",
+    'ctx.upgrade_factor': "A second fold needs this many times the smallest saving",
+    'ctx.max_deferrals': "Turns a model fold may wait",
+    'ctx.requests_min': "Fewest model requests expected in a turn",
+    'ctx.requests_max': "Most model requests expected in a turn",
+    'ctx.reminder_every': "Remind after this much growth (tokens)",
+    'ctx.reminder_rearm': "Remind again after (tokens)",
+    'ctx.reminder_rearm_high': "Remind again, above the always-shorten line, after (tokens)",
+    'ctx.digest_line': "After reminders, digest above this share of the window",
+    'ctx.digest_reminders': "Reminders before a digest",
+    'ctx.digest_force_line': "Digest above this share of the window, reminded or not",
+    'ctx.digest_cooldown': "Growth between two digests (tokens)",
+    'ctx.digest_target': "Fold until old history is this share of the window",
+    'ctx.digest_share': "A digest’s size, as a share of what it replaces",
+    'ctx.digest_min_chars': "Shortest text worth a digest (characters)",
+    'ctx.old_rounds_budget': "Digest old rounds beyond this many tokens (0: never)",
+    'ctx.old_rounds_share': "Digest old rounds beyond this share of the window",
+    'ctx.old_rounds_age': "Turns a round stays as it is",
     'time.s': '{n} s',
     'time.min': '{n} min',
     'time.h': '{h} h {m} min',
@@ -306,6 +496,7 @@
     'tab.audit': '审计',
     'tab.settings': '设置',
     'tabs.label': '记忆分区',
+    'tabs.menu': '分区',
     'status.active': '有效',
     'status.superseded': '已被取代',
     'status.disputed': '有争议',
@@ -442,7 +633,6 @@
     'action.resolve': '解决冲突…',
     'action.undo': '撤销',
     'action.undone': '已撤销',
-    'action.undoneWhat': '已撤销：{label}',
     'action.failed': '失败：{error}',
     'done.edit': '已保存为 {id}（取代 {old}）',
     'done.forget': '已遗忘 {id}',
@@ -458,7 +648,7 @@
     'edit.note': '事件会保留历史：修改后的内容成为一个新事件，并取代这一条。',
     'edit.fieldTitle': '标题',
     'edit.fieldSummary': '摘要',
-    'edit.unchanged': '请先修改标题或摘要。',
+    'edit.unchanged': '请先修改标题、摘要或时间。',
     'merge.title': '将另一个事件合并到 {id}',
     'merge.note': '所选事件会并入 {id}，其来源移到这里。撤销即可拆分。',
     'merge.search': '查找要合并的事件',
@@ -475,6 +665,7 @@
     'message.tool': '工具 {name}',
     'graph.asOf': '查看此日期的图谱',
     'graph.apply': '查看',
+    'graph.badDate': '不是日期：请按 {example} 的格式填写。',
     'graph.now': '现在',
     'graph.search': '筛选节点',
     'graph.history': '列出当时不成立的事实',
@@ -541,6 +732,195 @@
     'settings.range': '{min}–{max}',
     'settings.unchanged': '没有改动。',
     'settings.invalid': '有些值无效。',
+    'confirm.retry.title': '重试任务 {id}？',
+    'confirm.retry.body': '它会立即再次运行。重试无法撤销。',
+    'confirm.retryAll.title': '重试所有失败的任务？',
+    'confirm.retryAll.body': '{n} 个失败的任务会立即再次运行。重试无法撤销。',
+    'confirm.retryGo': '重试',
+    'confirm.removeImport.title': '移除导入 {id}？',
+    'confirm.removeImport.body': '它的事件会被归档，被它取代的内容重新生效。移除导入无法撤销：要恢复，请再次导入该文件。',
+    'confirm.removeGo': '移除',
+    'merge.preview': '将 {merged} 合并到 {survivor}？',
+    'merge.previewNote': '{merged} 会被 {survivor} 取代，其来源移到 {survivor}。撤销（在随后的提示中或审计页）可再将二者拆开。',
+    'merge.stays': '保留',
+    'merge.goes': '并入其中',
+    'merge.confirm': '合并',
+    'merge.back': '返回',
+    'merge.eligible': '只列出可以合并的事件：有效、未置顶、范围相同。',
+    'edit.fieldWhen': '时间（文字或日期）',
+    'edit.whenHelp': '按说出的时间（{at}）解读；留空表示没有时间。',
+    'edit.fieldTimeStatus': '时间状态',
+    'timeStatus.planned': '计划中',
+    'timeStatus.occurred': '已发生',
+    'timeStatus.ongoing': '进行中',
+    'timeStatus.cancelled': '已取消',
+    'timeStatus.unknown': '未说明',
+    'type.decision': '决定',
+    'type.preference': '偏好',
+    'type.plan': '计划',
+    'type.change': '变更',
+    'type.fact': '事实',
+    'type.event': '事件',
+    'events.scope.session': '会话',
+    'origin.remember': '主动记住',
+    'origin.extraction': '自动提取',
+    'origin.import': '导入',
+    'actor.user': '你',
+    'actor.agent': '智能体',
+    'actor.capture': '捕获',
+    'actor.model': '模型',
+    'actor.system': '系统',
+    'who.user': '你',
+    'who.agent': '智能体',
+    'who.capture': '捕获',
+    'who.model': '模型',
+    'who.system': '系统',
+    'jobKind.block_summary': '区块摘要',
+    'jobKind.event_extraction': '事件提取',
+    'jobKind.graph_projection': '图谱更新',
+    'jobKind.embedding': '向量化',
+    'jobKind.maintenance': '维护',
+    'role.user': '用户',
+    'role.assistant': '助手',
+    'role.tool': '工具',
+    'role.system': '系统',
+    'source.model': '模型',
+    'source.fallback': '规则（无模型）',
+    'verdict.sufficient': '充分',
+    'verdict.partial': '部分',
+    'verdict.wrong': '错误',
+    'dense.ready': '就绪',
+    'dense.dim': '{n} 维',
+    'dense.off': '关闭',
+    'dense.disabled': '关闭',
+    'dense.loading': '加载中',
+    'dense.failed': '失败',
+    'dense.unavailable': '不可用',
+    'imports.preview': '导入 {file}？',
+    'imports.previewCount': '按 {format} 格式读出 {count} 项。',
+    'imports.previewShown': '前 {n} 项：',
+    'imports.confirm': '添加 {count} 项',
+    'imports.warnings': '读取文件时的提示',
+    'undid.event.forgotten': '已撤销：遗忘 {id}。它已回到记忆中。',
+    'undid.event.restored': '已撤销：恢复 {id}。它再次被遗忘。',
+    'undid.event.pinned': '已撤销：置顶 {id}。',
+    'undid.event.unpinned': '已撤销：取消置顶 {id}。',
+    'undid.event.edited': '已撤销：对 {id} 的编辑。原事件重新生效。',
+    'undid.event.merged': '已撤销：{id} 的合并。它重新独立。',
+    'undid.event.resolved': '已撤销：{id} 的冲突解决。冲突重新打开。',
+    'undid.event.superseded': '已撤销：取代 {id}。',
+    'undid.import.created': '已撤销：导入 {id}。其事件已归档。',
+    'undid.settings.changed': '已撤销：设置更改。之前的设置重新生效。',
+    'audit.s.event.forgotten': '{who}遗忘了 {id} {title}',
+    'audit.s.event.restored': '{who}恢复了 {id} {title}',
+    'audit.s.event.pinned': '{who}置顶了 {id} {title}',
+    'audit.s.event.unpinned': '{who}取消置顶 {id} {title}',
+    'audit.s.event.edited': '{who}编辑了 {id} {title}',
+    'audit.s.event.merged': '{who}把 {id} {title} 合并到另一个事件',
+    'audit.s.event.unmerged': '{who}把 {id} {title} 从合并中拆出',
+    'audit.s.event.resolved': '{who}解决了 {id} {title} 的冲突',
+    'audit.s.event.superseded': '{who}将 {id} {title} 标为已被取代',
+    'audit.s.event.unsuperseded': '{who}让 {id} {title} 重新生效',
+    'audit.s.event.disputed': '{who}将 {id} {title} 标为有争议',
+    'audit.s.event.settled': '{who}平息了 {id} {title} 的争议',
+    'audit.s.event.archived': '{who}归档了 {id} {title}',
+    'audit.s.event.erased': '{who}抹除了 {id}',
+    'audit.s.event.remember': '{who}记住了 {id} {title}',
+    'audit.s.event.extraction': '{who}提取了 {id} {title}',
+    'audit.s.event.import': '{who}导入了 {id} {title}',
+    'audit.s.event.sources_added': '{who}为 {id} {title} 添加了来源',
+    'audit.s.event.suppressed': '{who}拦下了 {id} {title} 的重复表述',
+    'audit.s.event.extraction_dropped': '{who}丢弃了提取出的事件 {id}',
+    'audit.s.import.created': '{who}导入了 {id}',
+    'audit.s.import.removed': '{who}移除了导入 {id}',
+    'audit.s.settings.changed': '{who}更改了设置',
+    'audit.s.namespace.settings_changed': '{who}更改了此命名空间的设置',
+    'audit.s.namespace.deleted': '{who}删除了命名空间 {id}',
+    'audit.s.job.retried': '{who}重试了 {id}',
+    'audit.s.job.enqueued': '{who}将 {id} 加入队列',
+    'audit.s.job.done': '{who}完成了 {id}',
+    'audit.s.job.failed': '{who}：{id} 失败',
+    'audit.s.job.attempt_failed': '{who}：{id} 的一次尝试失败',
+    'audit.s.job.requeued_for_upgrade': '{who}重新排队 {id}，以便用模型重做',
+    'audit.s.audit.undone': '{who}撤销了记录 {id}',
+    'audit.s.block.sealed': '{who}封存了 {id}',
+    'audit.s.block.summarized': '{who}为 {id} 生成了摘要',
+    'audit.s.block.summary_fallback': '{who}用规则（无模型）为 {id} 生成了摘要',
+    'audit.s.block.events_extracted': '{who}读取了 {id} 中的事件',
+    'audit.s.block.expanded': '{who}展开了 {id}',
+    'audit.s.fact.asserted': '{who}添加了图谱事实 {id}',
+    'audit.s.fact.superseded': '{who}取代了图谱事实 {id}',
+    'audit.s.fact.updated': '{who}更新了图谱事实 {id}',
+    'audit.s.message.erased': '{who}抹除了消息 {id}',
+    'audit.s.evidence.used': '{who}记录了回答依据的内容（{id}）',
+    'audit.s.evidence.assessed': '{who}评估了一次检索（{id}）',
+    'audit.s.maintenance.run': '{who}运行了维护',
+    'audit.s.maintenance.scheduled': '{who}安排了维护',
+    'audit.s.fact.active': '{who}让图谱事实 {id} 重新生效',
+    'audit.s.fact.archived': '{who}归档了图谱事实 {id}',
+    'audit.s.fact.disputed': '{who}将图谱事实 {id} 标为有争议',
+    'audit.s.graph.batch_projected': '{who}根据 {id} 更新了图谱',
+    'audit.s.turn.captured': '{who}保存了 {id}',
+    'audit.s.other': '{who}：{action} {id}',
+    'audit.undoneBy': '已撤销（记录 #{id}）',
+    'audit.field': '字段',
+    'audit.entry': '记录 #{id}',
+    'settings.group.memory': '记忆',
+    'settings.group.memoryHelp': '对话如何成为记忆，以及一个项目能看到哪些记忆。',
+    'settings.group.recall': '召回',
+    'settings.group.recallHelp': '每一步放到模型面前的记忆有多少。',
+    'settings.group.context': '上下文窗口',
+    'settings.group.contextHelp': 'StrataGate 如何让对话保持在模型的上下文窗口之内。',
+    'settings.group.advanced': '高级',
+    'settings.group.advancedHelp': '上下文引擎的阈值。上面的模式会设定全部阈值；在这里改动任何一项，模式即变为“自定义”。',
+    'settings.choice.project': '按项目',
+    'settings.choice.session': '按会话',
+    'settings.choice.global': '全部共用一份',
+    'settings.choice.auto': '使用模型',
+    'settings.choice.none': '不用模型（仅规则）',
+    'settings.choice.cost': '节省成本',
+    'settings.choice.quality': '最佳质量',
+    'settings.choice.custom': '自定义',
+    'settings.on': '开启',
+    'settings.contextSaved': '上下文设置已保存，从下一轮起生效。',
+    'settings.contextUnavailable': '无法读取上下文引擎的设置：{error}',
+    'settings.confirmContext': '保存上下文设置？此更改不记入审计，也无法在那里撤销；要还原，请在这里改回原值。',
+    'ctx.enabled': "管理上下文窗口",
+    'ctx.enabled.help': "关闭时：历史只归档，从不缩短。",
+    'ctx.auto_fold': "自动折叠旧的历史",
+    'ctx.auto_fold.help': "提醒未被处理时，自动为旧的轮次写简短摘要。",
+    'ctx.reminders': "提醒智能体折叠",
+    'ctx.reminders.help': "历史变长时告诉智能体。",
+    'ctx.cost_aware': "只在省钱时缩短",
+    'ctx.cost_aware.help': "只有节省的 token 超过一次性缓存失效的代价时才改动历史。",
+    'ctx.mid_turn_cards': "在每一步之前缩短长轮次",
+    'ctx.mid_turn_cards.help': "在长轮次中，把已完成的工具轮次换成简短卡片。",
+    'ctx.pressure_line': "超过窗口的此比例时，轮次中途也缩短",
+    'ctx.force_line': "超过窗口的此比例时总是缩短",
+    'ctx.protected_rounds': "原样保留的最近轮次数",
+    'ctx.protected_share': "保留的轮次最多占窗口的比例",
+    'ctx.card_min_tokens': "小于此值的工具结果保持原样（token）",
+    'ctx.price_miss': "未命中缓存的输入 token 价格",
+    'ctx.price_hit': "命中缓存的输入 token 价格",
+    'ctx.min_batch_tokens': "值得改动的最小节省（token）",
+    'ctx.min_batch_share': "值得改动的最小节省（占窗口比例）",
+    'ctx.upgrade_factor': "再次折叠所需的最小节省倍数",
+    'ctx.max_deferrals': "模型折叠最多可等待的轮次",
+    'ctx.requests_min': "每轮预期的最少模型请求数",
+    'ctx.requests_max': "每轮预期的最多模型请求数",
+    'ctx.reminder_every': "增长这么多后提醒（token）",
+    'ctx.reminder_rearm': "再次提醒的间隔（token）",
+    'ctx.reminder_rearm_high': "超过“总是缩短”线后，再次提醒的间隔（token）",
+    'ctx.digest_line': "提醒之后，超过窗口的此比例时写摘要",
+    'ctx.digest_reminders': "写摘要前的提醒次数",
+    'ctx.digest_force_line': "无论是否提醒，超过窗口的此比例即写摘要",
+    'ctx.digest_cooldown': "两次摘要之间的增长（token）",
+    'ctx.digest_target': "折叠到旧历史占窗口的此比例为止",
+    'ctx.digest_share': "摘要的大小（占被替换内容的比例）",
+    'ctx.digest_min_chars': "值得写摘要的最短文本（字符）",
+    'ctx.old_rounds_budget': "旧轮次超过这么多 token 时写摘要（0：从不）",
+    'ctx.old_rounds_share': "旧轮次超过窗口的此比例时写摘要",
+    'ctx.old_rounds_age': "一个轮次保持原样的轮数",
     'time.s': '{n} 秒',
     'time.min': '{n} 分钟',
     'time.h': '{h} 小时 {m} 分钟',
@@ -626,15 +1006,108 @@
     return text
   }
 
-  /** When the event happened, as one line: a date, a window, "not stated". */
-  function happenedText(lang, ev) {
+  /**
+   * A stored time in the reader's locale (a date stays a date, read in UTC as stored); `locale` is a BCP 47 tag
+   * (the browser's). Anything unreadable is shown as it came.
+   */
+  function localTime(iso, locale) {
+    if (iso === null || iso === undefined || iso === '') return '—'
+    const text = String(iso)
+    const dateOnly = /^\d{4}-\d{2}-\d{2}$/.test(text)
+    const when = new Date(dateOnly ? text + 'T00:00:00Z' : text)
+    if (Number.isNaN(when.getTime())) return text
+    try {
+      const style = dateOnly ? { dateStyle: 'medium', timeZone: 'UTC' } : { dateStyle: 'medium', timeStyle: 'short' }
+      return new Intl.DateTimeFormat(locale || undefined, style).format(when)
+    } catch (e) {
+      return shortTime(iso)
+    }
+  }
+
+  /** The locale dates are written in: the browser's when it speaks the page's language, else that language's. */
+  function dateLocale(lang, navigatorLanguage) {
+    const nav = String(navigatorLanguage || '')
+    if (nav && pickLang(undefined, nav) === lang) return nav
+    return lang === 'zh' ? 'zh-CN' : 'en-US'
+  }
+
+  /** When the event happened, as one line: a date, a window, "not stated" (in `locale` when given). */
+  function happenedText(lang, ev, locale) {
+    const fmt = locale ? (x) => localTime(x, locale) : shortTime
     const start = ev && ev.happened_start
     const end = ev && ev.happened_end
     let text
     if (!start && !end) text = translate(lang, 'events.happenedUnknown')
-    else if (start && end && start !== end) text = shortTime(start) + ' – ' + shortTime(end)
-    else text = shortTime(start || end)
+    else if (start && end && start !== end) text = fmt(start) + ' – ' + fmt(end)
+    else text = fmt(start || end)
     return text
+  }
+
+  /** A date (YYYY-MM-DD) as the reader writes it in `locale`, digits only ("2026/04/15", "15/04/2026"). */
+  function dateInputText(iso, locale) {
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(String(iso || ''))) return ''
+    try {
+      return new Intl.DateTimeFormat(locale || undefined, { year: 'numeric', month: '2-digit', day: '2-digit', timeZone: 'UTC' }).format(new Date(iso + 'T00:00:00Z'))
+    } catch (e) {
+      return String(iso)
+    }
+  }
+
+  /**
+   * A date typed in the reader's locale order (or as YYYY-MM-DD) → YYYY-MM-DD, or null when it is no date. The
+   * browser's own date picker is not used: Chromium shows it in its UI language's order, not the page's.
+   */
+  function parseDateInput(text, locale) {
+    const t = String(text || '').trim()
+    let y, m, d
+    const iso = /^(\d{4})-(\d{1,2})-(\d{1,2})$/.exec(t)
+    if (iso) [y, m, d] = [iso[1], iso[2], iso[3]].map(Number)
+    else {
+      const nums = t.match(/\d+/g)
+      if (!nums || nums.length !== 3) return null
+      let order = ['year', 'month', 'day']
+      try {
+        order = new Intl.DateTimeFormat(locale || undefined, { year: 'numeric', month: '2-digit', day: '2-digit', timeZone: 'UTC' }).formatToParts(new Date(Date.UTC(2026, 3, 15))).map((p) => p.type).filter((x) => x === 'year' || x === 'month' || x === 'day')
+      } catch (e) {
+        /* keep year-month-day */
+      }
+      const at = (k) => Number(nums[order.indexOf(k)])
+      ;[y, m, d] = [at('year'), at('month'), at('day')]
+    }
+    const date = new Date(Date.UTC(y, m - 1, d))
+    if (!(y >= 1000 && y <= 9999) || date.getUTCMonth() !== m - 1 || date.getUTCDate() !== d) return null
+    return String(y).padStart(4, '0') + '-' + String(m).padStart(2, '0') + '-' + String(d).padStart(2, '0')
+  }
+
+  /** A value's label from the dictionary (`prefix` + value), or null when the dictionary has none. */
+  function knownLabel(lang, prefix, value) {
+    const key = prefix + String(value)
+    const text = translate(lang, key)
+    return text === key ? null : text
+  }
+
+  /**
+   * Before/after of an audit entry as rows {field, before, after} for the fields that differ (nested objects
+   * flattened with dots; values as compact text). Neither side an object: one row named "".
+   */
+  function changeRows(before, after) {
+    const flat = (value, prefix, out) => {
+      if (value && typeof value === 'object' && !Array.isArray(value)) {
+        for (const [k, v] of Object.entries(value)) flat(v, prefix ? prefix + '.' + k : k, out)
+      } else if (prefix) out[prefix] = value
+      return out
+    }
+    const isObj = (v) => v && typeof v === 'object' && !Array.isArray(v)
+    if (!isObj(before) && !isObj(after)) return before === after ? [] : [{ field: '', before: before === undefined ? null : before, after: after === undefined ? null : after }]
+    const a = flat(isObj(before) ? before : {}, '', {})
+    const b = flat(isObj(after) ? after : {}, '', {})
+    const rows = []
+    for (const field of Array.from(new Set([...Object.keys(a), ...Object.keys(b)]))) {
+      const x = field in a ? a[field] : null
+      const y = field in b ? b[field] : null
+      if (JSON.stringify(x) !== JSON.stringify(y)) rows.push({ field, before: x, after: y })
+    }
+    return rows
   }
 
   /** What a GET /changes answer asks of the page: refetch the open tab? reload the namespace list? */
@@ -846,6 +1319,28 @@
     const api = String(opts.api || '/api/stratagate/memory').replace(/\/+$/, '')
     const lang = pickLang(opts.lang, win.navigator && win.navigator.language)
     const T = (key, vars) => translate(lang, key, vars)
+    const locale = dateLocale(lang, win.navigator && win.navigator.language)
+    const when = (iso) => localTime(iso, locale)
+    /** A value's label (`prefix` + value in the dictionary), else the value itself, marked as data (not UI text). */
+    const label = (prefix, value) => {
+      if (value === null || value === undefined || value === '') return ''
+      const known = knownLabel(lang, prefix, value)
+      return known === null ? data(String(value)) : known
+    }
+    /** A translated sentence whose {slots} may be nodes (an id as <code>, a link button): a list of strings and nodes. */
+    const Tn = (key, vars) => {
+      const text = translate(lang, key)
+      const out = []
+      let last = 0
+      text.replace(/\{(\w+)\}/g, (m, name, at) => {
+        const v = vars && vars[name]
+        out.push(text.slice(last, at), v === undefined || v === null ? m : typeof v === 'object' ? v : String(v))
+        last = at + m.length
+        return m
+      })
+      out.push(text.slice(last))
+      return out.filter((x) => x !== '')
+    }
     injectCss(doc, api)
 
     const ctl = new AbortController()
@@ -889,7 +1384,12 @@
       return node
     }
     // Ids stay on one line; only long values (paths, JSON) may wrap anywhere.
-    const code = (text, long) => el('code', { class: long ? 'sgm-code sgm-code-long' : 'sgm-code' }, String(text === null || text === undefined ? '—' : text))
+    const code = (text, long) => el('code', { class: long ? 'sgm-code sgm-code-long' : 'sgm-code', translate: 'no' }, String(text === null || text === undefined ? '—' : text))
+    // What the user or the memory wrote (titles, quotes, names): shown as it is, never translated (translate="no";
+    // the Chinese page's test skips it when it looks for English UI text).
+    function data(text, tag, props) {
+      return el(tag || 'span', Object.assign({ translate: 'no' }, props || {}), text === null || text === undefined ? '' : String(text))
+    }
     const button = (label, props) => el('button', Object.assign({ type: 'button', class: 'sgm-btn' }, props || {}), label)
     function chip(status, successor, onSuccessor) {
       const c = statusChip(lang, status, successor)
@@ -908,7 +1408,7 @@
       return parts
     }
     function timeEl(iso) {
-      return el('time', { datetime: iso || undefined, title: iso || undefined }, shortTime(iso))
+      return el('time', { datetime: iso || undefined, title: iso || undefined }, when(iso))
     }
     function section(title, ...children) {
       return el('section', { class: 'sgm-card' }, el('h3', { class: 'sgm-h' }, title), ...children)
@@ -1004,7 +1504,9 @@
     async function undo(auditId) {
       try {
         const r = await post('/undo', { namespace: state.namespace, audit_id: auditId })
-        toast(r && r.label && lang === 'en' ? T('action.undoneWhat', { label: r.label }) : T('action.undone'))
+        // The entry undone names the toast ("Undone: Forget evt_2"), never the undo's own label ("Restore evt_2").
+        const named = r && r.action ? knownLabel(lang, 'undid.', r.action) : null
+        toast(named ? translate(lang, 'undid.' + r.action, { id: r.subject_id || '' }) : T('action.undone'))
         refreshTab()
       } catch (err) {
         toast(T('action.failed', { error: err.message }), { error: true })
@@ -1037,13 +1539,15 @@
     }
 
     // ---- dialogs: modal, focus kept inside, Escape closes, focus returns to the opener
-    function dialog(title, build) {
+    function dialog(title, build, onClose) {
       const opener = doc.activeElement
       const titleId = nextId('dlg')
       const box = el('div', { class: 'sgm-dialog', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': titleId, testid: 'dialog' })
       const overlay = el('div', { class: 'sgm-overlay sgm-root', lang }, box)
       const close = () => {
         overlay.remove()
+        dialogs.delete(overlay)
+        if (onClose) onClose()
         if (opener && opener.isConnected && opener.focus) opener.focus()
       }
       box.appendChild(el('h3', { class: 'sgm-h', id: titleId }, title))
@@ -1074,6 +1578,27 @@
       return close
     }
     const dialogs = new Set()
+    /** Ask before a write that cannot be undone: resolves true when the user confirms, false on cancel or Escape. */
+    function confirmFirst(title, body, goLabel) {
+      return new Promise((resolve) => {
+        let answered = false
+        const answer = (yes, close) => {
+          if (answered) return
+          answered = true
+          close()
+          resolve(yes)
+        }
+        dialog(title, (box, close) => {
+          const go = button(goLabel, { class: 'sgm-btn sgm-btn-danger', testid: 'confirm-ok', on: { click: () => answer(true, close) } })
+          append(box, [el('p', {}, body), el('div', { class: 'sgm-actions' }, go, button(T('app.cancel'), { testid: 'dialog-cancel', on: { click: () => answer(false, close) } }))])
+        }, () => {
+          if (!answered) {
+            answered = true
+            resolve(false)
+          }
+        })
+      })
+    }
 
     // ---- skeleton
     const rootEl = el('div', { class: 'sgm-root', lang })
@@ -1095,6 +1620,9 @@
     )
     const tablist = el('div', { class: 'sgm-tabs', role: 'tablist', 'aria-label': T('tabs.label') })
     const panel = el('div', { class: 'sgm-panel', role: 'tabpanel', id: nextId('panel'), tabindex: '0' })
+    // On a narrow page (DSH's settings on a phone) the tabs collapse into this menu: the same sections, one select.
+    const tabMenuSelect = el('select', { id: nextId('menu'), testid: 'tab-menu', on: { change: () => showTab(tabMenuSelect.value) } }, TABS.map((name) => el('option', { value: name }, T('tab.' + name))))
+    const tabMenu = el('div', { class: 'sgm-tab-menu' }, el('label', { for: tabMenuSelect.id }, T('tabs.menu')), tabMenuSelect)
     const toasts = el('div', { class: 'sgm-toasts', 'aria-live': 'polite' })
     const tabButtons = {}
     for (const name of TABS) {
@@ -1131,13 +1659,13 @@
       tabButtons[names[next]].setAttribute('tabindex', '0')
       tabButtons[names[next]].focus()
     })
-    append(rootEl, [header, tablist, panel, toasts])
+    append(rootEl, [header, tablist, tabMenu, panel, toasts])
     element.appendChild(rootEl)
 
     // ---- namespaces
     function renderNamespaces() {
       clear(nsSelect)
-      for (const ns of state.namespaces) nsSelect.appendChild(el('option', { value: ns.name, selected: ns.name === state.namespace }, ns.name))
+      for (const ns of state.namespaces) nsSelect.appendChild(el('option', { value: ns.name, selected: ns.name === state.namespace, translate: 'no' }, ns.name))
       nsSelect.disabled = !state.namespaces.length
       for (const b of header.querySelectorAll('.sgm-header-actions .sgm-btn')) b.disabled = !state.namespace
     }
@@ -1172,6 +1700,7 @@
         tabButtons[n].setAttribute('tabindex', on ? '0' : '-1')
         tabButtons[n].classList.toggle('sgm-tab-on', on)
       }
+      tabMenuSelect.value = name
       panel.setAttribute('aria-labelledby', tabButtons[name].id)
       if (state.tabView) state.tabView.alive = false
       clear(panel)
@@ -1242,6 +1771,11 @@
 
     // ---------------------------------------------------------------- Overview
     const VIEWS = {}
+    /** The dense-search state in words, its model and size as data. */
+    function denseView(dense) {
+      if (!dense || typeof dense !== 'object') return data(denseLine(dense))
+      return [dense.state ? label('dense.', dense.state) : null, dense.model ? [' · ', code(dense.model)] : null, dense.dim ? ' · ' + T('dense.dim', { n: dense.dim }) : null]
+    }
     VIEWS.overview = (view, host) => {
       const body = el('div', { class: 'sgm-overview' }, loading())
       host.appendChild(body)
@@ -1269,9 +1803,9 @@
               el('dd', {}, mode),
               el('dt', {}, T('overview.modelRoute')),
               el('dd', { testid: 'model-route' }, code(ov.model_route || '—', true)),
-              ov.dense ? [el('dt', {}, T('overview.dense')), el('dd', { title: compactJson(ov.dense) }, denseLine(ov.dense))] : null,
+              ov.dense ? [el('dt', {}, T('overview.dense')), el('dd', { title: compactJson(ov.dense) }, denseView(ov.dense))] : null,
               el('dt', {}, T('overview.lastError')),
-              el('dd', { class: ov.last_error ? 'sgm-warn' : 'sgm-muted' }, ov.last_error ? String(typeof ov.last_error === 'string' ? ov.last_error : compactJson(ov.last_error)) : T('overview.noError')),
+              el('dd', { class: ov.last_error ? 'sgm-warn' : 'sgm-muted' }, ov.last_error ? data(typeof ov.last_error === 'string' ? ov.last_error : compactJson(ov.last_error)) : T('overview.noError')),
             ),
           )
           const jobs = ov.jobs || {}
@@ -1291,16 +1825,23 @@
                 'div',
                 { class: 'sgm-failed-head' },
                 code(job.id),
-                el('span', {}, job.kind),
+                el('span', {}, label('jobKind.', job.kind)),
                 el('span', { class: 'sgm-muted' }, T('job.subject') + ' ', code(job.subject || '—')),
                 el('span', { class: 'sgm-muted' }, T('job.attempts') + ' ' + String(job.attempts) + ' / ' + String(job.max_attempts)),
                 el('span', { class: 'sgm-muted' }, timeEl(job.updated_at)),
                 button(T('overview.retry'), {
                   testid: 'retry-job',
-                  on: { click: (e) => ((e.currentTarget.disabled = true), act('/jobs/retry', { job: job.id }, (r) => T('overview.retried', { ids: (r.retried || []).join(', ') || job.id })).catch(() => {})) },
+                  on: {
+                    click: async (e) => {
+                      const b = e.currentTarget
+                      if (!(await confirmFirst(T('confirm.retry.title', { id: job.id }), T('confirm.retry.body'), T('confirm.retryGo')))) return
+                      b.disabled = true
+                      act('/jobs/retry', { job: job.id }, (r) => T('overview.retried', { ids: (r.retried || []).join(', ') || job.id })).catch(() => {})
+                    },
+                  },
                 }),
               ),
-              el('p', { class: 'sgm-error-text' }, job.error || '—'),
+              el('p', { class: 'sgm-error-text' }, data(job.error || '—')),
             ),
           )
           const jobsCard = section(
@@ -1312,7 +1853,12 @@
                   el('ul', { class: 'sgm-failed-list' }, failedRows),
                   button(T('overview.retryAll'), {
                     testid: 'retry-all-failed',
-                    on: { click: () => act('/jobs/retry', { status: 'failed' }, (r) => T('overview.retried', { ids: (r.retried || []).join(', ') })).catch(() => {}) },
+                    on: {
+                      click: async () => {
+                        if (!(await confirmFirst(T('confirm.retryAll.title'), T('confirm.retryAll.body', { n: failed.length }), T('confirm.retryGo')))) return
+                        act('/jobs/retry', { status: 'failed' }, (r) => T('overview.retried', { ids: (r.retried || []).join(', ') })).catch(() => {})
+                      },
+                    },
                   }),
                 ]
               : el('p', { class: 'sgm-muted' }, T('overview.noFailed')),
@@ -1375,7 +1921,7 @@
                 el(
                   'li',
                   {},
-                  button([el('span', { class: 'sgm-strong' }, s.name), el('span', { class: 'sgm-muted sgm-small' }, T('recent.sessionMeta', { turns: s.turns || 0, ready: (s.blocks && s.blocks.ready) || 0, pending: (s.blocks && s.blocks.pending) || 0 })), el('span', { class: 'sgm-muted sgm-small' }, shortTime(s.last_turn_at))], {
+                  button([el('span', { class: 'sgm-strong' }, code(s.name, true)), el('span', { class: 'sgm-muted sgm-small' }, T('recent.sessionMeta', { turns: s.turns || 0, ready: (s.blocks && s.blocks.ready) || 0, pending: (s.blocks && s.blocks.pending) || 0 })), el('span', { class: 'sgm-muted sgm-small' }, when(s.last_turn_at))], {
                     class: 'sgm-item' + (s.name === recentState.session ? ' sgm-item-on' : ''),
                     testid: 'session-item',
                     data: { session: s.name },
@@ -1403,7 +1949,7 @@
           const list = el('ol', { class: 'sgm-list sgm-block-list' })
           for (const b of blocks) list.appendChild(el('li', {}, blockItem(view, b)))
           append(blocksBox, [
-            el('h3', { class: 'sgm-h' }, T('recent.blocks', { session: recentState.session })),
+            el('h3', { class: 'sgm-h' }, Tn('recent.blocks', { session: code(recentState.session, true) })),
             blocks.length ? list : el('p', { class: 'sgm-muted' }, T('recent.noBlocks')),
             pager(d.total, recentState.offset, PAGE, (o) => ((recentState.offset = o), refreshTab())),
           ])
@@ -1453,9 +1999,9 @@
           el('span', { class: 'sgm-muted sgm-small' }, b.first_turn === b.last_turn ? T('recent.turn', { n: b.first_turn }) : T('recent.turns', { first: b.first_turn, last: b.last_turn })),
           el('span', { class: 'sgm-badge' }, T('recent.level', { level: b.level })),
           b.tool_records ? el('span', { class: 'sgm-muted sgm-small' }, T('recent.tools', { n: b.tool_records })) : null,
-          b.summary_source ? el('span', { class: 'sgm-muted sgm-small' }, T('recent.source', { source: b.summary_source })) : null,
+          b.summary_source ? el('span', { class: 'sgm-muted sgm-small' }, Tn('recent.source', { source: label('source.', b.summary_source) })) : null,
         ),
-        el('p', { class: 'sgm-block-title' + (b.title ? '' : ' sgm-muted') }, b.title || T('recent.untitled')),
+        el('p', { class: 'sgm-block-title' + (b.title ? '' : ' sgm-muted') }, b.title ? data(b.title) : T('recent.untitled')),
         levels,
         viewBox,
       )
@@ -1465,7 +2011,7 @@
     function loadBlockView(view, b, level, target) {
       clear(target).appendChild(loading())
       fetchFor(view, target, () => get('/block', { namespace: state.namespace, id: b.id, level }), (d) => {
-        const parts = [el('div', { class: 'sgm-pre' }, d.text === null || d.text === undefined ? '—' : String(d.text))]
+        const parts = [data(d.text === null || d.text === undefined ? '—' : String(d.text), 'div', { class: 'sgm-pre' })]
         if (Array.isArray(d.messages) && d.messages.length) parts.push(el('h4', { class: 'sgm-h4' }, T('recent.messages')), el('ol', { class: 'sgm-list sgm-messages' }, d.messages.map((m) => el('li', {}, messageCard(m, false)))))
         if (Array.isArray(d.tool_records) && d.tool_records.length) {
           parts.push(
@@ -1487,14 +2033,14 @@
           'div',
           { class: 'sgm-message-head' },
           code(m.id),
-          el('span', { class: 'sgm-badge' }, String(m.role || '')),
-          m.tool_name ? el('span', { class: 'sgm-muted sgm-small' }, T('message.tool', { name: m.tool_name })) : null,
-          el('span', { class: 'sgm-muted sgm-small' }, [m.session ? m.session + ' · ' : '', m.turn !== undefined ? T('evidence.turn', { turn: m.turn }) : '']),
+          el('span', { class: 'sgm-badge' }, label('role.', m.role || '')),
+          m.tool_name ? el('span', { class: 'sgm-muted sgm-small' }, Tn('message.tool', { name: code(m.tool_name) })) : null,
+          el('span', { class: 'sgm-muted sgm-small' }, [m.session ? [code(m.session, true), ' · '] : '', m.turn !== undefined ? T('evidence.turn', { turn: m.turn }) : '']),
           m.hidden ? el('span', { class: 'sgm-chip sgm-chip-forgotten' }, T('message.hidden')) : null,
           m.placeholders ? el('span', { class: 'sgm-muted sgm-small', testid: 'message-redacted' }, T('message.redacted', { n: m.placeholders })) : null,
           m.at ? el('span', { class: 'sgm-muted sgm-small' }, timeEl(m.at)) : null,
         ),
-        el('div', { class: 'sgm-pre' }, m.content === null || m.content === undefined ? '' : String(m.content)),
+        data(m.content === null || m.content === undefined ? '' : String(m.content), 'div', { class: 'sgm-pre' }),
       )
     }
 
@@ -1579,9 +2125,9 @@
           el(
             'dd',
             { testid: 'happened-at' },
-            happenedText(lang, ev),
-            ev.time_original ? [' ', el('span', { class: 'sgm-muted' }, T('event.timeOriginal', { text: ev.time_original }))] : null,
-            ev.time_status && ev.time_status !== 'unknown' ? [' ', el('span', { class: 'sgm-muted' }, T('event.timeStatus', { status: ev.time_status }))] : null,
+            happenedText(lang, ev, locale),
+            ev.time_original ? [' ', el('span', { class: 'sgm-muted' }, Tn('event.timeOriginal', { text: data(ev.time_original) }))] : null,
+            ev.time_status && ev.time_status !== 'unknown' ? [' ', el('span', { class: 'sgm-muted', testid: 'time-status' }, Tn('event.timeStatus', { status: label('timeStatus.', ev.time_status) }))] : null,
           ),
         ),
       )
@@ -1592,15 +2138,15 @@
         'p',
         { class: 'sgm-small sgm-relations' },
         el('span', { class: 'sgm-muted' }, label + ' '),
-        items.map((x) => button(x.id, { class: 'sgm-link', title: x.title || undefined, data: { 'event-id': x.id }, on: { click: (e) => (e.stopPropagation(), openEvent(x.id)) } })),
+        items.map((x) => button(x.id, { class: 'sgm-link', translate: 'no', title: x.title || undefined, data: { 'event-id': x.id }, on: { click: (e) => (e.stopPropagation(), openEvent(x.id)) } })),
       )
     }
     /** The id, type, scope, tier and pin of an event: the same line in its list row and in its open panel. */
     function eventBadges(ev) {
       return [
         code(ev.id),
-        el('span', { class: 'sgm-badge' }, String(ev.type || '')),
-        el('span', { class: 'sgm-muted' }, String(ev.scope || '')),
+        el('span', { class: 'sgm-badge' }, label('type.', ev.type || '')),
+        el('span', { class: 'sgm-muted' }, label('events.scope.', ev.scope || '')),
         ev.tier === 'user' ? el('span', { class: 'sgm-badge sgm-badge-user' }, T('events.userTier')) : null,
         ev.pinned ? el('span', { class: 'sgm-badge sgm-badge-pin' }, T('events.pinned')) : null,
       ]
@@ -1617,7 +2163,7 @@
           'div',
           { class: 'sgm-event-head' },
           chip(ev.status, ev.successor, openEvent),
-          button(ev.title || ev.id, { class: 'sgm-link sgm-event-title', testid: 'event-open', 'aria-label': T('events.open', { id: ev.id }) + ': ' + (ev.title || ''), on: { click: () => openEvent(ev.id) } }),
+          button(ev.title || ev.id, { class: 'sgm-link sgm-event-title', translate: 'no', testid: 'event-open', 'aria-label': T('events.open', { id: ev.id }) + ': ' + (ev.title || ''), on: { click: () => openEvent(ev.id) } }),
         ),
         el(
           'div',
@@ -1625,7 +2171,7 @@
           eventBadges(ev),
           ev.import ? el('span', { class: 'sgm-muted' }, T('events.fromImport', { id: ev.import })) : null,
         ),
-        ev.summary ? el('p', { class: 'sgm-event-summary' }, ev.summary) : null,
+        ev.summary ? data(ev.summary, 'p', { class: 'sgm-event-summary' }) : null,
         eventTimes(ev),
         eventLinks(T('events.replaces'), ev.replaces),
         eventLinks(T('events.disputes'), ev.disputed_with),
@@ -1664,30 +2210,30 @@
         ev.status === 'disputed' || (ev.disputed_with && ev.disputed_with.length) ? button(T('action.resolve'), { testid: 'event-resolve', on: { click: () => resolveDialog(ev) } }) : null,
       )
       const sources = Array.isArray(ev.sources) ? ev.sources : []
-      const list = (label, items) => (Array.isArray(items) && items.length ? [el('h4', { class: 'sgm-h4' }, label), el('ul', { class: 'sgm-list sgm-bullets' }, items.map((x) => el('li', {}, typeof x === 'string' ? x : compactJson(x))))] : null)
+      const list = (label, items) => (Array.isArray(items) && items.length ? [el('h4', { class: 'sgm-h4' }, label), el('ul', { class: 'sgm-list sgm-bullets' }, items.map((x) => el('li', {}, data(typeof x === 'string' ? x : compactJson(x)))))] : null)
       const history = Array.isArray(ev.history) ? ev.history : []
       const panelEl = el(
         'section',
         { class: 'sgm-card sgm-detail', testid: 'event-detail', data: { 'event-id': ev.id, status: ev.status }, 'aria-label': ev.title || ev.id },
         el('div', { class: 'sgm-detail-top' }, el('div', { class: 'sgm-event-head' }, chip(ev.status, ev.successor, openEvent)), button('×', { class: 'sgm-btn sgm-btn-small sgm-btn-ghost', 'aria-label': T('app.close'), on: { click: () => ((eventsState.open = null), clear(host).appendChild(el('p', { class: 'sgm-muted sgm-hint' }, T('events.pick')))) } })),
-        el('h3', { class: 'sgm-h' }, ev.title || ev.id),
+        el('h3', { class: 'sgm-h', translate: 'no' }, ev.title || ev.id),
         el(
           'div',
           { class: 'sgm-event-meta sgm-small' },
           eventBadges(ev),
-          ev.origin ? el('span', { class: 'sgm-muted' }, T('event.origin', { origin: ev.origin })) : null,
-          ev.session ? el('span', { class: 'sgm-muted' }, T('event.session', { session: ev.session })) : null,
-          ev.block ? el('span', { class: 'sgm-muted' }, T('event.block', { block: ev.block })) : null,
+          ev.origin ? el('span', { class: 'sgm-muted' }, Tn('event.origin', { origin: label('origin.', ev.origin) })) : null,
+          ev.session ? el('span', { class: 'sgm-muted' }, Tn('event.session', { session: code(ev.session, true) })) : null,
+          ev.block ? el('span', { class: 'sgm-muted' }, Tn('event.block', { block: code(ev.block) })) : null,
           typeof ev.confidence === 'number' ? el('span', { class: 'sgm-muted' }, T('events.confidence', { value: ev.confidence.toFixed(2) })) : null,
         ),
-        ev.summary ? el('p', {}, ev.summary) : null,
+        ev.summary ? data(ev.summary, 'p') : null,
         eventTimes(ev),
         eventLinks(T('events.replaces'), ev.replaces),
         eventLinks(T('events.disputes'), ev.disputed_with),
         ev.merged_into ? eventLinks(T('event.mergedInto'), [typeof ev.merged_into === 'string' ? { id: ev.merged_into } : ev.merged_into]) : null,
         eventLinks(T('event.merged'), ev.merged),
         actions,
-        ev.narrative ? [el('h4', { class: 'sgm-h4' }, T('event.narrative')), el('div', { class: 'sgm-pre' }, ev.narrative)] : null,
+        ev.narrative ? [el('h4', { class: 'sgm-h4' }, T('event.narrative')), data(ev.narrative, 'div', { class: 'sgm-pre' })] : null,
         list(T('event.quotes'), ev.quotes),
         list(T('event.tags'), ev.tags),
         list(T('event.participants'), ev.participants),
@@ -1702,7 +2248,7 @@
                   {},
                   // A message source opens the message among its neighbours; an imported or tool source has no message.
                   s.message
-                    ? button([el('span', { class: 'sgm-small' }, T('event.sourceLine', { message: s.message, session: s.session, turn: s.turn, role: s.role })), s.quote ? el('q', { class: 'sgm-quote' }, s.quote) : null], {
+                    ? button([el('span', { class: 'sgm-small' }, Tn('event.sourceLine', { message: code(s.message), session: code(s.session, true), turn: s.turn, role: label('role.', s.role) })), s.quote ? data(s.quote, 'q', { class: 'sgm-quote' }) : null], {
                         class: 'sgm-item',
                         testid: 'source-link',
                         data: { 'message-id': s.message },
@@ -1711,8 +2257,8 @@
                     : el(
                         'div',
                         { class: 'sgm-item sgm-item-static', testid: 'source-item' },
-                        el('span', { class: 'sgm-small' }, s.import ? T('event.sourceImport', { id: s.import, ref: s.source_ref || '' }) : T('event.sourceTool', { call: s.call_id || s.source_ref || '' })),
-                        s.quote ? el('q', { class: 'sgm-quote' }, s.quote) : null,
+                        el('span', { class: 'sgm-small' }, s.import ? Tn('event.sourceImport', { id: code(s.import), ref: data(s.source_ref || '') }) : Tn('event.sourceTool', { call: code(s.call_id || s.source_ref || '') })),
+                        s.quote ? data(s.quote, 'q', { class: 'sgm-quote' }) : null,
                       ),
                 ),
               ),
@@ -1751,6 +2297,11 @@
         const title = el('input', { type: 'text', testid: 'edit-title', value: ev.title || '', maxlength: '300' })
         const summary = el('textarea', { testid: 'edit-summary', rows: '5' })
         summary.value = ev.summary || ''
+        // The time: its wording (read from when it was said) and its status, so a corrected plan can lose "next week".
+        const whenInput = el('input', { type: 'text', testid: 'edit-when', value: ev.time_original || '', maxlength: '200', autocomplete: 'off' })
+        const TIME_STATUSES = ['planned', 'occurred', 'ongoing', 'cancelled', 'unknown']
+        const timeStatus = el('select', { testid: 'edit-time-status' }, TIME_STATUSES.map((x) => el('option', { value: x }, T('timeStatus.' + x))))
+        timeStatus.value = TIME_STATUSES.includes(ev.time_status) ? ev.time_status : 'unknown'
         const err = el('p', { class: 'sgm-error-text', role: 'alert' })
         const save = button(T('app.save'), {
           class: 'sgm-btn sgm-btn-primary',
@@ -1760,7 +2311,9 @@
               const body = { namespace: state.namespace, id: ev.id }
               if (title.value.trim() !== (ev.title || '')) body.title = title.value.trim()
               if (summary.value.trim() !== (ev.summary || '')) body.summary = summary.value.trim()
-              if (!('title' in body) && !('summary' in body)) {
+              if (whenInput.value.trim() !== (ev.time_original || '')) body.when = whenInput.value.trim()
+              if (timeStatus.value !== (ev.time_status || 'unknown')) body.time_status = timeStatus.value
+              if (!('title' in body) && !('summary' in body) && !('when' in body) && !('time_status' in body)) {
                 err.textContent = T('edit.unchanged')
                 return
               }
@@ -1780,6 +2333,8 @@
           el('p', { class: 'sgm-muted sgm-small' }, T('edit.note')),
           el('label', { class: 'sgm-field' }, el('span', {}, T('edit.fieldTitle')), title),
           el('label', { class: 'sgm-field' }, el('span', {}, T('edit.fieldSummary')), summary),
+          el('label', { class: 'sgm-field' }, el('span', {}, T('edit.fieldWhen')), whenInput, el('span', { class: 'sgm-muted sgm-small' }, T('edit.whenHelp', { at: when(ev.mentioned_at) }))),
+          el('label', { class: 'sgm-field' }, el('span', {}, T('edit.fieldTimeStatus')), timeStatus),
           err,
           el('div', { class: 'sgm-actions' }, save, button(T('app.cancel'), { testid: 'dialog-cancel', on: { click: close } })),
         ])
@@ -1790,35 +2345,59 @@
         const q = el('input', { type: 'search', testid: 'merge-search', placeholder: T('events.searchPlaceholder'), autocomplete: 'off' })
         const results = el('ul', { class: 'sgm-list sgm-merge-list' })
         const err = el('p', { class: 'sgm-error-text', role: 'alert' })
+        const picker = el('div', {}, el('p', { class: 'sgm-muted sgm-small' }, T('merge.note', { id: ev.id })), el('p', { class: 'sgm-muted sgm-small' }, T('merge.eligible')), el('label', { class: 'sgm-field' }, el('span', {}, T('merge.search')), q), results)
+        const preview = el('div', { class: 'sgm-merge-preview' })
+        const side = (heading, x) =>
+          el('div', { class: 'sgm-card sgm-merge-side', testid: 'merge-side', data: { 'event-id': x.id } }, el('h4', { class: 'sgm-h4' }, heading), el('div', { class: 'sgm-event-meta sgm-small' }, eventBadges(x)), data(x.title || '', 'p', { class: 'sgm-strong' }), x.summary ? data(x.summary, 'p', { class: 'sgm-small' }) : null)
+        // Step two: both events side by side and what the merge does; nothing is written before "Merge".
+        const showPreview = (o) => {
+          clear(preview)
+          picker.hidden = true
+          const go = button(T('merge.confirm'), {
+            class: 'sgm-btn sgm-btn-primary',
+            testid: 'merge-confirm',
+            on: {
+              click: async () => {
+                go.disabled = true
+                try {
+                  await act('/events/merge', { namespace: state.namespace, keep: ev.id, merge: o.id }, (r) => T('done.merge', { merged: r.merged || o.id, survivor: r.survivor || ev.id }))
+                  close()
+                } catch (e) {
+                  err.textContent = e.message
+                  go.disabled = false
+                }
+              },
+            },
+          })
+          append(preview, [
+            el('h4', { class: 'sgm-h4', testid: 'merge-preview' }, Tn('merge.preview', { merged: code(o.id), survivor: code(ev.id) })),
+            el('div', { class: 'sgm-grid2' }, side(T('merge.stays'), ev), side(T('merge.goes'), o)),
+            el('p', { class: 'sgm-small' }, Tn('merge.previewNote', { merged: code(o.id), survivor: code(ev.id) })),
+            el('div', { class: 'sgm-actions' }, go, button(T('merge.back'), { testid: 'merge-back', on: { click: () => ((picker.hidden = false), clear(preview), q.focus()) } })),
+          ])
+          go.focus()
+        }
         let seq = 0
         const find = async () => {
           const mine = ++seq
           try {
-            const d = await get('/events', { namespace: state.namespace, q: q.value.trim(), status: 'active,superseded,disputed', limit: 20 })
+            // Only what the merge accepts (the server applies the merge's own rule): no option it would refuse.
+            const d = await get('/events/merge-options', { namespace: state.namespace, id: ev.id, q: q.value.trim(), limit: 20 })
             if (mine !== seq) return
-            const others = (d.events || []).filter((x) => x.id !== ev.id)
+            const options = d.events || []
             clear(results)
-            if (!others.length) results.appendChild(el('li', { class: 'sgm-muted' }, T('merge.none')))
-            for (const o of others) {
+            if (!options.length) results.appendChild(el('li', { class: 'sgm-muted' }, T('merge.none')))
+            for (const o of options) {
               results.appendChild(
                 el(
                   'li',
                   {},
-                  button([code(o.id), ' ', el('span', {}, o.title || ''), ' ', el('span', { class: statusChip(lang, o.status).className }, statusChip(lang, o.status).label)], {
+                  button([code(o.id), ' ', data(o.title || ''), ' ', el('span', { class: statusChip(lang, o.status).className }, statusChip(lang, o.status).label)], {
                     class: 'sgm-item sgm-item-row',
                     testid: 'merge-option',
                     data: { 'event-id': o.id },
                     'aria-label': T('merge.choose', { id: o.id }) + ': ' + (o.title || ''),
-                    on: {
-                      click: async () => {
-                        try {
-                          await act('/events/merge', { namespace: state.namespace, keep: ev.id, merge: o.id }, (r) => T('done.merge', { merged: r.merged || o.id, survivor: r.survivor || ev.id }))
-                          close()
-                        } catch (e) {
-                          err.textContent = e.message
-                        }
-                      },
-                    },
+                    on: { click: () => showPreview(o) },
                   }),
                 ),
               )
@@ -1832,7 +2411,7 @@
           if (t) win.clearTimeout(t)
           t = later(find, 250)
         })
-        append(box, [el('p', { class: 'sgm-muted sgm-small' }, T('merge.note', { id: ev.id })), el('label', { class: 'sgm-field' }, el('span', {}, T('merge.search')), q), results, err, el('div', { class: 'sgm-actions' }, button(T('app.cancel'), { testid: 'dialog-cancel', on: { click: close } }))])
+        append(box, [picker, preview, err, el('div', { class: 'sgm-actions' }, button(T('app.cancel'), { testid: 'dialog-cancel', on: { click: close } }))])
         find()
       })
     }
@@ -1852,7 +2431,7 @@
         for (const o of others) {
           options.push(
             button(T('resolve.keepThis', { keep: ev.id, other: o.id }), { class: 'sgm-btn sgm-item', testid: 'resolve-keep', data: { keep: ev.id, other: o.id }, on: { click: () => run({ keep: ev.id, other: o.id }) } }),
-            button(T('resolve.keepThis', { keep: o.id, other: ev.id }) + (o.title ? ' (' + o.title + ')' : ''), { class: 'sgm-btn sgm-item', testid: 'resolve-keep', data: { keep: o.id, other: ev.id }, on: { click: () => run({ keep: o.id, other: ev.id }) } }),
+            button([T('resolve.keepThis', { keep: o.id, other: ev.id }), o.title ? [' (', data(o.title), ')'] : null], { class: 'sgm-btn sgm-item', testid: 'resolve-keep', data: { keep: o.id, other: ev.id }, on: { click: () => run({ keep: o.id, other: ev.id }) } }),
             button(T('resolve.keepBoth', { a: ev.id, b: o.id }), { class: 'sgm-btn sgm-item', testid: 'resolve-both', data: { ids: ev.id + ',' + o.id }, on: { click: () => run({ keep: 'both', ids: [ev.id, o.id] }) } }),
           )
         }
@@ -1863,13 +2442,19 @@
     // ---------------------------------------------------------------- Graph
     const graphState = { asOf: '', q: '', history: true, selected: null, noHistoryParam: false }
     VIEWS.graph = (view, host) => {
-      const asOf = el('input', { type: 'date', testid: 'as-of-input', id: nextId('asof'), value: graphState.asOf || todayUtc() })
+      // A text field in the reader's date order (the native picker follows the browser's UI language instead).
+      const asOf = el('input', { type: 'text', inputmode: 'numeric', testid: 'as-of-input', id: nextId('asof'), value: dateInputText(graphState.asOf || todayUtc(), locale), placeholder: dateInputText(todayUtc(), locale), autocomplete: 'off', size: '12' })
+      const asOfError = el('span', { class: 'sgm-error-text sgm-small', role: 'alert', testid: 'as-of-error' })
       const applyBtn = button(T('graph.apply'), { class: 'sgm-btn sgm-btn-primary', testid: 'as-of-apply' })
       const nowBtn = button(T('graph.now'), { testid: 'as-of-now' })
       const q = el('input', { type: 'search', id: nextId('gq'), value: graphState.q, placeholder: T('graph.search'), autocomplete: 'off' })
       const hist = el('input', { type: 'checkbox', id: nextId('gh'), checked: graphState.history })
       const apply = () => {
-        graphState.asOf = asOf.value || ''
+        const typed = asOf.value.trim()
+        const parsed = typed ? parseDateInput(typed, locale) : ''
+        asOfError.textContent = parsed === null ? T('graph.badDate', { example: dateInputText(todayUtc(), locale) }) : ''
+        if (parsed === null) return
+        graphState.asOf = parsed
         graphState.q = q.value.trim()
         graphState.history = hist.checked
         refreshTab()
@@ -1879,7 +2464,8 @@
       q.addEventListener('keydown', (e) => e.key === 'Enter' && apply())
       hist.addEventListener('change', apply)
       nowBtn.addEventListener('click', () => {
-        asOf.value = todayUtc()
+        asOf.value = dateInputText(todayUtc(), locale)
+        asOfError.textContent = ''
         graphState.asOf = ''
         refreshTab()
       })
@@ -1887,7 +2473,7 @@
         el(
           'div',
           { class: 'sgm-filters' },
-          el('label', { class: 'sgm-field' }, el('span', {}, T('graph.asOf')), asOf),
+          el('label', { class: 'sgm-field' }, el('span', {}, T('graph.asOf')), asOf, asOfError),
           el('div', { class: 'sgm-field sgm-field-buttons' }, applyBtn, nowBtn),
           el('label', { class: 'sgm-field sgm-grow' }, el('span', {}, T('graph.search')), q),
           el('label', { class: 'sgm-check' }, hist, el('span', {}, T('graph.history'))),
@@ -1979,7 +2565,7 @@
           },
           svg('title', {}, label),
           svg('circle', { r: String(r), class: 'sgm-node-dot sgm-kind-' + String(n.kind || 'x').replace(/[^a-z]/gi, '') }),
-          svg('text', { class: 'sgm-node-label', x: String(labelShift(String(n.name || key), p.x, width)), y: String(r + 14), 'text-anchor': 'middle' }, String(n.name || key)),
+          svg('text', { class: 'sgm-node-label', translate: 'no', x: String(labelShift(String(n.name || key), p.x, width)), y: String(r + 14), 'text-anchor': 'middle' }, String(n.name || key)),
         )
         const pick = () => {
           graphState.selected = graphState.selected === key ? null : key
@@ -2005,9 +2591,9 @@
           'tr',
           { testid: 'graph-fact', data: { 'fact-id': f.id, current: f.current ? 'true' : 'false' }, class: f.current ? '' : 'sgm-fact-past' },
           el('td', {}, code(f.id)),
-          el('td', {}, String(f.subject)),
-          el('td', {}, el('span', { class: 'sgm-predicate' }, String(f.predicate))),
-          el('td', {}, String(f.object)),
+          el('td', {}, data(f.subject)),
+          el('td', {}, data(f.predicate, 'span', { class: 'sgm-predicate' })),
+          el('td', {}, data(f.object)),
           el('td', {}, timeEl(f.valid_from)),
           el('td', {}, f.valid_to ? timeEl(f.valid_to) : T('fact.openEnded')),
           el('td', {}, chip(f.status || 'active')),
@@ -2016,12 +2602,12 @@
         ),
       )
       append(body, [
-        el('p', { class: 'sgm-muted sgm-small', testid: 'graph-as-of' }, T('graph.showing', { date: shortTime(d.as_of) })),
+        el('p', { class: 'sgm-muted sgm-small', testid: 'graph-as-of' }, T('graph.showing', { date: when(d.as_of) })),
         nodes.length ? el('div', { class: 'sgm-canvas-wrap' }, canvas) : el('p', { class: 'sgm-muted' }, T('graph.empty')),
         el(
           'div',
           { class: 'sgm-detail-top' },
-          el('h3', { class: 'sgm-h' }, selectedNode ? T('graph.selected', { name: selectedNode.name || nodeKey(selectedNode) }) : T('graph.facts')),
+          el('h3', { class: 'sgm-h' }, selectedNode ? Tn('graph.selected', { name: data(selectedNode.name || nodeKey(selectedNode)) }) : T('graph.facts')),
           selectedNode ? button(T('graph.clear'), { class: 'sgm-btn sgm-btn-small', on: { click: () => ((graphState.selected = null), renderGraph(clear(body), d, host)) } }) : null,
         ),
         rows.length ? table([T('fact.id'), T('fact.subject'), T('fact.predicate'), T('fact.object'), T('fact.validFrom'), T('fact.validTo'), T('fact.status'), T('fact.current'), T('fact.events')], rows) : el('p', { class: 'sgm-muted' }, T('app.empty')),
@@ -2044,8 +2630,8 @@
             el(
               'article',
               { class: 'sgm-card sgm-receipt', testid: 'receipt-row', data: { 'receipt-id': r.id } },
-              el('div', { class: 'sgm-event-meta sgm-small' }, code(r.id), el('span', {}, String(r.session || '')), el('span', { class: 'sgm-muted' }, T('evidence.turn', { turn: r.turn })), timeEl(r.at)),
-              r.answer ? el('p', {}, el('span', { class: 'sgm-muted' }, T('evidence.answer') + ': '), r.answer) : null,
+              el('div', { class: 'sgm-event-meta sgm-small' }, code(r.id), code(r.session || '', true), el('span', { class: 'sgm-muted' }, T('evidence.turn', { turn: r.turn })), timeEl(r.at)),
+              r.answer ? el('p', {}, el('span', { class: 'sgm-muted' }, T('evidence.answer') + ': '), data(r.answer)) : null,
               el('p', { class: 'sgm-small sgm-muted' }, T('evidence.uses')),
               (r.uses || []).length
                 ? el(
@@ -2057,10 +2643,10 @@
                         {},
                         /^evt_/.test(String(u.ref)) ? button(u.ref, { class: 'sgm-link', data: { 'event-id': u.ref }, on: { click: () => openEvent(u.ref) } }) : code(u.ref),
                         ' ',
-                        el('span', { class: 'sgm-badge' }, String(u.kind || '')),
+                        el('span', { class: 'sgm-badge' }, label('type.', u.kind || '')),
                         ' ',
-                        u.title ? el('span', {}, u.title) : null,
-                        u.verdict ? [' ', el('span', { class: 'sgm-chip sgm-chip-verdict' }, String(u.verdict))] : null,
+                        u.title ? data(u.title) : null,
+                        u.verdict ? [' ', el('span', { class: 'sgm-chip sgm-chip-verdict' }, label('verdict.', u.verdict))] : null,
                       ),
                     ),
                   )
@@ -2072,11 +2658,11 @@
               'tr',
               { testid: 'assessment-row', data: { batch: a.batch } },
               el('td', {}, code(a.batch)),
-              el('td', {}, String(a.session || '')),
+              el('td', {}, code(a.session || '', true)),
               el('td', {}, timeEl(a.at)),
-              el('td', {}, el('span', { class: 'sgm-chip sgm-chip-verdict sgm-verdict-' + String(a.verdict || '').replace(/[^a-z]/gi, '') }, String(a.verdict || ''))),
-              el('td', {}, Array.isArray(a.refs) ? a.refs.join(', ') : String(a.refs === undefined ? '' : a.refs)),
-              el('td', {}, a.note || ''),
+              el('td', {}, el('span', { class: 'sgm-chip sgm-chip-verdict sgm-verdict-' + String(a.verdict || '').replace(/[^a-z]/gi, '') }, label('verdict.', a.verdict || ''))),
+              el('td', {}, code(Array.isArray(a.refs) ? a.refs.join(', ') : String(a.refs === undefined ? '' : a.refs), true)),
+              el('td', {}, data(a.note || '')),
             ),
           )
           append(body, [
@@ -2102,10 +2688,14 @@
           toast(T('action.failed', { error: String(reader.error || 'read error') }), { error: true })
         }
         reader.onload = async () => {
+          const text = String(reader.result || '')
           try {
-            await act('/imports/add', { namespace: state.namespace, text: String(reader.result || ''), filename: f.name, scope: scope.value }, (r) => T('done.importAdd', { file: f.name, n: Array.isArray(r.inserted) ? r.inserted.length : 0 }))
+            // What the file holds first; nothing is added until the user says so.
+            const pre = await post('/imports/preview', { namespace: state.namespace, text, filename: f.name })
+            status.textContent = ''
+            importPreview(f.name, pre, () => act('/imports/add', { namespace: state.namespace, text, filename: f.name, scope: scope.value }, (r) => T('done.importAdd', { file: f.name, n: Array.isArray(r.inserted) ? r.inserted.length : 0 })))
           } catch (e) {
-            /* the toast said why */
+            toast(T('action.failed', { error: e.message }), { error: true })
           }
           status.textContent = ''
           file.value = ''
@@ -2134,16 +2724,16 @@
                   el(
                     'article',
                     { class: 'sgm-card sgm-import' + (imp.status === 'removed' ? ' sgm-import-removed' : ''), testid: 'import-row', data: { 'import-id': imp.id, status: imp.status } },
-                    el('div', { class: 'sgm-event-head' }, el('span', { class: 'sgm-chip sgm-chip-' + (imp.status === 'removed' ? 'archived' : 'active') }, statusChip(lang, imp.status || 'active').label), el('span', { class: 'sgm-strong' }, String(imp.source_name || imp.id))),
+                    el('div', { class: 'sgm-event-head' }, el('span', { class: 'sgm-chip sgm-chip-' + (imp.status === 'removed' ? 'archived' : 'active') }, statusChip(lang, imp.status || 'active').label), data(imp.source_name || imp.id, 'span', { class: 'sgm-strong' })),
                     el(
                       'div',
                       { class: 'sgm-event-meta sgm-small' },
                       code(imp.id),
-                      el('span', { class: 'sgm-badge' }, String(imp.format || '')),
+                      el('span', { class: 'sgm-badge', translate: 'no' }, String(imp.format || '')),
                       el('span', { class: 'sgm-muted' }, T('imports.items', { n: imp.item_count || 0 })),
                       counts ? el('span', { class: 'sgm-muted' }, T('imports.eventCounts', { counts })) : null,
-                      el('span', { class: 'sgm-muted' }, T('imports.created', { at: shortTime(imp.created_at) })),
-                      imp.removed_at ? el('span', { class: 'sgm-muted' }, T('imports.removedAt', { at: shortTime(imp.removed_at) })) : null,
+                      el('span', { class: 'sgm-muted' }, T('imports.created', { at: when(imp.created_at) })),
+                      imp.removed_at ? el('span', { class: 'sgm-muted' }, T('imports.removedAt', { at: when(imp.removed_at) })) : null,
                     ),
                     imp.status !== 'removed'
                       ? el(
@@ -2153,7 +2743,14 @@
                             class: 'sgm-btn sgm-btn-danger',
                             testid: 'import-remove',
                             data: { 'import-id': imp.id },
-                            on: { click: (e) => ((e.currentTarget.disabled = true), act('/imports/remove', { namespace: state.namespace, import_id: imp.id }, T('done.importRemove', { id: imp.id })).catch(() => {})) },
+                            on: {
+                              click: async (e) => {
+                                const b = e.currentTarget
+                                if (!(await confirmFirst(T('confirm.removeImport.title', { id: imp.id }), T('confirm.removeImport.body'), T('confirm.removeGo')))) return
+                                b.disabled = true
+                                act('/imports/remove', { namespace: state.namespace, import_id: imp.id }, T('done.importRemove', { id: imp.id })).catch(() => {})
+                              },
+                            },
                           }),
                         )
                       : null,
@@ -2165,37 +2762,79 @@
         })
     }
 
+    function importPreview(name, pre, add) {
+      dialog(T('imports.preview', { file: name }), (box, close) => {
+        const items = Array.isArray(pre.items) ? pre.items : []
+        const err = el('p', { class: 'sgm-error-text', role: 'alert' })
+        const go = button(T('imports.confirm', { count: pre.count }), {
+          class: 'sgm-btn sgm-btn-primary',
+          testid: 'import-confirm',
+          on: {
+            click: async () => {
+              go.disabled = true
+              try {
+                await add()
+                close()
+              } catch (e) {
+                err.textContent = e.message
+                go.disabled = false
+              }
+            },
+          },
+        })
+        append(box, [
+          el('p', { testid: 'import-preview-count' }, Tn('imports.previewCount', { count: String(pre.count), format: code(pre.format) })),
+          items.length < pre.count ? el('p', { class: 'sgm-muted sgm-small' }, T('imports.previewShown', { n: items.length })) : null,
+          el('ol', { class: 'sgm-list sgm-bullets sgm-import-items', testid: 'import-preview' }, items.map((i) => el('li', { testid: 'import-preview-item' }, data(i.text), i.created_at ? [' ', el('span', { class: 'sgm-muted sgm-small' }, when(i.created_at))] : null))),
+          Array.isArray(pre.warnings) && pre.warnings.length ? [el('h4', { class: 'sgm-h4' }, T('imports.warnings')), el('ul', { class: 'sgm-list sgm-bullets' }, pre.warnings.map((w) => el('li', { class: 'sgm-small' }, data(w))))] : null,
+          err,
+          el('div', { class: 'sgm-actions' }, go, button(T('app.cancel'), { testid: 'dialog-cancel', on: { click: close } })),
+        ])
+      })
+    }
+
     // ---------------------------------------------------------------- Audit
     const auditState = { subject: '', actor: '', before: null, stack: [], bookkeeping: false }
+    /** An audit entry as a sentence: "You forgot evt_3 “We use npm”", with its time, its undo and its change. */
+    function auditSentence(a) {
+      const subject = a.subject_id ? String(a.subject_id) : ''
+      const id = !subject ? '' : /^evt_/.test(subject) ? button(subject, { class: 'sgm-link', data: { 'event-id': subject }, on: { click: () => openEvent(subject) } }) : code(subject)
+      const title = a.subject_title ? data('“' + a.subject_title + '”', 'span', { class: 'sgm-audit-title' }) : ''
+      const who = knownLabel(lang, 'who.', a.actor) || data(String(a.actor || ''))
+      const key = knownLabel(lang, 'audit.s.', a.action) === null ? 'audit.s.other' : 'audit.s.' + a.action
+      return Tn(key, { who, id, title, action: code(a.action) })
+    }
+    function changeTable(a) {
+      const rows = changeRows(a.before, a.after)
+      if (!rows.length) return null
+      const cell = (v) => el('td', {}, v === null || v === undefined ? el('span', { class: 'sgm-muted' }, '—') : data(typeof v === 'string' ? v : compactJson(v), 'div', { class: 'sgm-pre sgm-small' }))
+      return table([T('audit.field'), T('audit.before'), T('audit.after')], rows.map((r) => el('tr', { testid: 'audit-change-row' }, el('td', {}, r.field ? code(r.field) : ''), cell(r.before), cell(r.after))))
+    }
     function auditRow(a) {
-      const hasChange = (a.before !== null && a.before !== undefined) || (a.after !== null && a.after !== undefined)
+      const change = changeTable(a)
       return el(
         'article',
         { class: 'sgm-audit', testid: 'audit-row', data: { 'audit-id': a.id, action: a.action } },
         el(
           'div',
-          { class: 'sgm-event-head' },
-          el('span', { class: 'sgm-badge sgm-action' }, String(a.action)),
-          a.subject_id ? (/^evt_/.test(String(a.subject_id)) ? button(String(a.subject_id), { class: 'sgm-link', data: { 'event-id': a.subject_id }, on: { click: () => openEvent(String(a.subject_id)) } }) : code(a.subject_id)) : null,
-          el('span', { class: 'sgm-muted sgm-small' }, String(a.actor || '')),
-          el('span', { class: 'sgm-muted sgm-small' }, timeEl(a.at)),
-          el('span', { class: 'sgm-muted sgm-small' }, '#' + a.id),
-          // The server's undo label is English: other languages show "Undo" with the label as its title.
-          a.undo ? button(lang === 'en' && a.undo.label ? a.undo.label : T('action.undo'), { class: 'sgm-btn sgm-btn-small', testid: 'undo-button', title: a.undo.label || undefined, data: { 'audit-id': a.id }, on: { click: (e) => ((e.currentTarget.disabled = true), undo(a.id)) } }) : null,
+          { class: 'sgm-audit-line' },
+          el('p', { class: 'sgm-audit-sentence', testid: 'audit-sentence' }, auditSentence(a)),
+          a.undo ? button(T('action.undo'), { class: 'sgm-btn sgm-btn-small', testid: 'undo-button', title: lang === 'en' ? a.undo.label : undefined, data: { 'audit-id': a.id }, on: { click: (e) => ((e.currentTarget.disabled = true), undo(a.id)) } }) : null,
         ),
-        hasChange
-          ? el(
-              'details',
-              { class: 'sgm-change' },
-              el('summary', {}, T('audit.change')),
-              el('div', { class: 'sgm-grid2' }, el('div', {}, el('h5', { class: 'sgm-h5' }, T('audit.before')), el('div', { class: 'sgm-pre sgm-small' }, compactJson(a.before))), el('div', {}, el('h5', { class: 'sgm-h5' }, T('audit.after')), el('div', { class: 'sgm-pre sgm-small' }, compactJson(a.after)))),
-            )
-          : null,
+        el(
+          'div',
+          { class: 'sgm-event-meta sgm-small sgm-muted' },
+          timeEl(a.at),
+          el('span', {}, T('audit.entry', { id: a.id })),
+          code(a.action),
+          a.undone_by ? el('span', { class: 'sgm-chip sgm-chip-archived' }, T('audit.undoneBy', { id: a.undone_by })) : null,
+        ),
+        change ? el('details', { class: 'sgm-change' }, el('summary', {}, T('audit.change')), change) : null,
       )
     }
     VIEWS.audit = (view, host) => {
       const subject = el('input', { type: 'search', id: nextId('as'), value: auditState.subject, placeholder: 'evt_3', autocomplete: 'off' })
-      const actor = el('select', { id: nextId('aa') }, el('option', { value: '' }, T('audit.anyActor')), ['user', 'agent', 'capture', 'model', 'system'].map((x) => el('option', { value: x }, x)))
+      const actor = el('select', { id: nextId('aa') }, el('option', { value: '' }, T('audit.anyActor')), ['user', 'agent', 'capture', 'model', 'system'].map((x) => el('option', { value: x }, T('actor.' + x))))
       actor.value = auditState.actor
       const bookkeeping = el('input', { type: 'checkbox', testid: 'audit-bookkeeping', checked: auditState.bookkeeping })
       bookkeeping.addEventListener('change', () => ((auditState.bookkeeping = bookkeeping.checked), refreshTab()))
@@ -2230,12 +2869,29 @@
       host.appendChild(body)
       let dirty = false
       view.refresh = () => {
-        // A live change must not wipe what the user is typing.
+        // A live change must not wipe what the user is typing, nor fold what they opened.
         if (dirty) return Promise.resolve()
-        return fetchFor(view, body, () => get('/settings'), (d) => renderSettings(body, d, () => (dirty = true), () => (dirty = false)))
+        const both = async () => {
+          const [d, ctx] = await Promise.all([get('/settings'), get('/context-settings').catch((err) => ({ error: err.message }))])
+          // Whether Advanced is open now, just before the form is drawn again (it was perhaps opened meanwhile).
+          const shown = body.querySelector('.sgm-settings-advanced')
+          if (shown) advancedOpen = shown.open
+          return { d, ctx }
+        }
+        return fetchFor(view, body, both, ({ d, ctx }) => renderSettings(body, d, ctx, () => (dirty = true), () => (dirty = false)))
       }
     }
-    function renderSettings(body, d, markDirty, markClean) {
+    /** A help text from the settings table: its `literal values` as code (names a user types, not UI words). */
+    function withCode(text) {
+      return String(text).split('`').map((part, i) => (i % 2 ? code(part) : part)).filter((x) => x !== '')
+    }
+    // The Settings tab in groups, each setting once: Memory, Recall, Context window (the page's settings and the
+    // context engine's switches), and Advanced, folded (the engine's thresholds). Plain labels and help in the page's
+    // language; internal names only in a tooltip.
+    const SETTING_GROUPS = { namespace_mode: 'memory', block_turns: 'memory', model_route: 'memory', activation_recent_tokens: 'recall', activation_session_tokens: 'recall', activation_longterm_tokens: 'recall', context_mode: 'context' }
+    const CONTEXT_SWITCHES = ['enabled', 'auto_fold', 'reminders', 'cost_aware', 'mid_turn_cards']
+    let advancedOpen = false // kept across the tab's live refreshes
+    function renderSettings(body, d, ctx, markDirty, markClean) {
       const values = d.settings || {}
       const fields = Array.isArray(d.fields) ? d.fields : Object.keys(values).map((name) => ({ name, type: typeof values[name] === 'number' ? 'int' : 'choice', default: values[name], source: 'default' }))
       const inputs = {}
@@ -2243,7 +2899,8 @@
       const numericField = {}
       const errors = {}
       const general = el('p', { class: 'sgm-error-text', role: 'alert' })
-      const rows = fields.map((f) => {
+      const groups = { memory: [], recall: [], context: [], advanced: [] }
+      for (const f of fields) {
         const id = nextId('set')
         const errId = id + '-err'
         let input
@@ -2253,7 +2910,7 @@
         if (f.type === 'choice' && Array.isArray(f.choices)) {
           const choices = f.choices.map(String)
           if (current && !choices.includes(current)) choices.push(current)
-          input = el('select', { id, testid: 'setting-' + f.name, name: f.name, 'aria-describedby': errId }, choices.map((c) => el('option', { value: c }, c)))
+          input = el('select', { id, testid: 'setting-' + f.name, name: f.name, 'aria-describedby': errId }, choices.map((c) => el('option', { value: c }, knownLabel(lang, 'settings.choice.', c) || c)))
           input.value = current
         } else {
           input = el('input', {
@@ -2275,22 +2932,49 @@
         inputs[f.name] = input
         errors[f.name] = el('p', { class: 'sgm-error-text', id: errId, role: 'alert' })
         // Label and help come with the field, in both languages, from the sidecar's settings table.
-        const label = inLang(f.label, lang) || f.name
         const help = inLang(f.help, lang)
-        const hints = [T('settings.source.' + (f.source || 'default')), T('settings.default', { value: f.default === null || f.default === undefined ? '—' : f.default })]
+        const fallback = f.default === null || f.default === undefined ? '—' : knownLabel(lang, 'settings.choice.', f.default) || f.default
+        const hints = [T('settings.source.' + (f.source || 'default')), T('settings.default', { value: fallback })]
         if (f.min !== undefined && f.max !== undefined) hints.push(T('settings.range', { min: f.min, max: f.max }))
-        return el(
-          'div',
-          { class: 'sgm-setting', data: { source: f.source || 'default' } },
-          el('label', { for: id }, el('span', { class: 'sgm-strong' }, label), ' ', code(f.name)),
-          input,
-          help ? el('p', { class: 'sgm-small', testid: 'setting-help-' + f.name }, help) : null,
-          el('p', { class: 'sgm-muted sgm-small' }, hints.join(' · ')),
-          errors[f.name],
+        groups[SETTING_GROUPS[f.name] || 'advanced'].push(
+          el(
+            'div',
+            { class: 'sgm-setting', data: { source: f.source || 'default' } },
+            el('label', { for: id, title: f.name }, el('span', { class: 'sgm-strong' }, inLang(f.label, lang) || f.name)),
+            input,
+            help ? el('p', { class: 'sgm-small', testid: 'setting-help-' + f.name }, withCode(help)) : null,
+            el('p', { class: 'sgm-muted sgm-small' }, hints.join(' · ')),
+            errors[f.name],
+          ),
         )
-      })
+      }
+      // The context engine's own settings (its switches, then its thresholds), when the server has them.
+      const ctxSettings = ctx && ctx.settings ? ctx.settings : null
+      const ctxInputs = {}
+      if (ctxSettings) {
+        for (const name of Object.keys(ctxSettings)) {
+          if (name === 'mode') continue // the Context mode setting above is the same value
+          const v = ctxSettings[name]
+          const id = nextId('ctx')
+          const isSwitch = typeof v === 'boolean'
+          const input = isSwitch
+            ? el('input', { type: 'checkbox', id, testid: 'context-' + name, checked: v })
+            : el('input', { type: 'number', id, testid: 'context-' + name, step: 'any', value: String(v) })
+          input.addEventListener('change', markDirty)
+          ctxInputs[name] = input
+          const help = knownLabel(lang, 'ctx.', name + '.help')
+          const row = isSwitch
+            ? el('div', { class: 'sgm-setting' }, el('label', { class: 'sgm-check', title: name }, input, el('span', { class: 'sgm-strong' }, knownLabel(lang, 'ctx.', name) || name)), help ? el('p', { class: 'sgm-small' }, help) : null)
+            : el('div', { class: 'sgm-setting' }, el('label', { for: id, title: name }, el('span', {}, knownLabel(lang, 'ctx.', name) || name)), input)
+          ;(isSwitch && CONTEXT_SWITCHES.includes(name) ? groups.context : groups.advanced).push(row)
+        }
+      } else if (ctx && ctx.error) groups.context.push(el('p', { class: 'sgm-muted sgm-small' }, T('settings.contextUnavailable', { error: ctx.error })))
       const save = button(T('app.save'), { class: 'sgm-btn sgm-btn-primary', testid: 'settings-save', type: 'submit' })
-      const form = el('form', { class: 'sgm-settings', testid: 'settings-form', novalidate: true }, rows, general, el('div', { class: 'sgm-actions' }, save))
+      const group = (name, rows) => (rows.length ? el('fieldset', { class: 'sgm-settings-group', testid: 'settings-group-' + name }, el('legend', {}, T('settings.group.' + name)), el('p', { class: 'sgm-muted sgm-small' }, T('settings.group.' + name + 'Help')), el('div', { class: 'sgm-settings' }, rows)) : null)
+      const advanced = groups.advanced.length
+        ? el('details', { class: 'sgm-settings-advanced', testid: 'settings-advanced', open: advancedOpen, on: { toggle: (e) => (advancedOpen = e.currentTarget.open) } }, el('summary', {}, T('settings.group.advanced')), el('p', { class: 'sgm-muted sgm-small' }, T('settings.group.advancedHelp')), el('div', { class: 'sgm-settings' }, groups.advanced))
+        : null
+      const form = el('form', { class: 'sgm-settings-form', testid: 'settings-form', novalidate: true }, group('memory', groups.memory), group('recall', groups.recall), group('context', groups.context), advanced, general, el('div', { class: 'sgm-actions' }, save))
       form.addEventListener('submit', async (e) => {
         e.preventDefault()
         general.textContent = ''
@@ -2305,14 +2989,28 @@
           if (raw === initial[f.name]) continue
           changed[f.name] = numericField[f.name] ? (raw.trim() === '' ? null : Number(raw)) : raw
         }
-        if (!Object.keys(changed).length) {
+        const ctxChanged = {}
+        for (const [name, input] of Object.entries(ctxInputs)) {
+          const now = input.type === 'checkbox' ? input.checked : input.value.trim() === '' ? null : Number(input.value)
+          if (now !== ctxSettings[name]) ctxChanged[name] = now
+        }
+        if (!Object.keys(changed).length && !Object.keys(ctxChanged).length) {
           general.textContent = T('settings.unchanged')
           return
         }
+        // The context engine's settings are not in the audit (no Undo there): ask first.
+        if (Object.keys(ctxChanged).length && !(await confirmFirst(T('settings.group.context'), T('settings.confirmContext'), T('app.save')))) return
         save.disabled = true
         try {
-          await post('/settings', { settings: changed })
-          toast(T('done.settings'))
+          // A settings change is audited once (settings.changed, the database's): its toast offers Undo.
+          let undoId = null
+          if (Object.keys(changed).length) {
+            const r = await post('/settings', { settings: changed })
+            const ids = r && Array.isArray(r.audit_ids) ? r.audit_ids.filter(Number.isInteger) : []
+            undoId = state.namespace && ids.length ? Math.max(...ids) : null
+          }
+          if (Object.keys(ctxChanged).length) await post('/context-settings', { settings: ctxChanged })
+          toast(Object.keys(ctxChanged).length ? T('settings.contextSaved') : T('done.settings'), { undo: undoId })
           markClean()
           refreshTab()
         } catch (err) {
@@ -2432,7 +3130,7 @@
 
   const api = {
     mount,
-    _internals: { I18N, TABS, TAB_AREAS, EVENT_STATUSES, pickLang, translate, inLang, statusChip, humanBytes, humanDuration, shortTime, happenedText, refetchPlan, fieldErrors, queryString, layoutGraph, labelShift, undoTarget, denseLine, isBookkeeping, byMessageOrder },
+    _internals: { I18N, TABS, TAB_AREAS, EVENT_STATUSES, pickLang, translate, inLang, statusChip, humanBytes, humanDuration, shortTime, localTime, dateLocale, dateInputText, parseDateInput, happenedText, knownLabel, changeRows, refetchPlan, fieldErrors, queryString, layoutGraph, labelShift, undoTarget, denseLine, isBookkeeping, byMessageOrder },
   }
   root.StrataGateMemoryPage = api
 
