@@ -117,7 +117,10 @@ export class InstallReporter {
     }
     this.stepsShown = Math.max(this.stepsShown, progress.steps.length)
     if (now - this.lastAt >= this.everyMs) {
-      this.write(`  still installing (${progress.elapsed_s} s)`)
+      // With what pip is doing right now (its last log line, already masked), cut to one terminal line.
+      const last = progress.log_tail.at(-1)
+      const doing = last ? `: ${last.length > 100 ? `${last.slice(0, 99)}…` : last}` : ''
+      this.write(`  still installing (${progress.elapsed_s} s)${doing}`)
       this.lastAt = now
     }
   }

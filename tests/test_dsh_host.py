@@ -1,11 +1,10 @@
 """The check of the DSH the plugin runs in (dsh/host.py): the sidecar's verdict on the versions the shim read, the
 supported version kept equal to the install pin, and the verdict reported by `host.check`, system.info and the
-Memory page's overview."""
+Memory page's overview. The installer's own version gate is tests/test_setup_scripts.py's."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,6 @@ from stratagate.dsh import host
 from support.sidecar import REPO, SidecarClient
 
 PIN = json.loads((REPO / "scripts" / "dsh-install" / "package.json").read_text())
-INSTALLER = REPO / "scripts" / "install-dsh.sh"
 
 
 def test_the_supported_versions_are_the_install_pin() -> None:
@@ -63,37 +61,3 @@ async def test_the_verdict_is_reported_by_host_check_system_info_and_the_page(tm
         await client.close()
     logged = "\n".join(client.stderr_lines)
     assert "WARNING" in logged and "host: DSH 0.1.5-rc.2 is not a version" in logged
-
-
-# --- the installer's version gate (no install: --dry-run, or refused before anything is fetched) ---------------------
-
-
-def installer(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", str(INSTALLER), "--prefix", str(tmp_path / "dsh"), *args], capture_output=True,
-                          text=True, timeout=60)
-
-
-def test_the_installer_accepts_the_pinned_version(tmp_path: Path) -> None:
-    for args in ([], ["--version", "0.1.0-rc.8"]):
-        result = installer(*args, "--dry-run", tmp_path=tmp_path)
-        assert result.returncode == 0, result.stderr
-        assert result.stdout.splitlines() == ["version=0.1.0-rc.8", f"prefix={tmp_path / 'dsh'}"]
-    assert not (tmp_path / "dsh").exists()
-
-
-@pytest.mark.parametrize("version", ["latest", "0.1.5-rc.2"])
-def test_the_installer_refuses_the_registrys_latest_with_the_reason(version: str, tmp_path: Path) -> None:
-    result = installer("--version", version, tmp_path=tmp_path)
-    assert result.returncode == 2 and result.stdout == ""
-    assert "cannot be installed by anyone" in result.stderr and "@deepseek-ai/dsh-acp-app@^0.1.5-rc.2" in result.stderr
-    assert not (tmp_path / "dsh").exists()
-
-
-def test_the_installer_refuses_other_versions_naming_the_supported_one(tmp_path: Path) -> None:
-    result = installer("--version", "0.1.1-rc.2", tmp_path=tmp_path)
-    assert result.returncode == 2 and result.stdout == ""
-    assert "DSH 0.1.1-rc.2 is not supported by StrataGate-Py; the supported DSH is 0.1.0-rc.8" in result.stderr
-    assert "user patch-layer watching requires the Cordis HMR service" in result.stderr
-    assert not (tmp_path / "dsh").exists()
-    bad = installer("--frobnicate", tmp_path=tmp_path)
-    assert bad.returncode == 2 and "unknown argument --frobnicate" in bad.stderr

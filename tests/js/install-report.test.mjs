@@ -5,7 +5,7 @@ import { describe, it } from 'node:test'
 import { InstallReporter } from '../../shim-js/install-progress.js'
 
 const step = (name) => ({ name, started_at: '', done_at: null })
-const progress = (names, elapsed_s) => ({ state: 'installing', steps: names.map(step), elapsed_s, log_tail: [], error: null })
+const progress = (names, elapsed_s, log_tail = []) => ({ state: 'installing', steps: names.map(step), elapsed_s, log_tail, error: null })
 
 function reporter() {
   const lines = []
@@ -20,14 +20,16 @@ describe('the first-start install in the terminal', () => {
     r.update(progress(['create the venv'], 1), 1_000)
     r.update(progress(['create the venv', 'install the sidecar and its dependencies'], 3), 3_000)
     r.update(progress(['create the venv', 'install the sidecar and its dependencies'], 8), 8_000)
-    r.update(progress(['create the venv', 'install the sidecar and its dependencies'], 13), 13_000)
+    r.update(progress(['create the venv', 'install the sidecar and its dependencies'], 13, ['Downloading numpy-2.1.3.whl (16.3 MB)']), 13_000)
+    r.update(progress(['create the venv', 'install the sidecar and its dependencies'], 24, ['x'.repeat(150)]), 24_000)
     r.finish(null, 159)
     r.finish(null, 160) // once only
     assert.deepEqual(lines, [
       'StrataGate: installing the Python sidecar into /h/venv-0.1.0 (first start only, a few minutes; log: /h/install.log)',
       'StrataGate:   create the venv (1 s)',
       'StrataGate:   install the sidecar and its dependencies (3 s)',
-      'StrataGate:   still installing (13 s)',
+      'StrataGate:   still installing (13 s): Downloading numpy-2.1.3.whl (16.3 MB)',
+      `StrataGate:   still installing (24 s): ${'x'.repeat(99)}…`,
       'StrataGate: sidecar installed in 159 s; memory is starting',
     ])
   })
