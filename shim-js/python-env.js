@@ -10,6 +10,7 @@
 import { spawn } from 'node:child_process'
 import { mkdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
+import { InstallReporter, readInstallProgress, terminalWriter } from './install-progress.js'
 
 export const MIN_PYTHON = [3, 11]
 /** How often the shim reads the installer's status file while it waits (the install itself takes minutes). */
@@ -130,11 +131,14 @@ export class PythonEnvError extends Error {
  * @param {(install: {log: string, since: number, pid: number|null}) => void} [options.onInstall] - where this start's
  *   installer writes (its log, its start time, its pid; again with the lock holder's pid when another process installs).
  * @param {{info: Function, warn: Function, debug?: Function}} [options.log]
+ * @param {(line: string) => void} [options.terminal] - where a first-start install is reported as it goes (default:
+ *   DSH's stderr, the terminal `dsh web` runs in).
  * @returns {Promise<{ok: true, python: string, venv: string|null, source: string, pythonVersion: string}
  *   | {ok: false, error: string, hint: string}>}
  */
 export async function preparePython(options) {
   const { configPython, packageRoot, home, env = process.env, onState = () => {}, onInstall = () => {}, log = console, signal } = options
+  const terminal = options.terminal ?? terminalWriter()
   const wanted = bundledSidecarVersion(packageRoot)
   const version = packageVersion(packageRoot)
   onState('probing')
@@ -172,7 +176,7 @@ export async function preparePython(options) {
   }
   const venv = join(home, `venv-${version}`)
   try {
-    const python = await ensureVenv({ base, venv, packageRoot, wanted, env, onState, onInstall, log, signal })
+    const python = await ensureVenv({ base, venv, packageRoot, wanted, env, onState, onInstall, log, signal, terminal })
     return { ok: true, python, venv, source: `venv (${base.source}: ${base.command})`, pythonVersion }
   } catch (error) {
     return {
@@ -212,7 +216,7 @@ function alive(pid) {
  * aborts. Only reports written after this start count; `installing` names the pid doing the work, and an
  * installer that is gone without a final report is an error that points at install.log.
  */
-async function ensureVenv({ base, venv, packageRoot, wanted, env, onState, onInstall = () => {}, log, signal }) {
+async function ensureVenv({ base, venv, packageRoot, wanted, env, onState, onInstall = () => {}, log, signal, terminal }) {
   mkdirSync(dirname(venv), { recursive: true, mode: 0o700 })
   const logFile = join(dirname(venv), 'install.log')
   const startedAt = Date.now() - 1000 // the installer's clock is this machine's; allow for rounding
@@ -235,28 +239,38 @@ async function ensureVenv({ base, venv, packageRoot, wanted, env, onState, onIns
   const ours = (status) => Boolean(status) && Number(status.at) >= startedAt && (installers.has(status.pid) || status.state === 'installing')
   onInstall({ log: logFile, since: startedAt, pid: child.pid ?? null })
   let announced = false
+  // The terminal hears of an install as it goes (DSH buffers its own log): every step, and its end.
+  const reporter = new InstallReporter({ write: terminal ?? (() => {}), venv, log: logFile })
+  const elapsed = () => Math.round((Date.now() - startedAt) / 1000)
+  const fail = (error) => {
+    reporter.finish(error.message, elapsed())
+    return error
+  }
   for (;;) {
-    if (signal?.aborted) throw new PythonEnvError('cancelled: DSH is stopping (the install continues in the background)')
+    if (signal?.aborted) throw fail(new PythonEnvError('cancelled: DSH is stopping (the install continues in the background)'))
     const status = readInstallStatus(venv)
     const fresh = ours(status) ? status : null
     if (fresh?.state === 'installing') installers.add(fresh.pid)
+    if (announced) reporter.update(readInstallProgress({ log: logFile, since: startedAt, pids: installers }))
     if (fresh?.state === 'ready') {
       if (announced) log.info?.(`sidecar ${wanted} installed into ${venv}`)
+      reporter.finish(null, elapsed())
       return fresh.python
     }
-    if (fresh?.state === 'failed') throw new PythonEnvError(fresh.error ?? `the sidecar install failed; see ${logFile}`, fresh.hint ?? undefined)
+    if (fresh?.state === 'failed') throw fail(new PythonEnvError(fresh.error ?? `the sidecar install failed; see ${logFile}`, fresh.hint ?? undefined))
     if (fresh?.state === 'installing' && !announced) {
       announced = true
       const who = fresh.pid === child.pid ? 'in the background' : `by another process (pid ${fresh.pid})`
       if (fresh.pid !== child.pid) onInstall({ log: logFile, since: startedAt, pid: fresh.pid })
       log.info?.(`installing the sidecar into ${venv} ${who} (first start only; log: ${logFile})`)
       onState('installing', `installing the Python sidecar into ${venv} (log: ${logFile})`)
+      reporter.update(readInstallProgress({ log: logFile, since: startedAt, pids: installers }))
     }
     if (exited && (!fresh || (fresh.state === 'installing' && !alive(fresh.pid)))) {
       // Re-read once: the final report may have landed between the read above and the exit.
       const last = readInstallStatus(venv)
       if (!ours(last) || last.state === 'installing') {
-        throw new PythonEnvError(`the sidecar installer stopped without finishing; see ${logFile}`)
+        throw fail(new PythonEnvError(`the sidecar installer stopped without finishing; see ${logFile}`))
       }
       continue
     }

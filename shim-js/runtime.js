@@ -23,6 +23,7 @@ export class Runtime {
    * @param {() => any} [o.llm] - the DSH llm service, if any.
    * @param {() => any} [o.defaultModel] - the DSH agentDefaultModel service, if any.
    * @param {(specs: object[]) => void} [o.onTools] - the sidecar's tools.list after each start.
+   * @param {(sidecar: SidecarProcess) => Promise<void>|void} [o.onReady] - after each start, once tools are known.
    * @param {Record<string,string>} [o.env]
    * @param {object} [o.sidecarOptions] - SidecarProcess overrides (tests).
    */
@@ -34,6 +35,7 @@ export class Runtime {
     this.llm = o.llm ?? (() => undefined)
     this.defaultModel = o.defaultModel ?? (() => undefined)
     this.onTools = o.onTools ?? (() => {})
+    this.onReady = o.onReady ?? (() => {})
     this.sidecarOptions = o.sidecarOptions ?? {}
     this.home = stratagateHome(this.env)
     this.shimVersion = packageVersion(this.packageRoot)
@@ -141,6 +143,7 @@ export class Runtime {
     } catch (error) {
       this.log.warn(`tools.list failed: ${error.message}`)
     }
+    await this.onReady(this.sidecar)
   }
 
   notified(method, params) {

@@ -25,7 +25,7 @@ from stratagate.safety.inert import inert
 
 DSH = Path(__file__).resolve().parent / "fixtures" / "dsh"
 MANIFEST = json.loads((DSH / "manifest.json").read_text())
-PINNED = json.loads((Path(__file__).resolve().parent / "e2e" / "dsh-install" / "package.json").read_text())
+PINNED = json.loads((Path(__file__).resolve().parents[1] / "scripts" / "dsh-install" / "package.json").read_text())
 SCENARIOS = MANIFEST["scenarios"]
 TASK = "RECORD-DSH-FIXTURES: call every built-in tool once, as scripted."
 FINAL = "FIXTURES-RECORDED: every scripted tool call was made."

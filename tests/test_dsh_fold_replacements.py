@@ -20,7 +20,7 @@ from stratagate.dsh.fold import fold_turn
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LANDINGS = sorted((FIXTURES / "dsh-landings").glob("*.json"))
-PIN = json.loads((Path(__file__).resolve().parent / "e2e" / "dsh-install" / "package.json").read_text())
+PIN = json.loads((Path(__file__).resolve().parents[1] / "scripts" / "dsh-install" / "package.json").read_text())
 CASES = {"card-earlier-call", "card-same-turn", "checkpoint-engine", "checkpoint-dsh"}
 
 

@@ -15,6 +15,7 @@ from stratagate import __version__, tokens, user_settings, wiring
 from stratagate.blocks.tail import TailSealer
 from stratagate.config import Settings
 from stratagate.context.last_recall import Recalls
+from stratagate.dsh import host as dsh_host
 from stratagate.jobs import pipeline
 from stratagate.jobs.queue import JobRow, latest_failure
 from stratagate.jobs.runner import JobRunner, PermanentJobError
@@ -128,6 +129,7 @@ class App:
         )
         self.peer: Any = None  # set by the server once stdio is connected
         self.started = time.monotonic()
+        self.host = dsh_host.STANDALONE  # the DSH the shim runs in and the verdict on it, once host.check told us
         self.shutdown_requested = asyncio.Event()
         self._tools: Toolbox | None = None
         self._gateway: ModelGateway | None = None
@@ -257,4 +259,5 @@ class App:
             "dense": await self.dense.info(),
             "loop": self.stalls.info(),
             "tokens": tokens.status(),
+            "host": self.host.model_dump(),
         }

@@ -98,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
                    "is this output")
     sub.add_parser("prompt-section", help="print the DSH system-prompt section as JSON; plugin/prompt.json is this")
     sub.add_parser("turn-events", help="print the DSH event types the shim forwards; plugin/turn-events.json is this")
-    info = sub.add_parser("info", help="print database path, schema version and counts as JSON")
+    info = sub.add_parser("info", help="print the database's path, size, schema, namespaces and counts as JSON")
     info.add_argument("--db", type=Path)
     audit = sub.add_parser("audit", help="print the newest audit log entries (every mutation: who, what, before/after)")
     audit.add_argument("--db", type=Path)
@@ -211,6 +211,20 @@ def _used(path: Path) -> None:
 DB_ERRORS: tuple[type[BaseException], ...] = (DbProblem, sqlite3.Error, OSError)
 
 
+def _namespace_unknown(command: str, db: Path, namespace: str | None, lock_timeout: float) -> bool:
+    """True (after saying so, with the known names) when ``--namespace`` names no namespace of ``db``: a filter that
+    matches nothing would otherwise print nothing at all."""
+    from stratagate.cli_report import known_namespaces, unknown_namespace
+
+    if namespace is None:
+        return False
+    known = known_namespaces(db, lock_timeout)
+    if namespace in known:
+        return False
+    print(f"{command}: {unknown_namespace(namespace, known)}", file=sys.stderr)
+    return True
+
+
 def _db_errors(*also: type[BaseException]) -> tuple[type[BaseException], ...]:
     """``DB_ERRORS`` and ``also``, for an ``except`` clause (mypy does not read ``except (A, *DB_ERRORS)``)."""
     return (*also, *DB_ERRORS)
@@ -258,8 +272,8 @@ def _port(value: str) -> int:
 
 
 def ui_command(args: argparse.Namespace, settings: Any) -> int:
-    """`stratagate ui --db PATH`: the Memory page on a loopback port until SIGINT/SIGTERM."""
-    from stratagate.page.server import ListenError, serve_ui
+    """`stratagate ui --db PATH`: the Memory page on a loopback port until SIGINT/SIGTERM (Ctrl-C: no traceback)."""
+    from stratagate.page.server import ListenError, serve_ui  # a Ctrl-C while it loads: __main__.run ends quietly
     from stratagate.storage.db import SchemaError, StorageError
 
     try:
@@ -271,6 +285,8 @@ def ui_command(args: argparse.Namespace, settings: Any) -> int:
     try:
         return asyncio.run(serve_ui(settings, args.host, args.port))
     except KeyboardInterrupt:
+        # Ctrl-C before the page's own SIGINT handler is installed (while the app starts) ends here.
+        print("stratagate ui: stopped", file=sys.stderr)
         return 130
     except ListenError as exc:
         print(f"stratagate ui: {exc}", file=sys.stderr)
@@ -372,6 +388,7 @@ def _print_import(command: str, result: dict[str, Any], as_json: bool) -> None:
 
 def import_command(args: argparse.Namespace, db_path: Path, lock_timeout: float) -> int:
     """`stratagate import`: opens the database itself (safe while a sidecar runs: SQLite serialises writers)."""
+    from stratagate.cli_report import format_mismatch
     from stratagate.errors import DomainError
     from stratagate.imports import store
     from stratagate.imports.parsers import ImportFormatError, parse_file
@@ -387,8 +404,13 @@ def import_command(args: argparse.Namespace, db_path: Path, lock_timeout: float)
         print("stratagate import: give exactly one of FILE, --remove IMPORT_ID or --list", file=sys.stderr)
         return 1
     namespace = args.namespace or resolve(ResolveParams(mode="project", cwd=os.getcwd()))["namespace"]
+    if args.file and args.format and (mismatch := format_mismatch(args.file, args.format)):
+        print(f"stratagate import: {mismatch}", file=sys.stderr)
+        return 1
     try:
         check_db(db_path, create=bool(args.file))  # importing a file may create the database; listing may not
+        if not args.file and _namespace_unknown("stratagate import", db_path, args.namespace, lock_timeout):
+            return 1
     except DbProblem as exc:
         print(f"stratagate import: {exc}", file=sys.stderr)
         return 2
@@ -468,6 +490,8 @@ def tier_command(args: argparse.Namespace, db_path: Path, lock_timeout: float) -
         namespaces.ResolveParams(mode="project", cwd=os.getcwd()))["namespace"]
     try:
         check_db(db_path, create=args.user_tier is not None)  # opting out may come before the first turn
+        if args.user_tier is None and _namespace_unknown("stratagate tier", db_path, args.namespace, lock_timeout):
+            return 1
     except DbProblem as exc:
         print(f"stratagate tier: {exc}", file=sys.stderr)
         return 2
@@ -698,6 +722,7 @@ def _turn_events_command(args: argparse.Namespace, settings: Settings) -> int:
 
 def _info_command(args: argparse.Namespace, settings: Settings) -> int:
     from stratagate.app import App
+    from stratagate.cli_report import known_namespaces, one_shot_info
     from stratagate.storage.db import SchemaError, StorageError
 
     if not settings.db.exists() and not settings.db.is_symlink():
@@ -721,11 +746,13 @@ def _info_command(args: argparse.Namespace, settings: Settings) -> int:
 
     try:
         info = asyncio.run(show())
+        namespaces = known_namespaces(settings.db, settings.db_lock_timeout_s)
     except _db_errors(SchemaError, StorageError) as exc:
         print(f"stratagate info: {db_problem(settings.db, exc)}", file=sys.stderr)
         return 2
     _used(settings.db)
-    print(json.dumps(info, indent=2, ensure_ascii=False))
+    report = one_shot_info(info, namespaces, settings.db.stat().st_size)
+    print(json.dumps(report, indent=2, ensure_ascii=False))
     return 0
 
 
@@ -734,6 +761,8 @@ def _audit_command(args: argparse.Namespace, settings: Settings) -> int:
 
     try:
         check_db(settings.db)
+        if _namespace_unknown("stratagate audit", settings.db, args.namespace, settings.db_lock_timeout_s):
+            return 1
         entries = audit_entries(settings.db, args.namespace, args.limit, settings.db_lock_timeout_s)
     except _db_errors(SchemaError) as exc:
         print(f"stratagate audit: {db_problem(settings.db, exc)}", file=sys.stderr)

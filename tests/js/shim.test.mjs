@@ -206,11 +206,13 @@ describe('python environment', () => {
     symlinkSync(PYTHON, join(venv, 'bin', 'python'))
     writeFileSync(join(venv, '.stratagate-installed'), JSON.stringify({ version: '0.1.0' }))
     const env = cleanEnv({ PATH: `${bin}:/usr/bin:/bin`, PYTHONPATH: join(REPO, 'sidecar') })
-    const r = await preparePython({ configPython: 'auto', packageRoot: REPO, home, env, log: quietLog })
+    const terminal = []
+    const r = await preparePython({ configPython: 'auto', packageRoot: REPO, home, env, log: quietLog, terminal: (l) => terminal.push(l) })
     assert.equal(r.ok, true, r.error)
     assert.equal(r.python, join(venv, 'bin', 'python'))
     assert.equal(r.venv, venv)
     assert.equal(readInstallStatus(venv).state, 'ready')
+    assert.deepEqual(terminal, []) // nothing installed: the terminal hears nothing
   })
 
   it('reports a failed install with the installer\'s error and hint, and the state it went through', async () => {
@@ -223,8 +225,12 @@ describe('python environment', () => {
     const home = tempDir()
     const states = []
     const env = cleanEnv({ PATH: `${bin}:/usr/bin:/bin` })
-    const r = await preparePython({ configPython: 'auto', packageRoot: root, home, env, log: quietLog, onState: (s) => states.push(s) })
+    const terminal = []
+    const r = await preparePython({ configPython: 'auto', packageRoot: root, home, env, log: quietLog, onState: (s) => states.push(s), terminal: (l) => terminal.push(l) })
     assert.equal(r.ok, false)
+    // The terminal DSH runs in hears of the install and of its end.
+    assert.match(terminal[0], /^StrataGate: installing the Python sidecar into .*venv-.* \(first start only/)
+    assert.match(terminal.at(-1), /^StrataGate: the sidecar install failed after \d+ s: pip install failed/)
     assert.match(r.error, /could not set up the sidecar venv .*pip install failed/)
     assert.match(r.hint, /package index/)
     assert.ok(states.includes('installing'), states.join(','))

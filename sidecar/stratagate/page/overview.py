@@ -111,6 +111,7 @@ class OverviewResult(Result):
     model_route: str
     last_error: str | None
     dense: dict[str, Any]  # system.info's dense section, documented there
+    host: dict[str, Any]  # system.info's host section: the DSH version and whether StrataGate supports it
     jobs: JobCounts
     failed_jobs: list[Job]
     namespaces: list[NamespaceSummary]
@@ -167,6 +168,7 @@ async def overview(app: App, _p: Empty) -> OverviewResult:
         model_route=info["model_route"],
         last_error=info["last_job_error"],
         dense=info["dense"],
+        host=info["host"],
         jobs=JobCounts(**info["counts"]["jobs"]),
         failed_jobs=[job_view(j) for j in failed],
         namespaces=await _namespaces(app),

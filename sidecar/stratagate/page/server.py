@@ -350,6 +350,13 @@ def runs_jobs(settings: Settings) -> bool:
 
 async def serve_ui(settings: Settings, host: str, port: int, out: TextIO = sys.stdout) -> int:
     """Open the database, listen, print the URL line, serve until SIGINT/SIGTERM; 0 on a clean stop."""
+    # The handlers first: a Ctrl-C while the app starts must stop it in order too (a KeyboardInterrupt there leaves
+    # the database's worker thread waiting on a closed loop, and the process hangs).
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
     app = App(settings)
     jobs = runs_jobs(settings)
     await app.start(jobs=jobs)
@@ -361,13 +368,9 @@ async def serve_ui(settings: Settings, host: str, port: int, out: TextIO = sys.s
     except OSError as exc:
         await app.stop()
         raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    shown = f"[{host}]" if ":" in host else host
-    print(f"StrataGate Memory: http://{shown}:{bound}/", file=out, flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+    if not stop.is_set():
+        shown = f"[{host}]" if ":" in host else host
+        print(f"StrataGate Memory: http://{shown}:{bound}/", file=out, flush=True)
     try:
         await stop.wait()
     finally:

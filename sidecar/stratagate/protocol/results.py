@@ -83,6 +83,7 @@ class InfoResult(Result):
     dense: DenseInfo
     loop: LoopInfo
     tokens: TokensInfo
+    host: dict[str, Any]  # the DSH the sidecar runs under and the verdict (dsh/host.py HostCheck)
 
 
 class StatsEvents(Result):

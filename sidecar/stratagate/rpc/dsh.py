@@ -2,11 +2,12 @@
 
 ``turn.capture_raw`` folds a turn's raw events and captures it, ``activation.render_step`` picks the step's recall
 query and renders, ``namespace.for_session`` resolves a session's namespace with its fallback, ``system.status``
-assembles the status page. See docs/protocol.md.
+assembles the status page, ``host.check`` judges the DSH version the shim read. See docs/protocol.md.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -19,6 +20,7 @@ from stratagate.context.recalled import note, remember_step, row_entries
 from stratagate.context.reminders import step_reminder
 from stratagate.dsh.events import RawEvent
 from stratagate.dsh.fold import fit_capture, fold_turn
+from stratagate.dsh.host import HostCheck, HostParams, check
 from stratagate.dsh.query import step_query
 from stratagate.dsh.session import SessionNamespace, SessionNamespaceParams, session_namespace
 from stratagate.dsh.status import Status, StatusParams, assemble_status
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
     from stratagate.app import App
 
 MAX_EVENTS = 100_000
+
+log = logging.getLogger("stratagate.host")
 
 
 class RawCaptureParams(BaseModel):
@@ -143,6 +147,15 @@ async def namespace_for_session(app: App, p: SessionNamespaceParams) -> dict[str
     mode = app.settings.namespace_mode
     result: SessionNamespace = session_namespace(p.model_copy(update={"mode": mode}) if mode else p)
     return result.model_dump()
+
+
+@method("host.check", params=HostParams, result=HostCheck)
+async def host_check(app: App, p: HostParams) -> HostCheck:
+    # The shim sends the versions it read after each start and logs the verdict; the page and system.info show it.
+    app.host = check(p.dsh, p.cordis)
+    if app.host.message:
+        log.warning("host: %s", app.host.message)
+    return app.host
 
 
 @method("system.status", params=StatusParams, result=Status)

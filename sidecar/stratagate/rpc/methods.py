@@ -147,7 +147,8 @@ ON_DEMAND: dict[str, str] = {
     for module, names in {
         "stratagate.rpc.context": ("context.plan", "context.landed", "context.settings.get", "context.settings.set"),
         "stratagate.rpc.context_views": ("context.status", "context.command"),
-        "stratagate.rpc.dsh": ("turn.capture_raw", "activation.render_step", "namespace.for_session", "system.status"),
+        "stratagate.rpc.dsh": ("turn.capture_raw", "activation.render_step", "namespace.for_session", "system.status",
+                               "host.check"),
         "stratagate.rpc.evidence": ("memory.weights", "evidence.open_batches"),
         "stratagate.rpc.imports": ("import.run", "import.remove", "import.list", "import.get"),
         "stratagate.rpc.maintenance": ("system.stats", "maintenance.run", "events.unmerge"),

@@ -77,6 +77,11 @@
     'overview.lastError': 'Last error',
     'overview.noError': 'No error recorded',
     'overview.dense': 'Dense search',
+    'overview.host': 'DeepSeek Harness',
+    'overview.host.supported': 'DSH {dsh} (supported)',
+    'overview.host.unsupported': 'DSH {dsh} is not a version StrataGate supports (supported: {supported}); memory may not work. Install the supported DSH: README, "Getting DSH".',
+    'overview.host.cordis': 'DSH {dsh} runs on Cordis {cordis}, not the pinned {pinned}; install the supported DSH: README, "Getting DSH".',
+    'overview.host.unknown': 'Could not tell which DSH runs StrataGate (supported: {supported}).',
     'overview.jobs': 'Job queue',
     'overview.failedJobs': 'Failed jobs',
     'overview.noFailed': 'No failed jobs.',
@@ -535,6 +540,11 @@
     'overview.lastError': '最近错误',
     'overview.noError': '没有记录到错误',
     'overview.dense': '向量检索',
+    'overview.host': '宿主 DSH',
+    'overview.host.supported': 'DSH {dsh}（受支持）',
+    'overview.host.unsupported': 'DSH {dsh} 不是 StrataGate 支持的版本（支持：{supported}），记忆可能无法工作。请按 README 安装受支持的 DSH。',
+    'overview.host.cordis': 'DSH {dsh} 运行在 Cordis {cordis} 上，而不是固定的 {pinned}；请按 README 安装受支持的 DSH。',
+    'overview.host.unknown': '无法确定运行 StrataGate 的 DSH 版本（支持：{supported}）。',
     'overview.jobs': '任务队列',
     'overview.failedJobs': '失败的任务',
     'overview.noFailed': '没有失败的任务。',
@@ -1776,6 +1786,15 @@
       if (!dense || typeof dense !== 'object') return data(denseLine(dense))
       return [dense.state ? label('dense.', dense.state) : null, dense.model ? [' · ', code(dense.model)] : null, dense.dim ? ' · ' + T('dense.dim', { n: dense.dim }) : null]
     }
+    /** The DSH this sidecar runs in and the sidecar's verdict on it (dsh/host.py); nothing for `stratagate ui`. */
+    const hostRow = (h) => {
+      if (!h || h.verdict === 'standalone') return null
+      const words = { dsh: h.dsh, cordis: h.cordis, pinned: h.pinned_cordis, supported: (h.supported_dsh || []).join(', ') }
+      return [
+        el('dt', {}, T('overview.host')),
+        el('dd', { class: h.supported === false ? 'sgm-warn' : 'sgm-muted', testid: 'host-check', data: { verdict: h.verdict } }, T('overview.host.' + h.verdict, words)),
+      ]
+    }
     VIEWS.overview = (view, host) => {
       const body = el('div', { class: 'sgm-overview' }, loading())
       host.appendChild(body)
@@ -1804,6 +1823,7 @@
               el('dt', {}, T('overview.modelRoute')),
               el('dd', { testid: 'model-route' }, code(ov.model_route || '—', true)),
               ov.dense ? [el('dt', {}, T('overview.dense')), el('dd', { title: compactJson(ov.dense) }, denseView(ov.dense))] : null,
+              hostRow(ov.host),
               el('dt', {}, T('overview.lastError')),
               el('dd', { class: ov.last_error ? 'sgm-warn' : 'sgm-muted' }, ov.last_error ? data(typeof ov.last_error === 'string' ? ov.last_error : compactJson(ov.last_error)) : T('overview.noError')),
             ),
