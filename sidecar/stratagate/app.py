@@ -9,7 +9,8 @@ import logging
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from stratagate import __version__, tokens, user_settings, wiring
 from stratagate.blocks.tail import TailSealer
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
     from stratagate.protocol.toolbox import Toolbox
 
 log = logging.getLogger("stratagate")
+
+FIRST_SWEEP_AFTER_S = 2.0
+"""How long the sweep at start waits for a first request to be answered before it seals idle tails anyway."""
 
 
 def _resolve(path: str) -> Any:
@@ -109,6 +113,34 @@ def _warm_up(fn: Any, *args: Any) -> asyncio.Future[Any]:
     return future
 
 
+T = TypeVar("T")
+
+
+class OnDemand(Generic[T]):
+    """A cache built in a daemon thread by its first ``await`` (never ahead: a cold start's first answer pays only for
+    what it uses), shared by every later one. Awaiting it is shielded: a cancelled request does not cancel the build
+    other requests wait for."""
+
+    def __init__(self, build: Callable[..., T], *args: Any):
+        self._build, self._args = build, args
+        self._future: asyncio.Future[T] | None = None
+
+    def start(self) -> asyncio.Future[T]:
+        """The build's future, started now if it was not (on the event loop: two requests racing share one build)."""
+        if self._future is None:
+            self._future = _warm_up(self._build, *self._args)
+        return self._future
+
+    def started(self) -> bool:
+        return self._future is not None
+
+    def done(self) -> bool:
+        return self._future is not None and self._future.done()
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return asyncio.shield(self.start()).__await__()
+
+
 def _tool_registry() -> Toolbox:
     from stratagate.tools.catalog import build_registry
 
@@ -127,9 +159,10 @@ class App:
         self.shutdown_requested = asyncio.Event()
         self._tools: Toolbox | None = None
         self._gateway: ModelGateway | None = None
-        self.tokens_ready: asyncio.Future[int] | None = None
+        self.tokens_ready: OnDemand[int] | None = None
         self.secrets_ready: asyncio.Future[None] | None = None
         self.model_ready: asyncio.Future[None] | None = None
+        self._answered = asyncio.Event()
         self.stalls = StallMonitor()
         dense.configure(settings.dense)
         self.dense = DenseIndex(self.db)  # optional dense channel: loads its model on first use, in a thread
@@ -180,14 +213,9 @@ class App:
         self.stalls.start()
         await self.db.open()
         self.user_settings = await user_settings.apply_at_start(self.db, self.settings)
-        # The tokenizer is built off the event loop (`stratagate serve` starts it before its imports, cli.py
-        # _warm_ups; an App started otherwise builds it here, in a thread); captures await it, pings do not.
-        self.tokens_ready = _warm_up(count_tokens, "warm up")
-        # The secret detector (detect-secrets' patterns, ~150 ms to import) too (also built early by cli.py: the
-        # first writes wait for it on the loop otherwise).
-        self.secrets_ready = _warm_up(secrets.warm)
-        if not self.settings.zero_model:
-            self.model_ready = _warm_up(preload_model_route, self.settings)
+        # The token encoding (~0.1 s of CPU, ~30 MB) is built off the event loop by the first request that counts
+        # tokens (they await this); a ping, an empty recall or a start never builds it.
+        self.tokens_ready = OnDemand(count_tokens, "warm up")
         if jobs:
             await self.runner.start()
         try:  # queue the maintenance job if it is overdue; a failure here must not keep the sidecar from serving
@@ -198,6 +226,17 @@ class App:
         if jobs:  # the sweep seals at once what went idle while the sidecar was down, then every minute or so
             self._sweeping = asyncio.create_task(self._sweep_tails(), name="tail sweep")
         log.info("stratagate %s ready (db=%s, pid=%d)", __version__, self.settings.db, os.getpid())
+
+    def answered(self) -> None:
+        """Called once the first answer is written: now build, in threads, what later requests would otherwise build
+        on the event loop (the secret detector, ~0.1 s to import, needed by the first text with a redaction candidate)
+        or wait for (the model route). Before the first answer they would only delay it."""
+        if self._answered.is_set():
+            return
+        self._answered.set()
+        self.secrets_ready = _warm_up(secrets.warm)
+        if not self.settings.zero_model:
+            self.model_ready = _warm_up(preload_model_route, self.settings)
 
     async def stop(self) -> None:
         # The warm-ups only build caches in memory: a stop right after start does not wait for them (they run in
@@ -214,8 +253,12 @@ class App:
         self.stalls.stop()
 
     async def _sweep_tails(self) -> None:
+        # Sealing counts tokens: the sweep at start waits for the first answer (or a quiet start) before it has the
+        # encoding built, so that build never delays a first recall that does not need it.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._answered.wait(), FIRST_SWEEP_AFTER_S)
         if self.tokens_ready is not None:
-            await asyncio.shield(self.tokens_ready)  # sealing counts tokens (shielded: stop() cancels this task)
+            await self.tokens_ready  # sealing counts tokens (the await is shielded: stop() cancels this task)
         await self.tails.run()
 
     def model_route(self) -> str:

@@ -26,10 +26,13 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from itertools import pairwise
-from typing import Any, cast
+from typing import Any
 
+from stratagate.safety import detector_data
 from stratagate.safety.codevalue import is_code_value, is_name, is_named_value, is_placeholder_value, key_in_code
+from stratagate.safety.detector_data import Pattern
 
 DEFAULT_KEY = b"stratagate-default-redaction-key"
 _key: bytes = DEFAULT_KEY
@@ -72,7 +75,7 @@ def placeholder_clause(count: int) -> str:
             "placeholders (the originals are not kept)")
 
 def _entropy(s: str) -> float:
-    return _loaded().entropy(s)
+    return _shannon_entropy()(s)
 
 
 # ------------------------------------------------------------------------------------------------ validators
@@ -330,21 +333,8 @@ _DS_KINDS = {
 }
 
 
-def _ds_rules() -> list[Rule]:
-    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.plugins.base import BasePlugin, RegexBasedDetector
-
-    rules: list[Rule] = []
-    # Declared as returning dict[str, type[Plugin]] with Plugin an unbound TypeVar: mypy reads type[Never].
-    plugins = cast(dict[str, type[BasePlugin]], get_mapping_from_secret_type_to_class())
-    for secret_type, plugin_class in plugins.items():
-        kind = _DS_KINDS.get(secret_type)
-        if kind is None or not issubclass(plugin_class, RegexBasedDetector):
-            continue
-        for pattern in plugin_class().denylist:
-            # detect-secrets reports group 1 when there is one (the value after a keyword), else the match.
-            rules.append(Rule(kind, pattern, 1 if pattern.groups else 0))
-    return rules
+def _ds_rules(patterns: list[Pattern]) -> list[Rule]:
+    return [Rule(p.kind, re.compile(p.pattern, p.flags), p.group) for p in patterns]
 
 
 _PEM_BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?)-----")
@@ -426,16 +416,13 @@ _ZH_KEY = re.compile(r"(密码|口令|密钥|秘钥|令牌|验证码|PIN码|pin�
 _ZH_TOKEN = re.compile(r"[^\n]{0,12}?(?:是|为|：|:|=)\s*([\"'“‘「]?)([\x21-\x7e]{3,})")
 
 class _Loaded:
-    """What comes from detect-secrets, built on first use (importing it costs ~150 ms: its plugins import
-    ``requests``), so the sidecar answers its first ping without waiting; ``warm()`` builds it in the background."""
+    """What comes from detect-secrets' data, built on first use: its patterns and keyword list are read from a cache
+    file (safety/detector_data.py), so a text with a candidate does not import the package (~0.1 s of CPU)."""
 
     def __init__(self) -> None:
-        from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
-        from detect_secrets.plugins.keyword import DENYLIST
-
-        strong = [k.replace("_?", "[_\\-]?") for k in DENYLIST] + _OWN_KEYWORDS
-        self.entropy = Base64HighEntropyString().calculate_shannon_entropy
-        self.rules: list[Rule] = _OWN_RULES + _ds_rules()
+        data = detector_data.load(_DS_KINDS)
+        strong = [k.replace("_?", "[_\\-]?") for k in data.keywords] + _OWN_KEYWORDS
+        self.rules: list[Rule] = _OWN_RULES + _ds_rules(data.patterns)
         self.name_ok = re.compile(r"(?i)(?:" + "|".join(strong) + r"|token|pin)")
         self.strong_name = re.compile(r"(?i)" + "|".join(strong))
 
@@ -453,9 +440,20 @@ def _loaded() -> _Loaded:
     return _state
 
 
+@cache
+def _shannon_entropy() -> Callable[[str], float]:
+    """detect-secrets' entropy function, imported with the first value it must judge (the package import is the
+    cost: ~0.1 s; the sidecar does it in a thread after its first answer, ``warm``)."""
+    from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+
+    return Base64HighEntropyString().calculate_shannon_entropy
+
+
 def warm() -> None:
-    """Build the detector now (the sidecar calls this in a background thread at start)."""
+    """Build the detector and import detect-secrets' entropy function now, so that no text redacted on the event loop
+    builds them there (the sidecar calls this in a thread once its first answer is out, App.answered)."""
     _loaded()
+    _shannon_entropy()
 
 
 def _kind_from_name(name: str) -> str:

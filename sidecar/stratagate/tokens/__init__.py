@@ -17,12 +17,10 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import tiktoken
-
-from stratagate.tokens.cache import load_vocabulary
-from stratagate.tokens.deepseek import encoding_from
+if TYPE_CHECKING:
+    import tiktoken
 
 __all__ = ["count_tokens", "decode", "encode", "get_encoding", "status"]
 
@@ -67,12 +65,14 @@ def _trie_pattern(words: Iterable[str]) -> str:
 
 def build_encoding() -> tiktoken.Encoding:
     """The encoding from the verified ranks file (tokens/cache.py), without keeping the ranks as Python objects."""
+    from stratagate.tokens.cache import load_vocabulary
+    from stratagate.tokens.deepseek import encoding_from
+
     global _source
     vocabulary = load_vocabulary()
     _source = vocabulary.source
-    # One step that holds the GIL for ~150 ms (tiktoken's CoreBPE takes the vocabulary item by item through
-    # pyo3): `stratagate serve` starts it in a thread before its imports (cli.py _warm_ups), so it is nearly always
-    # done before the event loop serves; what counts tokens awaits it (App.tokens_ready).
+    # One step that holds the GIL for ~75 ms (tiktoken's CoreBPE takes the vocabulary item by item through pyo3):
+    # built by the first request that counts tokens, in a thread it awaits (App.tokens_ready), never at start.
     enc = encoding_from(vocabulary.ranks, vocabulary.special)
     del vocabulary
     # tiktoken's CoreBPE holds its own copy of the vocabulary; the Encoding keeps the dict only for pickling,
