@@ -1,5 +1,6 @@
-"""App start/stop: a start builds nothing ahead (the token encoding is built by the first request that counts, the
-secret detector after the first answer), and a stop never waits for a build still running.
+"""App start/stop: a start builds nothing ahead (the token encoding is built by the first request that counts or
+after the first answer, the secret detector after the first answer), and a stop never waits for a build still
+running.
 
 DSH gives a stopping sidecar a short grace period before SIGKILL; a tokenizer build on a loaded machine can take
 longer than that, and it writes nothing, so there is nothing to wait for.
@@ -68,14 +69,14 @@ async def test_the_first_await_builds_once_for_every_waiter():
 
 
 @pytest.mark.asyncio
-async def test_the_first_answer_starts_the_secret_detector_warm_up(tmp_path: Path):
+async def test_the_first_answer_starts_the_builds_later_requests_need(tmp_path: Path):
     app = App(load_settings({"db": tmp_path / "memory.db"}, environ={}))
     await app.start()
     try:
-        assert app.secrets_ready is None
+        assert app.secrets_ready is None and app.tokens_ready is not None and not app.tokens_ready.started()
         app.answered()
-        assert app.secrets_ready is not None
+        assert app.secrets_ready is not None and app.tokens_ready.started()
         await app.secrets_ready
-        assert app.tokens_ready is not None and await app.tokens_ready > 0
+        assert await app.tokens_ready > 0
     finally:
         await app.stop()

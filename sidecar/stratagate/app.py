@@ -213,8 +213,9 @@ class App:
         self.stalls.start()
         await self.db.open()
         self.user_settings = await user_settings.apply_at_start(self.db, self.settings)
-        # The token encoding (~0.1 s of CPU, ~30 MB) is built off the event loop by the first request that counts
-        # tokens (they await this); a ping, an empty recall or a start never builds it.
+        # The token encoding (~0.14 s of CPU, ~40 MB) is built off the event loop by the first request that counts
+        # tokens (they await this) or once the first answer is out (App.answered): never before the first answer
+        # unless that answer needs it.
         self.tokens_ready = OnDemand(count_tokens, "warm up")
         if jobs:
             await self.runner.start()
@@ -228,12 +229,15 @@ class App:
         log.info("stratagate %s ready (db=%s, pid=%d)", __version__, self.settings.db, os.getpid())
 
     def answered(self) -> None:
-        """Called once the first answer is written: now build, in threads, what later requests would otherwise build
-        on the event loop (the secret detector, ~0.1 s to import, needed by the first text with a redaction candidate)
-        or wait for (the model route). Before the first answer they would only delay it."""
+        """Called once the first answer is written: now build, in threads, what later requests would otherwise wait
+        for (the token encoding every capture counts with, the model route) or build on the event loop (the secret
+        detector, ~0.1 s to import, needed by the first text with a redaction candidate). Before the first answer
+        they would only delay it (unless it counts tokens: then it has started the encoding itself)."""
         if self._answered.is_set():
             return
         self._answered.set()
+        if self.tokens_ready is not None:
+            self.tokens_ready.start()
         self.secrets_ready = _warm_up(secrets.warm)
         if not self.settings.zero_model:
             self.model_ready = _warm_up(preload_model_route, self.settings)

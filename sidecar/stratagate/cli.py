@@ -573,9 +573,9 @@ def _serve_command(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     from stratagate.rpc.server import serve
 
-    # Nothing is built ahead here: the token encoding is built (in a thread) by the first request that needs exact
-    # counts, the secret detector by the first text that needs it and, off the loop, after the first answer
-    # (App.answered), so a cold start's first answer pays only for what it uses.
+    # Nothing is built ahead here: the token encoding and the secret detector are built in threads once the first
+    # answer is out (App.answered), or earlier by a request that needs them, so a cold start's first answer pays
+    # only for what it uses.
     try:
         return asyncio.run(serve(settings))
     except KeyboardInterrupt:
