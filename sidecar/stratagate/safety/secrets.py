@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from itertools import pairwise
-from typing import Any
+from typing import Any, NamedTuple
 
 from stratagate.safety import detector_data
 from stratagate.safety.codevalue import is_code_value, is_name, is_named_value, is_placeholder_value, key_in_code
@@ -257,12 +257,23 @@ _B = r"(?<![A-Za-z0-9_])"  # left token boundary
 _E = r"(?![A-Za-z0-9_])"  # right token boundary
 
 
+class _Spec(NamedTuple):
+    """A rule before its pattern is compiled (with the detector, on the first text with a candidate)."""
+
+    kind: str
+    pattern: str
+    group: int | str
+    check: Callable[[str], bool] | None
+    flags: int
+
+
 def _r(kind: str, pattern: str, group: int | str = 0, check: Callable[[str], bool] | None = None,
-       flags: int = 0) -> Rule:
-    return Rule(kind, re.compile(pattern, flags), group, check)
+       flags: int = 0) -> _Spec:
+    return _Spec(kind, pattern, group, check, flags)
 
 
-_OWN_RULES: list[Rule] = [
+# Our rules, compiled with the detector: by the first text with a candidate (~7 ms), not at import.
+_OWN_RULES: list[_Spec] = [
     _r("anthropic-key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,}"),
     # No left boundary: a key glued to other text must still be caught ("disk-usage-..." is not a key).
     _r("sk-api-key", r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", 0, lambda s: not _wordy(s[3:])),
@@ -422,7 +433,8 @@ class _Loaded:
     def __init__(self) -> None:
         data = detector_data.load(_DS_KINDS)
         strong = [k.replace("_?", "[_\\-]?") for k in data.keywords] + _OWN_KEYWORDS
-        self.rules: list[Rule] = _OWN_RULES + _ds_rules(data.patterns)
+        self.rules: list[Rule] = [Rule(r.kind, re.compile(r.pattern, r.flags), r.group, r.check) for r in _OWN_RULES]
+        self.rules += _ds_rules(data.patterns)
         self.name_ok = re.compile(r"(?i)(?:" + "|".join(strong) + r"|token|pin)")
         self.strong_name = re.compile(r"(?i)" + "|".join(strong))
 
