@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import array
+import contextlib
 import hashlib
 import json
 import logging
@@ -56,6 +57,31 @@ class CacheError(ValueError):
 def source_digest(raw: bytes | None = None) -> bytes:
     """sha256 of the installed tokenizer.json (hashlib releases the GIL on a buffer this size)."""
     return hashlib.sha256(deepseek.tokenizer_json_bytes() if raw is None else raw).digest()
+
+
+def _stat_key(path: Path) -> list[object]:
+    st = path.stat()
+    return [str(path), st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev]
+
+
+def known_source_digest(folder: Path) -> bytes:
+    """``source_digest()``, remembered in the cache folder for the file's path, size, mtime and inode, as Python
+    trusts a .pyc on the source's mtime and size: hashing the 6.4 MB file costs ~10 ms of every first count.
+    An installed file that changes gets a new mtime (a reinstall, a new inode too): then it is hashed again."""
+    source = deepseek.tokenizer_json_path()
+    memo = folder / f"{deepseek.ENCODING_NAME}.source.json"
+    key = _stat_key(source)
+    try:
+        stored = json.loads(memo.read_bytes())
+        if stored["stat"] == key:
+            return bytes.fromhex(stored["sha256"])
+    except (OSError, ValueError, TypeError, KeyError):  # missing or bad: hashed and written again
+        pass
+    digest = source_digest()
+    if _stat_key(source) == key:  # unchanged while it was read
+        with contextlib.suppress(OSError):
+            write_file(memo, json.dumps({"stat": key, "sha256": digest.hex()}).encode())
+    return digest
 
 
 def cache_path(digest: bytes, folder: Path | None = None) -> Path:
@@ -163,7 +189,7 @@ def load_vocabulary(folder: Path | None = None) -> Vocabulary:
     Falls back to converting tokenizer.json in this process when the cache folder cannot be written.
     """
     folder = folder or cache_dir()
-    digest = source_digest()
+    digest = known_source_digest(folder)
     path = cache_path(digest, folder)
     source: Literal["cache", "built"] = "cache"
     for attempt in ("cached", "rebuilt"):
