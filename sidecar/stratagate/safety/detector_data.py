@@ -4,9 +4,10 @@ list — read from a cache file instead of importing the package for them.
 Importing detect-secrets costs ~0.1 s of CPU and ~8 MB (its package imports its scanner, whose plugins import
 ``requests``), and its patterns are needed by any text with a long token-like run (a file path in a log line). So
 the first process that needs them imports the package once and writes them to ``detect-secrets-<key>.json`` in the
-sidecar's cache folder; later processes compile them from that file. The key is the sha256 of every ``.py`` file
-of the installed package (and of this format), so a file written from other sources is never read; an unreadable,
-corrupted or foreign file is rewritten. The package's code (the entropy function) is still imported where used.
+sidecar's cache folder; later processes compile them from that file. The key covers the path, size and mtime of
+every ``.py`` file of the installed package (and this format and the kinds taken), so a file written from other
+sources is never read; an unreadable, corrupted or foreign file is rewritten. The package's code (the entropy
+function) is still imported where it is used.
 """
 
 from __future__ import annotations
@@ -39,15 +40,17 @@ class DetectorData(NamedTuple):
 
 
 def data_key(kinds: dict[str, str]) -> str:
-    """sha256 of this format, ``kinds`` and the installed detect-secrets sources (found without importing them)."""
+    """sha256 of this format, ``kinds`` and the installed detect-secrets sources: each ``.py`` file's path, size and
+    mtime, as Python trusts a .pyc (found without importing them; reading and hashing them would cost ~6 ms)."""
     spec = importlib.util.find_spec("detect_secrets")
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError("the detect-secrets package is not installed")
     root = Path(next(iter(spec.submodule_search_locations)))
-    digest = hashlib.sha256(json.dumps([FORMAT, kinds], sort_keys=True).encode())
+    files = []
     for path in sorted(root.rglob("*.py")):
-        digest.update(b"\0" + path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
+        st = path.stat()
+        files.append([path.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns])
+    return hashlib.sha256(json.dumps([FORMAT, kinds, str(root), files], sort_keys=True).encode()).hexdigest()
 
 
 def cache_path(key: str, folder: Path | None = None) -> Path:

@@ -25,8 +25,7 @@ import json
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from itertools import pairwise
 from typing import Any, NamedTuple
 
@@ -245,12 +244,19 @@ def _env_value(name: str, value: str) -> bool:
 # ------------------------------------------------------------------------------------------------ rules
 
 
-@dataclass(frozen=True)
 class Rule:
-    kind: str
-    pattern: re.Pattern[str]
-    group: int | str = 0  # which group is the secret
-    check: Callable[[str], bool] | None = None
+    """One pattern and what it finds; compiled on its first use (most texts wake a few rules, a start none or the
+    handful that look at long token-like runs: compiling all ~60 costs ~15 ms)."""
+
+    def __init__(self, kind: str, source: str, flags: int = 0, group: int | str = 0,
+                 check: Callable[[str], bool] | None = None):
+        self.kind, self.source, self.flags = kind, source, flags
+        self.group = group  # which group is the secret
+        self.check = check
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.source, self.flags)
 
 
 _B = r"(?<![A-Za-z0-9_])"  # left token boundary
@@ -345,7 +351,7 @@ _DS_KINDS = {
 
 
 def _ds_rules(patterns: list[Pattern]) -> list[Rule]:
-    return [Rule(p.kind, re.compile(p.pattern, p.flags), p.group) for p in patterns]
+    return [Rule(p.kind, p.pattern, p.flags, p.group) for p in patterns]
 
 
 _PEM_BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?)-----")
@@ -433,10 +439,17 @@ class _Loaded:
     def __init__(self) -> None:
         data = detector_data.load(_DS_KINDS)
         strong = [k.replace("_?", "[_\\-]?") for k in data.keywords] + _OWN_KEYWORDS
-        self.rules: list[Rule] = [Rule(r.kind, re.compile(r.pattern, r.flags), r.group, r.check) for r in _OWN_RULES]
+        self.rules: list[Rule] = [Rule(r.kind, r.pattern, r.flags, r.group, r.check) for r in _OWN_RULES]
         self.rules += _ds_rules(data.patterns)
-        self.name_ok = re.compile(r"(?i)(?:" + "|".join(strong) + r"|token|pin)")
-        self.strong_name = re.compile(r"(?i)" + "|".join(strong))
+        self._strong = strong
+
+    @cached_property
+    def name_ok(self) -> re.Pattern[str]:
+        return re.compile(r"(?i)(?:" + "|".join(self._strong) + r"|token|pin)")
+
+    @cached_property
+    def strong_name(self) -> re.Pattern[str]:
+        return re.compile(r"(?i)" + "|".join(self._strong))
 
 
 _state: _Loaded | None = None
