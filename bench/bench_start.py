@@ -12,9 +12,10 @@ twice per tree and dense mode:
 - after ping: wait for the `system.ping` answer, then time the first capture and the first render.
 ``--tree`` runs another checkout's sidecar/ (e.g. /work/main) on the same database, back to back, to compare.
 Bytecode is cached in ``--workdir`` (PYTHONPYCACHEPREFIX), as a pip-installed package has it.
-By default each start finds the database alone, so its first search rebuilds the derived search index next to it
-(``<db>-search``, storage/term_index.py: ~0.15 s of CPU at 10k events), as after an upgrade or a lost index;
-``--with-index`` copies an index built once beside the database, as every later start of the sidecar finds it.
+By default each start finds the database as built, never served: its first search derives the search index beside
+it (``<db>-search``, storage/term_index.py) and the term feed's rows (~0.15 s of CPU at 10k events), as the first
+start after an upgrade does; ``--served`` starts on a copy of the database and its index as a first sidecar left
+them, as every later start finds them.
 """
 
 from __future__ import annotations
@@ -142,38 +143,39 @@ def capture_params(k: int, namespace: str) -> dict[str, Any]:
     return turn(100 + k, namespace=namespace, session="bench-start", user=f"first turn after start {k}: use pnpm")
 
 
-def fresh_copy(base_db: Path, db: Path, index: Path | None) -> None:
-    """``base_db`` at ``db`` (and its derived search index, if given), nothing of an earlier run left."""
+def fresh_copy(base_db: Path, db: Path, with_index: bool) -> None:
+    """``base_db`` at ``db`` (and its derived search index, if asked), nothing of an earlier run left."""
     for suffix in ("", "-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)
     shutil.rmtree(str(db) + "-search", ignore_errors=True)
     shutil.copyfile(base_db, db)
-    if index is not None:
-        shutil.copytree(index, str(db) + "-search")
+    if with_index:
+        shutil.copytree(str(base_db) + "-search", str(db) + "-search")
 
 
-async def build_index(tree: Path, base_db: Path, work: Path, namespace: str) -> Path:
-    """The derived search index of ``base_db``, built once by a sidecar's first render on a copy (kept for the next
-    run while the database is the same file)."""
+async def served_copy(tree: Path, base_db: Path, work: Path, namespace: str) -> Path:
+    """``base_db`` as a sidecar leaves it: one start and render on a copy derive what a first search derives (the
+    search index beside it, the term feed's rows), kept for the next run while ``base_db`` is the same file."""
     stat = base_db.stat()
-    index = work / f"index-{base_db.stem}-{stat.st_size}-{stat.st_mtime_ns}"
-    if index.exists():
-        return index
-    db = work / "index.db"
-    fresh_copy(base_db, db, None)
+    served = work / f"served-{base_db.stem}-{stat.st_size}-{stat.st_mtime_ns}.db"
+    if served.exists():
+        return served
+    db = work / "serving.db"
+    fresh_copy(base_db, db, False)
     child = await Child.spawn(tree, db, False, work / "pyc")
     await child.call("activation.render", {"namespace": namespace, "session": "reader", "query": QUERY})
     await child.close()
-    shutil.copytree(str(db) + "-search", index)
-    return index
+    shutil.copytree(str(db) + "-search", str(served) + "-search")
+    shutil.copyfile(db, served)
+    return served
 
 
 async def one_run(tree: Path, base_db: Path, work: Path, dense: bool, k: int, namespace: str,
-                  index: Path | None = None) -> dict[str, float]:
+                  with_index: bool = False) -> dict[str, float]:
     out: dict[str, float] = {}
     render_params = {"namespace": namespace, "session": "reader", "query": QUERY}
     db = work / "run.db"
-    fresh_copy(base_db, db, index)
+    fresh_copy(base_db, db, with_index)
     started = time.perf_counter()
     child = await Child.spawn(tree, db, dense, work / "pyc")
     render = child.send("activation.render", render_params)
@@ -193,7 +195,7 @@ async def one_run(tree: Path, base_db: Path, work: Path, dense: bool, k: int, na
     out["max_busy_ms"] = loop.get("max_busy_ms", float("nan"))
     await child.close()
 
-    fresh_copy(base_db, db, index)
+    fresh_copy(base_db, db, with_index)
     started = time.perf_counter()
     child = await Child.spawn(tree, db, dense, work / "pyc")
     await child.call("system.ping")
@@ -232,8 +234,8 @@ async def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/stratagate-bench-start"))
     parser.add_argument("--db", type=Path, help="use this database (copied, never written) instead of building one")
     parser.add_argument("--namespace", default=NS, help="namespace the renders and captures use (with --db)")
-    parser.add_argument("--with-index", action="store_true",
-                        help="copy the derived search index built once beside the database (a restart's case)")
+    parser.add_argument("--served", action="store_true",
+                        help="start on the database as a sidecar left it, with its derived search index (a restart)")
     args = parser.parse_args()
     trees = args.tree or [REPO]
     work: Path = args.workdir
@@ -241,16 +243,17 @@ async def main() -> None:
     base_db = args.db or work / f"events-{args.events}.db"
     if args.db is None:
         await build_db(base_db, args.events)
-    index = await build_index(trees[0], base_db, work, args.namespace) if args.with_index else None
+    if args.served:
+        base_db = await served_copy(trees[0], base_db, work, args.namespace)
     modes = {"off": [False], "on": [True], "both": [False, True]}[args.dense]
     results: dict[tuple[str, bool], list[dict[str, float]]] = {}
     for k in range(args.runs):  # interleaved: trees and modes see the same machine load
         for dense in modes:
             for tree in trees:
-                run = await one_run(tree, base_db, work, dense, k, args.namespace, index)
+                run = await one_run(tree, base_db, work, dense, k, args.namespace, args.served)
                 results.setdefault((str(tree), dense), []).append(run)
     print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"{base_db.name} ({'with' if index else 'without'} its derived search index); medians of {args.runs} runs "
+          f"{base_db.name} ({'served before' if args.served else 'never served'}); medians of {args.runs} runs "
           "(min–max)\n")
     print("| tree | dense | " + " | ".join(title for _, title, _ in COLUMNS) + " |")
     print("|---|---|" + "---:|" * len(COLUMNS))

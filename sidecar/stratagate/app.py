@@ -141,6 +141,14 @@ class OnDemand(Generic[T]):
         return asyncio.shield(self.start()).__await__()
 
 
+def _warm_secrets_after_tokens() -> None:
+    """The secret detector's warm-up, after the token encoding (a capture waits for that one: on a small machine the
+    two builds would share the CPU and both finish later)."""
+    with contextlib.suppress(Exception):  # a failed encoding build is reported by what awaits it
+        count_tokens("warm up")
+    secrets.warm()
+
+
 def _tool_registry() -> Toolbox:
     from stratagate.tools.catalog import build_registry
 
@@ -238,7 +246,7 @@ class App:
         self._answered.set()
         if self.tokens_ready is not None:
             self.tokens_ready.start()
-        self.secrets_ready = _warm_up(secrets.warm)
+        self.secrets_ready = _warm_up(_warm_secrets_after_tokens)
         if not self.settings.zero_model:
             self.model_ready = _warm_up(preload_model_route, self.settings)
 
