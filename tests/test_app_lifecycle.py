@@ -80,3 +80,18 @@ async def test_the_first_answer_starts_the_builds_later_requests_need(tmp_path: 
         assert await app.tokens_ready > 0
     finally:
         await app.stop()
+
+
+@pytest.mark.asyncio
+async def test_an_app_nobody_asks_warms_up_after_a_quiet_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """An App that answers through something else than `serve` (the page, the MCP server, the Python API) still gets
+    its warm-ups: once the start has been quiet for a while."""
+    monkeypatch.setattr(app_module, "QUIET_START_S", 0.01)
+    app = App(load_settings({"db": tmp_path / "memory.db"}, environ={}))
+    await app.start()
+    try:
+        await asyncio.wait_for(app._answered.wait(), 30)
+        assert app.tokens_ready is not None and app.tokens_ready.started() and app.secrets_ready is not None
+        assert await app.tokens_ready > 0
+    finally:
+        await app.stop()

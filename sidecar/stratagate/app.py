@@ -35,8 +35,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stratagate")
 
-FIRST_SWEEP_AFTER_S = 2.0
-"""How long the sweep at start waits for a first request to be answered before it seals idle tails anyway."""
+QUIET_START_S = 5.0
+"""How long after start the warm-ups (App.answered) and the first tail sweep wait for a first answer before they run
+anyway: an App that answers through something else than `serve` (the page, the MCP server, the Python API) or a
+sidecar nobody asks still gets them, and a loaded machine's first answer (1–3 s of wall) is not delayed by them."""
 
 
 def _resolve(path: str) -> Any:
@@ -181,6 +183,7 @@ class App:
         self.tails = TailSealer(self.db, settings, count_tokens)
         self.db.listen(TURN_CAPTURED, self.tails.captured)
         self._sweeping: asyncio.Task[None] | None = None
+        self._warming: asyncio.Task[None] | None = None
         deps = pipeline.StageDeps(
             db=self.db,
             settings=settings,
@@ -232,6 +235,7 @@ class App:
         except Exception:
             log.exception("scheduling maintenance at start failed")
         await self.dense.start()
+        self._warming = asyncio.create_task(self._warm_when_quiet(), name="warm-ups after the first answer")
         if jobs:  # the sweep seals at once what went idle while the sidecar was down, then every minute or so
             self._sweeping = asyncio.create_task(self._sweep_tails(), name="tail sweep")
         log.info("stratagate %s ready (db=%s, pid=%d)", __version__, self.settings.db, os.getpid())
@@ -254,21 +258,26 @@ class App:
         # The warm-ups only build caches in memory: a stop right after start does not wait for them (they run in
         # daemon threads, so the process exits at once instead of outliving the host's grace period).
         await self.dense.close()
-        if self._sweeping is not None:
-            self._sweeping.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._sweeping
+        for task in (self._warming, self._sweeping):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         await self.runner.stop()
         if self.tails.touched and self.tokens_ready is not None and self.tokens_ready.done():
             await self.tails.at_shutdown()  # bounded; what is left is sealed after the next start
         await self.db.close()
         self.stalls.stop()
 
+    async def _warm_when_quiet(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._answered.wait(), QUIET_START_S)
+        self.answered()
+
     async def _sweep_tails(self) -> None:
         # Sealing counts tokens: the sweep at start waits for the first answer (or a quiet start) before it has the
         # encoding built, so that build never delays a first recall that does not need it.
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._answered.wait(), FIRST_SWEEP_AFTER_S)
+        await self._answered.wait()
         if self.tokens_ready is not None:
             await self.tokens_ready  # sealing counts tokens (the await is shielded: stop() cancels this task)
         await self.tails.run()
