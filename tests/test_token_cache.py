@@ -52,7 +52,8 @@ def test_a_fresh_machine_builds_the_file_in_a_child(tmp_path: Path, digest: byte
     assert (vocabulary.ranks, vocabulary.special) == reference
     path = cache.cache_path(digest, folder)
     assert mode(path) == 0o600 and mode(folder) == 0o700
-    assert [p.name for p in folder.iterdir()] == [path.name]  # no temporary file left behind
+    memo = f"{deepseek.ENCODING_NAME}.source.json"  # the source's digest, remembered for its stat
+    assert sorted(p.name for p in folder.iterdir()) == sorted([path.name, memo])  # no temporary file left behind
     again = cache.load_vocabulary(folder)
     assert again.source == "cache" and (again.ranks, again.special) == reference
 
@@ -133,3 +134,24 @@ async def test_sidecars_build_use_and_rebuild_the_cache(tmp_path: Path, digest: 
         assert mode(path) == 0o600 and mode(folder) == 0o700
         counts.append(block_token_counts(db))
     assert counts[0] and counts[0] == counts[1] == counts[2]
+
+
+def test_the_source_digest_is_remembered_for_the_files_stat(tmp_path: Path, digest: bytes,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    assert cache.known_source_digest(tmp_path) == digest  # hashed, then remembered
+    memo = tmp_path / f"{deepseek.ENCODING_NAME}.source.json"
+    assert mode(memo) == 0o600
+
+    def no_hashing(raw: bytes | None = None) -> bytes:
+        raise AssertionError("hashed although the file is unchanged")
+
+    with monkeypatch.context() as m:
+        m.setattr(cache, "source_digest", no_hashing)
+        assert cache.known_source_digest(tmp_path) == digest
+    # Another stat (a reinstalled file) or a damaged memo: hashed again, never trusted.
+    stored = memo.read_text()
+    memo.write_text(stored.replace(f'"{digest.hex()}"', '"' + "00" * 32 + '"').replace('"stat": ["', '"stat": ["x'))
+    assert cache.known_source_digest(tmp_path) == digest
+    memo.write_text("{broken")
+    assert cache.known_source_digest(tmp_path) == digest
+    assert memo.read_text() == stored

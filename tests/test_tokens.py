@@ -223,6 +223,15 @@ def test_every_added_token_in_running_text(literal: LiteralTokenizer) -> None:
     assert sum(i in literal.added.values() for i in ids) >= len(added)
 
 
+def test_added_tokens_at_the_edges_and_inside_near_misses(literal: LiteralTokenizer) -> None:
+    # Leftmost-longest wherever the text ends: a text that ends in an added token, or in a cut one.
+    added = sorted(literal.added, key=len)
+    for tok in (added[0], added[len(added) // 2], added[-1]):
+        for text in (tok, f"<{tok}", f"{tok}{tok[:-1]}", f"{tok[:-1]}{tok}", f"{tok[:3]}{tok}<"):
+            assert encode(text) == literal.encode(text) == ds_token.encode(text, add_special_tokens=False), text
+            assert decode(encode(text)) == text
+
+
 def test_whitespace_follows_hf_not_ds_token(literal: LiteralTokenizer) -> None:
     text = "\n    return x\n  \n  y"
     ids = encode(text)

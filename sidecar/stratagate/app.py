@@ -9,7 +9,8 @@ import logging
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from stratagate import __version__, tokens, user_settings, wiring
 from stratagate.blocks.tail import TailSealer
@@ -35,6 +36,11 @@ if TYPE_CHECKING:
     from stratagate.protocol.toolbox import Toolbox
 
 log = logging.getLogger("stratagate")
+
+QUIET_START_S = 5.0
+"""How long after start the warm-ups (App.answered) and the first tail sweep wait for a first answer before they run
+anyway: an App that answers through something else than `serve` (the page, the MCP server, the Python API) or a
+sidecar nobody asks still gets them, and a loaded machine's first answer (1–3 s of wall) is not delayed by them."""
 
 
 def _resolve(path: str) -> Any:
@@ -111,6 +117,42 @@ def _warm_up(fn: Any, *args: Any) -> asyncio.Future[Any]:
     return future
 
 
+T = TypeVar("T")
+
+
+class OnDemand(Generic[T]):
+    """A cache built in a daemon thread by its first ``await`` (never ahead: a cold start's first answer pays only for
+    what it uses), shared by every later one. Awaiting it is shielded: a cancelled request does not cancel the build
+    other requests wait for."""
+
+    def __init__(self, build: Callable[..., T], *args: Any):
+        self._build, self._args = build, args
+        self._future: asyncio.Future[T] | None = None
+
+    def start(self) -> asyncio.Future[T]:
+        """The build's future, started now if it was not (on the event loop: two requests racing share one build)."""
+        if self._future is None:
+            self._future = _warm_up(self._build, *self._args)
+        return self._future
+
+    def started(self) -> bool:
+        return self._future is not None
+
+    def done(self) -> bool:
+        return self._future is not None and self._future.done()
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return asyncio.shield(self.start()).__await__()
+
+
+def _warm_secrets_after_tokens() -> None:
+    """The secret detector's warm-up, after the token encoding (a capture waits for that one: on a small machine the
+    two builds would share the CPU and both finish later)."""
+    with contextlib.suppress(Exception):  # a failed encoding build is reported by what awaits it
+        count_tokens("warm up")
+    secrets.warm()
+
+
 def _tool_registry() -> Toolbox:
     from stratagate.tools.catalog import build_registry
 
@@ -133,9 +175,10 @@ class App:
         self.shutdown_requested = asyncio.Event()
         self._tools: Toolbox | None = None
         self._gateway: ModelGateway | None = None
-        self.tokens_ready: asyncio.Future[int] | None = None
+        self.tokens_ready: OnDemand[int] | None = None
         self.secrets_ready: asyncio.Future[None] | None = None
         self.model_ready: asyncio.Future[None] | None = None
+        self._answered = asyncio.Event()
         self.stalls = StallMonitor()
         self.recalls = Recalls()  # each session's last recall (/memory recall, the chat's memory row)
         dense.configure(settings.dense)
@@ -147,6 +190,7 @@ class App:
         self.tails = TailSealer(self.db, settings, count_tokens)
         self.db.listen(TURN_CAPTURED, self.tails.captured)
         self._sweeping: asyncio.Task[None] | None = None
+        self._warming: asyncio.Task[None] | None = None
         deps = pipeline.StageDeps(
             db=self.db,
             settings=settings,
@@ -189,14 +233,10 @@ class App:
         self.user_settings = await user_settings.apply_at_start(self.db, self.settings)
         if not self.host_model and not self.settings.model_base_url:
             self.settings.model_route = "none"
-        # The tokenizer is built off the event loop (`stratagate serve` starts it before its imports, cli.py
-        # _warm_ups; an App started otherwise builds it here, in a thread); captures await it, pings do not.
-        self.tokens_ready = _warm_up(count_tokens, "warm up")
-        # The secret detector (detect-secrets' patterns, ~150 ms to import) too (also built early by cli.py: the
-        # first writes wait for it on the loop otherwise).
-        self.secrets_ready = _warm_up(secrets.warm)
-        if not self.settings.zero_model:
-            self.model_ready = _warm_up(preload_model_route, self.settings)
+        # The token encoding (~0.14 s of CPU, ~40 MB) is built off the event loop by the first request that counts
+        # tokens (they await this) or once the first answer is out (App.answered): never before the first answer
+        # unless that answer needs it.
+        self.tokens_ready = OnDemand(count_tokens, "warm up")
         if jobs:
             await self.runner.start()
         try:  # queue the maintenance job if it is overdue; a failure here must not keep the sidecar from serving
@@ -204,27 +244,51 @@ class App:
         except Exception:
             log.exception("scheduling maintenance at start failed")
         await self.dense.start()
+        self._warming = asyncio.create_task(self._warm_when_quiet(), name="warm-ups after the first answer")
         if jobs:  # the sweep seals at once what went idle while the sidecar was down, then every minute or so
             self._sweeping = asyncio.create_task(self._sweep_tails(), name="tail sweep")
         log.info("stratagate %s ready (db=%s, pid=%d)", __version__, self.settings.db, os.getpid())
+
+    def answered(self) -> None:
+        """Called once the first answer is written: now build, in threads, what later requests would otherwise wait
+        for (the token encoding every capture counts with, the model route) or build on the event loop (the secret
+        detector, ~0.1 s to import, needed by the first text with a redaction candidate). Before the first answer
+        they would only delay it (unless it counts tokens: then it has started the encoding itself)."""
+        if self._answered.is_set():
+            return
+        self._answered.set()
+        if self.tokens_ready is not None:
+            self.tokens_ready.start()
+        self.secrets_ready = _warm_up(_warm_secrets_after_tokens)
+        if not self.settings.zero_model:
+            self.model_ready = _warm_up(preload_model_route, self.settings)
 
     async def stop(self) -> None:
         # The warm-ups only build caches in memory: a stop right after start does not wait for them (they run in
         # daemon threads, so the process exits at once instead of outliving the host's grace period).
         await self.dense.close()
-        if self._sweeping is not None:
-            self._sweeping.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._sweeping
+        for task in (self._warming, self._sweeping):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         await self.runner.stop()
         if self.tails.touched and self.tokens_ready is not None and self.tokens_ready.done():
             await self.tails.at_shutdown()  # bounded; what is left is sealed after the next start
         await self.db.close()
         self.stalls.stop()
 
+    async def _warm_when_quiet(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._answered.wait(), QUIET_START_S)
+        self.answered()
+
     async def _sweep_tails(self) -> None:
+        # Sealing counts tokens: the sweep at start waits for the first answer (or a quiet start) before it has the
+        # encoding built, so that build never delays a first recall that does not need it.
+        await self._answered.wait()
         if self.tokens_ready is not None:
-            await asyncio.shield(self.tokens_ready)  # sealing counts tokens (shielded: stop() cancels this task)
+            await self.tokens_ready  # sealing counts tokens (the await is shielded: stop() cancels this task)
         await self.tails.run()
 
     def model_route(self) -> str:

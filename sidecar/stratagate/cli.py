@@ -7,11 +7,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import os
 import sqlite3
 import sys
-import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,40 +22,6 @@ if TYPE_CHECKING:
     import aiosqlite
 
     from stratagate.config import Settings
-
-WARM_UP_WAIT_S = 60.0
-"""How long `serve` waits for the secret detector before serving anyway."""
-
-
-def _warm_ups() -> dict[str, threading.Thread]:
-    """Start what the first answers need and what would stall the event loop if built while it serves: the rendering
-    rule's character class then the token encoding (a recall awaits the encoding, so both are built by the time it
-    renders), and the secret detector (every log line is redacted, the first ones during start)."""
-    from stratagate import tokens
-    from stratagate.safety import inert, secrets
-
-    log = logging.getLogger("stratagate")
-
-    def run(*steps: tuple[str, Callable[[], object]]) -> None:
-        for name, fn in steps:
-            try:
-                fn()
-            except Exception:  # the sidecar still starts; what needs it reports the error itself
-                log.exception("warm-up of the %s failed", name)
-
-    threads = {
-        "tokenizer": threading.Thread(
-            target=run, args=(("rendering rule", inert.warm), ("tokenizer", tokens.get_encoding)),
-            name="warm-up tokenizer", daemon=True,
-        ),
-        "secret detector": threading.Thread(
-            target=run, args=(("secret detector", secrets.warm),), name="warm-up secret detector", daemon=True
-        ),
-    }
-    for thread in threads.values():
-        thread.start()
-    return threads
-
 
 def _server_parsers(sub: Any) -> None:
     """`mcp` and `ui`: the servers besides `serve`."""
@@ -640,8 +604,6 @@ def maintenance_command(args: argparse.Namespace, settings: Any) -> int:
 
 
 def _serve_command(args: argparse.Namespace, settings: Settings) -> int:
-    # First: the token encoding and the secret detector build in threads while the imports below run.
-    warm_ups = _warm_ups()
     from stratagate.context.settings import parse_config
 
     try:
@@ -651,11 +613,9 @@ def _serve_command(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     from stratagate.rpc.server import serve
 
-    # The secret detector is finished before the loop serves: the first log lines redact with it, and building it on
-    # the loop (or waiting there for a half-built one) would stall every request behind it. The tokenizer is not
-    # waited for: what counts tokens awaits it (App.tokens_ready), so a first start that builds the token cache in a
-    # child process still answers pings.
-    warm_ups["secret detector"].join(WARM_UP_WAIT_S)
+    # Nothing is built ahead here: the token encoding and the secret detector are built in threads once the first
+    # answer is out (App.answered), or earlier by a request that needs them, so a cold start's first answer pays
+    # only for what it uses.
     try:
         return asyncio.run(serve(settings))
     except KeyboardInterrupt:
@@ -673,11 +633,9 @@ def _mcp_command(args: argparse.Namespace, settings: Settings) -> int:
         from stratagate.mcp_server.stdio import protocol_stdout
 
         out_fd = protocol_stdout()
-    warm_ups = _warm_ups()
     from stratagate.mcp_server.server import ListenError, run
     from stratagate.storage.db import SchemaError, StorageError
 
-    warm_ups["secret detector"].join(WARM_UP_WAIT_S)  # as for serve: log lines are redacted with it
     _used(settings.db)
     project = str(args.project.resolve()) if args.project is not None else None
     try:

@@ -211,6 +211,8 @@ class Settings(BaseModel):
 class ProcessEnv(BaseModel):
     """Variables the sidecar reads from the environment itself (before Settings exist, or in a leaf module)."""
 
+    model_config = ConfigDict(defer_build=True)  # not validated by a running sidecar
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = row(
         "INFO", en="log level of `serve` and `ui` (the `--log-level` flag wins)",
         zh="`serve` 与 `ui` 的日志级别（命令行 `--log-level` 优先）")
@@ -221,6 +223,8 @@ class ProcessEnv(BaseModel):
 
 class ShimOptions(BaseModel):
     """What only the shim reads: options of the plugin row ``stratagate`` (cordis.patch.yml) and its variables."""
+
+    model_config = ConfigDict(defer_build=True)  # not validated by a running sidecar
 
     python: str = row("auto", plugin="python", env="STRATAGATE_PYTHON",
                       en="interpreter path, or `auto` (`$STRATAGATE_PYTHON`, then `python3`, `python`)",
@@ -255,6 +259,8 @@ class ShimOptions(BaseModel):
 
 class ContextPage(BaseModel):
     """The context engine's settings the Memory page edits (stored by the engine: context/settings.py)."""
+
+    model_config = ConfigDict(defer_build=True)  # not validated by a running sidecar
 
     context_mode: ContextMode = row(
         "cost", env=None, page=("Context mode", "上下文模式"),

@@ -20,7 +20,7 @@ _ROLE_START = re.compile(
 def _special_tokens() -> dict[str, int]:
     count_tokens("warm up")
     assert tokens._state is not None
-    return dict(tokens._state.special_ids)
+    return dict(tokens._state.added.ids)
 
 
 SPECIAL_IDS = _special_tokens()

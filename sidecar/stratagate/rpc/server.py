@@ -143,8 +143,17 @@ class _Dispatcher:
         self.app = app
         self.captures_in_flight: set[asyncio.Future[None]] = set()
         self.arrivals = ArrivalOrder()
+        self.answered = False
 
     async def __call__(self, message: Any) -> Any:
+        reply = await self._reply(message)
+        if not self.answered:
+            self.answered = True
+            # Run once the reply is written (the peer writes it before the loop runs the next callback).
+            asyncio.get_running_loop().call_soon(self.app.answered)
+        return reply
+
+    async def _reply(self, message: Any) -> Any:
         # Captures take their place in line now, in the order they were read, before anything awaits.
         if isinstance(message, list):
             if not message:

@@ -25,11 +25,13 @@ import json
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from functools import cache, cached_property
 from itertools import pairwise
-from typing import Any, cast
+from typing import Any, NamedTuple
 
+from stratagate.safety import detector_data
 from stratagate.safety.codevalue import is_code_value, is_name, is_named_value, is_placeholder_value, key_in_code
+from stratagate.safety.detector_data import Pattern
 
 DEFAULT_KEY = b"stratagate-default-redaction-key"
 _key: bytes = DEFAULT_KEY
@@ -72,7 +74,7 @@ def placeholder_clause(count: int) -> str:
             "placeholders (the originals are not kept)")
 
 def _entropy(s: str) -> float:
-    return _loaded().entropy(s)
+    return _shannon_entropy()(s)
 
 
 # ------------------------------------------------------------------------------------------------ validators
@@ -242,24 +244,42 @@ def _env_value(name: str, value: str) -> bool:
 # ------------------------------------------------------------------------------------------------ rules
 
 
-@dataclass(frozen=True)
 class Rule:
-    kind: str
-    pattern: re.Pattern[str]
-    group: int | str = 0  # which group is the secret
-    check: Callable[[str], bool] | None = None
+    """One pattern and what it finds; compiled on its first use (most texts wake a few rules, a start none or the
+    handful that look at long token-like runs: compiling all ~60 costs ~15 ms)."""
+
+    def __init__(self, kind: str, source: str, flags: int = 0, group: int | str = 0,
+                 check: Callable[[str], bool] | None = None):
+        self.kind, self.source, self.flags = kind, source, flags
+        self.group = group  # which group is the secret
+        self.check = check
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.source, self.flags)
 
 
 _B = r"(?<![A-Za-z0-9_])"  # left token boundary
 _E = r"(?![A-Za-z0-9_])"  # right token boundary
 
 
+class _Spec(NamedTuple):
+    """One of our rules as declared (the detector makes a ``Rule`` of it)."""
+
+    kind: str
+    pattern: str
+    group: int | str
+    check: Callable[[str], bool] | None
+    flags: int
+
+
 def _r(kind: str, pattern: str, group: int | str = 0, check: Callable[[str], bool] | None = None,
-       flags: int = 0) -> Rule:
-    return Rule(kind, re.compile(pattern, flags), group, check)
+       flags: int = 0) -> _Spec:
+    return _Spec(kind, pattern, group, check, flags)
 
 
-_OWN_RULES: list[Rule] = [
+# Our rules; each is compiled on its first use (Rule.pattern), not at import (~7 ms for all).
+_OWN_RULES: list[_Spec] = [
     _r("anthropic-key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,}"),
     # No left boundary: a key glued to other text must still be caught ("disk-usage-..." is not a key).
     _r("sk-api-key", r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", 0, lambda s: not _wordy(s[3:])),
@@ -330,21 +350,8 @@ _DS_KINDS = {
 }
 
 
-def _ds_rules() -> list[Rule]:
-    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.plugins.base import BasePlugin, RegexBasedDetector
-
-    rules: list[Rule] = []
-    # Declared as returning dict[str, type[Plugin]] with Plugin an unbound TypeVar: mypy reads type[Never].
-    plugins = cast(dict[str, type[BasePlugin]], get_mapping_from_secret_type_to_class())
-    for secret_type, plugin_class in plugins.items():
-        kind = _DS_KINDS.get(secret_type)
-        if kind is None or not issubclass(plugin_class, RegexBasedDetector):
-            continue
-        for pattern in plugin_class().denylist:
-            # detect-secrets reports group 1 when there is one (the value after a keyword), else the match.
-            rules.append(Rule(kind, pattern, 1 if pattern.groups else 0))
-    return rules
+def _ds_rules(patterns: list[Pattern]) -> list[Rule]:
+    return [Rule(p.kind, p.pattern, p.flags, p.group) for p in patterns]
 
 
 _PEM_BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?)-----")
@@ -426,18 +433,23 @@ _ZH_KEY = re.compile(r"(密码|口令|密钥|秘钥|令牌|验证码|PIN码|pin�
 _ZH_TOKEN = re.compile(r"[^\n]{0,12}?(?:是|为|：|:|=)\s*([\"'“‘「]?)([\x21-\x7e]{3,})")
 
 class _Loaded:
-    """What comes from detect-secrets, built on first use (importing it costs ~150 ms: its plugins import
-    ``requests``), so the sidecar answers its first ping without waiting; ``warm()`` builds it in the background."""
+    """What comes from detect-secrets' data, built on first use: its patterns and keyword list are read from a cache
+    file (safety/detector_data.py), so a text with a candidate does not import the package (~0.1 s of CPU)."""
 
     def __init__(self) -> None:
-        from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
-        from detect_secrets.plugins.keyword import DENYLIST
+        data = detector_data.load(_DS_KINDS)
+        strong = [k.replace("_?", "[_\\-]?") for k in data.keywords] + _OWN_KEYWORDS
+        self.rules: list[Rule] = [Rule(r.kind, r.pattern, r.flags, r.group, r.check) for r in _OWN_RULES]
+        self.rules += _ds_rules(data.patterns)
+        self._strong = strong
 
-        strong = [k.replace("_?", "[_\\-]?") for k in DENYLIST] + _OWN_KEYWORDS
-        self.entropy = Base64HighEntropyString().calculate_shannon_entropy
-        self.rules: list[Rule] = _OWN_RULES + _ds_rules()
-        self.name_ok = re.compile(r"(?i)(?:" + "|".join(strong) + r"|token|pin)")
-        self.strong_name = re.compile(r"(?i)" + "|".join(strong))
+    @cached_property
+    def name_ok(self) -> re.Pattern[str]:
+        return re.compile(r"(?i)(?:" + "|".join(self._strong) + r"|token|pin)")
+
+    @cached_property
+    def strong_name(self) -> re.Pattern[str]:
+        return re.compile(r"(?i)" + "|".join(self._strong))
 
 
 _state: _Loaded | None = None
@@ -453,9 +465,20 @@ def _loaded() -> _Loaded:
     return _state
 
 
+@cache
+def _shannon_entropy() -> Callable[[str], float]:
+    """detect-secrets' entropy function, imported with the first value it must judge (the package import is the
+    cost: ~0.1 s; the sidecar does it in a thread after its first answer, ``warm``)."""
+    from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+
+    return Base64HighEntropyString().calculate_shannon_entropy
+
+
 def warm() -> None:
-    """Build the detector now (the sidecar calls this in a background thread at start)."""
+    """Build the detector and import detect-secrets' entropy function now, so that no text redacted on the event loop
+    builds them there (the sidecar calls this in a thread once its first answer is out, App.answered)."""
     _loaded()
+    _shannon_entropy()
 
 
 def _kind_from_name(name: str) -> str:

