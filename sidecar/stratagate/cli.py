@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
@@ -603,7 +604,22 @@ def maintenance_command(args: argparse.Namespace, settings: Any) -> int:
     return 0
 
 
+def _tokenizer_in_background() -> None:
+    """Start building the token encoding in a daemon thread (what counts tokens waits for it: App.tokens_ready;
+    a failure here is reported by the first count, which builds again)."""
+    import threading
+
+    from stratagate import tokens
+
+    def build() -> None:
+        with contextlib.suppress(Exception):
+            tokens.get_encoding()
+
+    threading.Thread(target=build, name="tokenizer", daemon=True).start()
+
+
 def _serve_command(args: argparse.Namespace, settings: Settings) -> int:
+    _tokenizer_in_background()
     from stratagate.context.settings import parse_config
 
     try:
@@ -613,9 +629,10 @@ def _serve_command(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     from stratagate.rpc.server import serve
 
-    # Nothing is built ahead here: the token encoding and the secret detector are built in threads once the first
-    # answer is out (App.answered), or earlier by a request that needs them, so a cold start's first answer pays
-    # only for what it uses.
+    # The secret detector is built in a thread once the first answer is out (App.answered), or earlier by a request
+    # that needs it. The token encoding's build started above, before the imports: it holds the GIL for ~75 ms in
+    # one C call (tiktoken's CoreBPE), which overlaps the imports there instead of stalling the serving loop, and a
+    # recall (the usual first request) needs it anyway.
     try:
         return asyncio.run(serve(settings))
     except KeyboardInterrupt:
