@@ -11,6 +11,7 @@ from stratagate.capture.store import capture_turn
 from stratagate.config import Settings
 from stratagate.storage.db import Database
 from stratagate.storage.lookup import capture_scope
+from stratagate.storage.sqlite import on_thread
 
 
 def _turn(namespace: str, session: str, receipt: str) -> CaptureParams:
@@ -60,13 +61,13 @@ async def test_scope_reads_ids_counts_and_receipts_as_stored(tmp_path: Path) -> 
         other = await capture_turn(db, settings, _turn("other", "a", "r1"), len)
         assert not other.duplicate and other.turn_id != first.turn_id
         async with db.transaction() as conn:
-            a = await capture_scope(conn, "ns", "a", "r3")
+            a = await on_thread(conn, lambda raw: capture_scope(raw, "ns", "a", "r3"))
             assert (a.turn_count, a.open_turns, a.turn) == (2, 2, None)
             assert a.session == await db.scalar("SELECT id FROM sessions WHERE key = 'a' AND namespace_id = ?",
                                                 (a.namespace,))
-            dup = await capture_scope(conn, "ns", "new-session", "r2")
+            dup = await on_thread(conn, lambda raw: capture_scope(raw, "ns", "new-session", "r2"))
             assert dup.session is None and dup.namespace == a.namespace and dup.turn is not None
-            missing = await capture_scope(conn, "nowhere", "a", "r1")
+            missing = await on_thread(conn, lambda raw: capture_scope(raw, "nowhere", "a", "r1"))
             assert (missing.namespace, missing.session, missing.turn_count, missing.open_turns, missing.turn) == (
                 None, None, 0, 0, None)
         seqs = await db.reader.execute_fetchall(
