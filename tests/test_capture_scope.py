@@ -4,11 +4,13 @@ statement must agree with (the rows as stored, whatever earlier settings or sess
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from stratagate.capture.models import CaptureParams
 from stratagate.capture.store import capture_turn
 from stratagate.config import Settings
+from stratagate.safety.secrets import redact_value, secret_key
 from stratagate.storage.db import Database
 from stratagate.storage.lookup import capture_scope
 from stratagate.storage.sqlite import on_thread
@@ -75,5 +77,27 @@ async def test_scope_reads_ids_counts_and_receipts_as_stored(tmp_path: Path) -> 
             " JOIN namespaces n ON n.id = t.namespace_id ORDER BY t.id"
         )
         assert [tuple(r) for r in seqs] == [("ns", "a", 1), ("ns", "a", 2), ("other", "a", 1)]
+    finally:
+        await db.close()
+
+
+async def test_the_turns_audit_row_is_redacted_as_audit_rows_would_redact_it(tmp_path: Path) -> None:
+    # The plain capture writes its audit row without redact_value's walk: its names are redacted by the params'
+    # validation and its keys are not secret-ish. Pinned here: the row is what the walk would have made of it.
+    path = tmp_path / "m.db"
+    db = Database(path)
+    await db.open()
+    key = "ghp_" + "A1b2C3d4" * 4 + "zZ9y"
+    try:
+        params = _turn("ns", f"session {key}", f"receipt {key}")
+        result = await capture_turn(db, Settings(db=path), params, len)
+        (after,) = await db.reader.execute_fetchall(
+            "SELECT after FROM audit_log WHERE action = 'turn.captured' AND subject_id = ?", (result.turn_id,)
+        )
+        stored = json.loads(after[0])
+        assert key not in after[0] and "[secret:" in stored["receipt"] and "[secret:" in stored["session"]
+        raw = {"session": f"session {key}", "seq": 1, "receipt": f"receipt {key}", "messages": 1}
+        assert stored == redact_value(raw)
+        assert not any(secret_key(k) for k in raw)
     finally:
         await db.close()

@@ -52,13 +52,11 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
-def _message_rows(p: CaptureParams, captured_at: str) -> list[dict[str, Any]]:
+def _message_rows(p: CaptureParams, started: str, ended: str) -> list[dict[str, Any]]:
     """user → tool records → assistant: the order in which they happened within the turn.
 
     Secrets are redacted here, before anything is written: content, tool names, arguments and results.
     """
-    started = to_iso(p.started_at) if p.started_at else captured_at
-    ended = to_iso(p.ended_at) if p.ended_at else started
     rows: list[dict[str, Any]] = []
     if p.user:
         rows.append({"role": "user", "content": redact_text(p.user), "created_at": started})
@@ -104,6 +102,8 @@ class _Prepared:
 
     p: CaptureParams
     captured_at: str
+    started_at: str | None
+    ended_at: str | None
     messages: list[tuple[Any, ...]]
     """(role, content, tool_name, tool_call_id, tool_arguments, tool_result, is_error, created_at), in order."""
     documents: list[str]
@@ -112,7 +112,10 @@ class _Prepared:
 
 def _prepare(p: CaptureParams) -> _Prepared:
     captured_at = now_iso()
-    rows = _message_rows(p, captured_at)
+    started_at = to_iso(p.started_at) if p.started_at else None
+    ended_at = to_iso(p.ended_at) if p.ended_at else None
+    started = started_at or captured_at
+    rows = _message_rows(p, started, ended_at or started)
     messages = [
         (
             row["role"],
@@ -126,7 +129,14 @@ def _prepare(p: CaptureParams) -> _Prepared:
         )
         for row in rows
     ]
-    return _Prepared(p, captured_at, messages, [fts_document(search_text(row)) for row in rows])
+    return _Prepared(
+        p,
+        captured_at,
+        started_at,
+        ended_at,
+        messages,
+        [fts_document(search_text(row)) for row in rows],
+    )
 
 
 async def capture_turn(
@@ -169,7 +179,7 @@ def _body(prep: _Prepared, block_turns: int) -> Callable[[Raw, Signals], Any]:
         if scope.open_turns + 1 >= block_turns:
             return DEFER
         turn = _write_turn(raw, prep, scope, signals)
-        write_audit_rows(raw, [turn.audit])
+        write_audit_rows(raw, [turn.audit], redacted=True)
         return _result(turn.turn_id, False, [])
 
     return body
@@ -238,8 +248,8 @@ def _write_turn(raw: Raw, prep: _Prepared, scope: CaptureScope, signals: Signals
             session_id,
             seq,
             p.receipt,
-            to_iso(p.started_at) if p.started_at else None,
-            to_iso(p.ended_at) if p.ended_at else None,
+            prep.started_at,
+            prep.ended_at,
             p.end_reason,
             prep.captured_at,
         ),
@@ -247,18 +257,22 @@ def _write_turn(raw: Raw, prep: _Prepared, scope: CaptureScope, signals: Signals
     turn_id = int(cur.lastrowid or 0)
     signals[(ITEMS_ADDED, namespace_id)] = None  # the new messages get vectors after the commit (search/vectors.py)
     signals[(TURN_CAPTURED, session_id)] = None  # shutdown seals this session's open tail (blocks/tail.py)
-    # Two statements for all the turn's messages, however many (executemany: each runs once per row in SQLite).
-    # The FTS row finds its message by (turn_id, position).
-    raw.executemany(
+    # Each message's row id from its own INSERT (no read-back), then all search rows in one executemany: an FTS5
+    # insert by value costs a third of an INSERT ... SELECT finding the message again.
+    insert = (
         "INSERT INTO messages(namespace_id, session_id, turn_id, position, role, content, tool_name,"
         " tool_call_id, tool_arguments, tool_result, is_error, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(namespace_id, session_id, turn_id, position, *row) for position, row in enumerate(prep.messages)],
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     )
+    message_ids = [
+        raw.execute(insert, (namespace_id, session_id, turn_id, position, *row)).lastrowid
+        for position, row in enumerate(prep.messages)
+    ]
     raw.executemany(
-        "INSERT INTO message_fts(rowid, terms) SELECT id, ? FROM messages WHERE turn_id = ? AND position = ?",
-        [(document, turn_id, position) for position, document in enumerate(prep.documents)],
+        "INSERT INTO message_fts(rowid, terms) VALUES (?, ?)", list(zip(message_ids, prep.documents, strict=True))
     )
+    # Written as it is (``redacted``): the session and receipt are Names, redacted when the params were validated
+    # (protocol/types.py), and the keys are not secret-ish (tests/test_capture_scope.py pins both).
     after = {"session": p.session, "seq": seq, "receipt": p.receipt, "messages": len(prep.messages)}
     audit = (namespace_id, "capture", "turn.captured", "turn", ids.make("turn", turn_id), None, after)
     return _Turn(scope, namespace_id, session_id, turn_id, audit)

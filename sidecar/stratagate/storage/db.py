@@ -454,10 +454,10 @@ async def audit_rows(conn: Connection, rows: Iterable[AuditRow], *, redacted: bo
         await conn.executemany(_AUDIT_INSERT, values)
 
 
-def write_audit_rows(raw: Raw, rows: Iterable[AuditRow]) -> None:
+def write_audit_rows(raw: Raw, rows: Iterable[AuditRow], *, redacted: bool = False) -> None:
     """``audit_rows`` for a write running on the writer's thread (storage/sqlite.py ``on_thread``; no ids are
     collected there)."""
-    values = audit_values(rows)
+    values = audit_values(rows, redacted=redacted)
     if values:
         raw.executemany(_AUDIT_INSERT, values)
 

@@ -37,7 +37,7 @@ async def on_thread(conn: Connection, fn: Callable[[Raw], T]) -> T:
 
     aiosqlite has no public call for this: ``Connection._execute`` (queue a function for the connection's thread and
     await its result, what every aiosqlite method does) and ``Connection._conn`` are its internals. Their behaviour is
-    pinned by tests/test_storage_on_thread.py, so an aiosqlite upgrade that changes them fails there first."""
+    pinned by tests/test_storage_connection.py, so an aiosqlite upgrade that changes them fails there first."""
 
     def call() -> T:
         return fn(conn._conn)
