@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from stratagate.capture.models import CaptureParams
-from stratagate.capture.store import capture_turn
+from stratagate.capture.store import _capture, capture_turn
 from stratagate.config import Settings
 from stratagate.safety.secrets import redact_value, secret_key
 from stratagate.storage.db import Database
@@ -99,5 +99,27 @@ async def test_the_turns_audit_row_is_redacted_as_audit_rows_would_redact_it(tmp
         raw = {"session": f"session {key}", "seq": 1, "receipt": f"receipt {key}", "messages": 1}
         assert stored == redact_value(raw)
         assert not any(secret_key(k) for k in raw)
+    finally:
+        await db.close()
+
+
+async def test_many_captures_in_one_caller_transaction_write_what_capture_turn_writes(tmp_path: Path) -> None:
+    # The bulk path (bench/scale_build.py): the capture's transaction body inside the caller's transaction.
+    path = tmp_path / "m.db"
+    db = Database(path)
+    await db.open()
+    try:
+        settings = Settings(db=path, block_turns=2)
+        async with db.transaction() as conn:
+            results = [await _capture(conn, settings, _turn("ns", "s", f"r{i}"), len) for i in (1, 2, 3)]
+            again = await _capture(conn, settings, _turn("ns", "s", "r2"), len)
+        assert [len(r.sealed_block_ids) for r in results] == [0, 1, 0]
+        assert again.duplicate and again.turn_id == results[1].turn_id
+        assert await _blocks(db, "s") == [(1, 2)]
+        rows = await db.reader.execute_fetchall(
+            "SELECT t.seq, m.content, f.terms IS NOT NULL FROM turns t JOIN messages m ON m.turn_id = t.id"
+            " LEFT JOIN message_fts f ON f.rowid = m.id ORDER BY t.seq"
+        )
+        assert [tuple(r) for r in rows] == [(i, f"text of r{i}", 1) for i in (1, 2, 3)]
     finally:
         await db.close()

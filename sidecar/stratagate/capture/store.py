@@ -161,6 +161,14 @@ async def capture_turn(
         ) from exc
 
 
+async def _capture(
+    conn: Connection, settings: Settings, p: CaptureParams, count: Callable[[str], int]
+) -> CaptureResult:
+    """One capture inside the caller's ``Database.transaction()`` (bench/scale_build.py's bulk path: many turns per
+    transaction, no group commit)."""
+    return await _work(_prepare(p), settings, count)(conn)
+
+
 def _result(turn_id: int, duplicate: bool, sealed: list[int]) -> CaptureResult:
     # Our own ids: built without validating them again.
     return CaptureResult.model_construct(
