@@ -4,13 +4,16 @@ statement must agree with (the rows as stored, whatever earlier settings or sess
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from stratagate.capture.models import CaptureParams
-from stratagate.capture.store import capture_turn
+from stratagate.capture.store import _capture, capture_turn
 from stratagate.config import Settings
+from stratagate.safety.secrets import redact_value, secret_key
 from stratagate.storage.db import Database
 from stratagate.storage.lookup import capture_scope
+from stratagate.storage.sqlite import on_thread
 
 
 def _turn(namespace: str, session: str, receipt: str) -> CaptureParams:
@@ -60,13 +63,13 @@ async def test_scope_reads_ids_counts_and_receipts_as_stored(tmp_path: Path) -> 
         other = await capture_turn(db, settings, _turn("other", "a", "r1"), len)
         assert not other.duplicate and other.turn_id != first.turn_id
         async with db.transaction() as conn:
-            a = await capture_scope(conn, "ns", "a", "r3")
+            a = await on_thread(conn, lambda raw: capture_scope(raw, "ns", "a", "r3"))
             assert (a.turn_count, a.open_turns, a.turn) == (2, 2, None)
             assert a.session == await db.scalar("SELECT id FROM sessions WHERE key = 'a' AND namespace_id = ?",
                                                 (a.namespace,))
-            dup = await capture_scope(conn, "ns", "new-session", "r2")
+            dup = await on_thread(conn, lambda raw: capture_scope(raw, "ns", "new-session", "r2"))
             assert dup.session is None and dup.namespace == a.namespace and dup.turn is not None
-            missing = await capture_scope(conn, "nowhere", "a", "r1")
+            missing = await on_thread(conn, lambda raw: capture_scope(raw, "nowhere", "a", "r1"))
             assert (missing.namespace, missing.session, missing.turn_count, missing.open_turns, missing.turn) == (
                 None, None, 0, 0, None)
         seqs = await db.reader.execute_fetchall(
@@ -74,5 +77,49 @@ async def test_scope_reads_ids_counts_and_receipts_as_stored(tmp_path: Path) -> 
             " JOIN namespaces n ON n.id = t.namespace_id ORDER BY t.id"
         )
         assert [tuple(r) for r in seqs] == [("ns", "a", 1), ("ns", "a", 2), ("other", "a", 1)]
+    finally:
+        await db.close()
+
+
+async def test_the_turns_audit_row_is_redacted_as_audit_rows_would_redact_it(tmp_path: Path) -> None:
+    # The plain capture writes its audit row without redact_value's walk: its names are redacted by the params'
+    # validation and its keys are not secret-ish. Pinned here: the row is what the walk would have made of it.
+    path = tmp_path / "m.db"
+    db = Database(path)
+    await db.open()
+    key = "ghp_" + "A1b2C3d4" * 4 + "zZ9y"
+    try:
+        params = _turn("ns", f"session {key}", f"receipt {key}")
+        result = await capture_turn(db, Settings(db=path), params, len)
+        (after,) = await db.reader.execute_fetchall(
+            "SELECT after FROM audit_log WHERE action = 'turn.captured' AND subject_id = ?", (result.turn_id,)
+        )
+        stored = json.loads(after[0])
+        assert key not in after[0] and "[secret:" in stored["receipt"] and "[secret:" in stored["session"]
+        raw = {"session": f"session {key}", "seq": 1, "receipt": f"receipt {key}", "messages": 1}
+        assert stored == redact_value(raw)
+        assert not any(secret_key(k) for k in raw)
+    finally:
+        await db.close()
+
+
+async def test_many_captures_in_one_caller_transaction_write_what_capture_turn_writes(tmp_path: Path) -> None:
+    # The bulk path (bench/scale_build.py): the capture's transaction body inside the caller's transaction.
+    path = tmp_path / "m.db"
+    db = Database(path)
+    await db.open()
+    try:
+        settings = Settings(db=path, block_turns=2)
+        async with db.transaction() as conn:
+            results = [await _capture(conn, settings, _turn("ns", "s", f"r{i}"), len) for i in (1, 2, 3)]
+            again = await _capture(conn, settings, _turn("ns", "s", "r2"), len)
+        assert [len(r.sealed_block_ids) for r in results] == [0, 1, 0]
+        assert again.duplicate and again.turn_id == results[1].turn_id
+        assert await _blocks(db, "s") == [(1, 2)]
+        rows = await db.reader.execute_fetchall(
+            "SELECT t.seq, m.content, f.terms IS NOT NULL FROM turns t JOIN messages m ON m.turn_id = t.id"
+            " LEFT JOIN message_fts f ON f.rowid = m.id ORDER BY t.seq"
+        )
+        assert [tuple(r) for r in rows] == [(i, f"text of r{i}", 1) for i in (1, 2, 3)]
     finally:
         await db.close()

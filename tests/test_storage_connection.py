@@ -1,4 +1,5 @@
-"""storage/db.py's aiosqlite connections and storage/group.py: what blocks waits in a connection's thread, group commit.
+"""storage/db.py's aiosqlite connections and storage/group.py: what blocks waits in a connection's thread, group commit,
+and storage/sqlite.py's ``on_thread`` (which relies on aiosqlite internals: pinned here).
 
 No timings: each test checks an order of events or a state on disk (real SQLite files, a second real connection
 standing in for another process)."""
@@ -15,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stratagate.storage.db import Database, StorageError, on_commit
-from stratagate.storage.group import GroupCommit
-from stratagate.storage.sqlite import Connection
+from stratagate.storage.group import DEFER, GroupCommit
+from stratagate.storage.sqlite import Connection, Raw, on_thread
 
 TABLE = "CREATE TABLE IF NOT EXISTS t(id INTEGER PRIMARY KEY, v TEXT NOT NULL UNIQUE, blob BLOB)"
 
@@ -180,8 +181,159 @@ async def test_works_queued_while_a_commit_is_in_flight_join_the_next_transactio
         await db.close()
 
 
+def _body(value: str, fail: str | None = None, blob: int = 0, defer: bool = False):
+    """The write of ``_insert`` as a body (run on the writer's thread), submitted with ``_insert`` as its work."""
+
+    def body(raw: Raw, signals: dict) -> str:
+        if defer:
+            return DEFER
+        raw.execute("INSERT INTO t(v, blob) VALUES (?, zeroblob(?))", (value, blob))
+        signals[("test.topic", value)] = None
+        if fail == "python":
+            raise ValueError(f"bad {value}")
+        if fail == "sql":
+            raw.execute("INSERT INTO t(v) VALUES (?)", (value,))
+        return value
+
+    return body
+
+
+def _submit(group: GroupCommit, kind: str, value: str, fail: str | None = None, blob: int = 0):
+    if kind == "work":
+        return group.submit(_insert(value, fail, blob))
+    return group.submit_body(_body(value, fail, blob, defer=kind == "defer"), _insert(value, fail, blob))
+
+
+async def test_on_thread_runs_in_the_connections_thread_in_line_with_its_statements(tmp_path: Path):
+    db = await _open(tmp_path / "m.db")
+    try:
+        conn = db.writer
+        threads = {await on_thread(conn, lambda raw: threading.get_ident()) for _ in range(3)}
+        assert len(threads) == 1 and threading.get_ident() not in threads  # one thread, not the loop's
+        # Queued after an INSERT that was not awaited yet: runs after it, on the same sqlite3 connection.
+        insert = asyncio.ensure_future(conn.execute("INSERT INTO t(v) VALUES ('queued')"))
+        await asyncio.sleep(0)  # the INSERT's coroutine puts it in the connection's queue
+        seen = await on_thread(conn, lambda raw: [r["v"] for r in raw.execute("SELECT v FROM t")])
+        await insert
+        assert seen == ["queued"]  # rows come as sqlite3.Row: the connection's row factory
+        await conn.execute("BEGIN IMMEDIATE")
+        assert await on_thread(conn, lambda raw: raw.in_transaction)  # the very connection, mid-transaction
+        await conn.execute("ROLLBACK")
+
+        def boom(raw: Raw) -> None:
+            raw.execute("INSERT INTO t(v) VALUES ('queued')")
+
+        with pytest.raises(sqlite3.IntegrityError):  # the function's own exception, raised on the loop
+            await on_thread(conn, boom)
+    finally:
+        await db.close()
+    with pytest.raises(ValueError):
+        await on_thread(conn, lambda raw: None)  # a closed connection refuses, as its statements do
+
+
+async def test_a_group_of_bodies_is_one_hand_off_with_its_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    path = tmp_path / "m.db"
+    db = await _open(path)
+    group = GroupCommit(db)
+    handed = []
+    execute = db.writer._execute
+
+    async def counted(fn, *args, **kwargs):
+        handed.append(fn)
+        return await execute(fn, *args, **kwargs)
+
+    monkeypatch.setattr(db.writer, "_execute", counted)
+    try:
+        assert await _submit(group, "body", "a") == "a"
+        assert len(handed) == 1 and _values(path) == ["a"]  # BEGIN, the body and COMMIT: one hand-off
+        assert not db.writer.in_transaction
+        handed.clear()
+        # A body that defers: its work runs in the same transaction, the loop's way (one statement, one hand-off).
+        assert await _submit(group, "defer", "b") == "b"
+        assert len(handed) == 3 and _values(path) == ["a", "b"] and group.groups == 2
+    finally:
+        await db.close()
+
+
+@pytest.mark.parametrize("kind", ["body", "defer"])
+async def test_bodies_fail_alone_and_answer_after_the_commit(tmp_path: Path, kind: str):
+    path = tmp_path / "m.db"
+    db = await _open(path)
+    group = GroupCommit(db)
+    heard: list[str] = []
+    db.listen("test.topic", heard.append)
+    seen_on_disk: dict[str, bool] = {}
+    try:
+        plan = [("a", None), ("b", "python"), ("c", None), ("d", "sql"), ("e", None)]
+        futures = [_submit(group, kind if v != "c" else "work", v, fail) for v, fail in plan]
+        for (value, _fail), future in zip(plan, futures, strict=True):
+            future.add_done_callback(lambda f, v=value: seen_on_disk.setdefault(v, v in _values(path)))
+        results = await asyncio.gather(*futures, return_exceptions=True)
+        assert results[0] == "a" and results[2] == "c" and results[4] == "e"
+        assert isinstance(results[1], ValueError) and isinstance(results[3], sqlite3.IntegrityError)
+        assert _values(path) == ["a", "c", "e"]
+        assert seen_on_disk == {"a": True, "b": False, "c": True, "d": False, "e": True}
+        assert group.groups == 1
+        assert sorted(heard) == ["a", "c", "e"]
+    finally:
+        await db.close()
+
+
+@pytest.mark.parametrize("alone", [True, False])
+async def test_bodies_are_redone_when_sqlite_rolled_the_whole_transaction_back(tmp_path: Path, alone: bool):
+    path = tmp_path / "m.db"
+    db = await _open(path, max_bytes=8 << 20)
+    group = GroupCommit(db)
+    try:
+        if alone:
+            with pytest.raises(sqlite3.Error):
+                await _submit(group, "body", "big", blob=16 << 20)
+            assert not db.writer.in_transaction and _values(path) == []
+        big = 16 << 20
+        futures = [_submit(group, "body", "a"), _submit(group, "body", "big", blob=big), _submit(group, "body", "c")]
+        results = await asyncio.gather(*futures, return_exceptions=True)
+        assert results[0] == "a" and results[2] == "c"
+        assert isinstance(results[1], sqlite3.Error)
+        assert _values(path) == ["a", "c"]
+        assert not db.writer.in_transaction
+    finally:
+        await db.close()
+
+
+async def test_a_body_group_whose_begin_or_commit_fails_answers_every_write_with_the_error(tmp_path: Path):
+    path = tmp_path / "m.db"
+    db = await _open(path)
+    group = GroupCommit(db)
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        await db.writer.execute("PRAGMA busy_timeout = 0")
+        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock: BEGIN fails at once
+        results = await asyncio.gather(_submit(group, "body", "a"), _submit(group, "body", "b"),
+                                       return_exceptions=True)
+        assert all(isinstance(r, sqlite3.OperationalError) for r in results)
+        other.execute("ROLLBACK")
+        # A COMMIT that fails: a deferred foreign key checked only then.
+        await db.writer.execute("CREATE TABLE p(id INTEGER PRIMARY KEY)")
+        await db.writer.execute("CREATE TABLE c(p INTEGER REFERENCES p(id) DEFERRABLE INITIALLY DEFERRED)")
+
+        def orphan(raw: Raw, signals: dict) -> str:
+            raw.execute("INSERT INTO t(v) VALUES ('orphan')")
+            raw.execute("INSERT INTO c(p) VALUES (42)")  # checked at COMMIT (foreign_keys is on)
+            return "orphan"
+
+        results = await asyncio.gather(_submit(group, "body", "x"), group.submit_body(orphan, _insert("orphan")),
+                                       return_exceptions=True)
+        assert all(isinstance(r, StorageError) for r in results)  # nothing of the group was written
+        assert _values(path) == [] and not db.writer.in_transaction
+        assert await _submit(group, "body", "after") == "after"
+    finally:
+        other.close()
+        await db.close()
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(plan=st.lists(st.sampled_from([None, "python", "sql"]), min_size=1, max_size=12))
+@given(plan=st.lists(st.tuples(st.sampled_from(["work", "body", "defer"]), st.sampled_from([None, "python", "sql"])),
+                     min_size=1, max_size=12))
 def test_group_commit_keeps_exactly_the_good_works_in_order(tmp_path_factory: pytest.TempPathFactory, plan):
     path = tmp_path_factory.mktemp("group") / "m.db"
 
@@ -189,9 +341,9 @@ def test_group_commit_keeps_exactly_the_good_works_in_order(tmp_path_factory: py
         db = await _open(path)
         group = GroupCommit(db)
         try:
-            futures = [group.submit(_insert(f"v{i}", fail)) for i, fail in enumerate(plan)]
+            futures = [_submit(group, kind, f"v{i}", fail) for i, (kind, fail) in enumerate(plan)]
             results = await asyncio.gather(*futures, return_exceptions=True)
-            good = [f"v{i}" for i, fail in enumerate(plan) if fail is None]
+            good = [f"v{i}" for i, (_kind, fail) in enumerate(plan) if fail is None]
             assert [r for r in results if isinstance(r, str)] == good
             assert sum(isinstance(r, Exception) for r in results) == len(plan) - len(good)
             assert _values(path) == good

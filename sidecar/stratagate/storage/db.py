@@ -29,7 +29,7 @@ import aiosqlite
 from stratagate.safety.secrets import configure_key, redact_value
 from stratagate.storage import term_index
 from stratagate.storage.schema import MIGRATIONS, SCHEMA_VERSION
-from stratagate.storage.sqlite import Connection
+from stratagate.storage.sqlite import Connection, Raw
 from stratagate.timeutil import now_iso
 
 if TYPE_CHECKING:
@@ -444,12 +444,7 @@ async def audit_rows(conn: Connection, rows: Iterable[AuditRow], *, redacted: bo
     seals a block, or a bulk admission, writes its rows at once). Secrets in before/after are redacted first, unless
     the caller says they already are (``redacted``: admission's bulk path redacted the texts it stores). A task
     collecting its audit ids (``collect_audit_ids``) gets them row by row: executemany reports no row ids."""
-    at = now_iso()
-    values = [
-        (ns, at, actor, action, subject_type, subject_id, _dump(before if redacted else redact_value(before)),
-         _dump(after if redacted else redact_value(after)))
-        for ns, actor, action, subject_type, subject_id, before, after in rows
-    ]
+    values = audit_values(rows, redacted=redacted)
     collector = _audit_ids.get()
     if collector is not None and collector[0] is asyncio.current_task():
         for row in values:
@@ -457,6 +452,24 @@ async def audit_rows(conn: Connection, rows: Iterable[AuditRow], *, redacted: bo
             collector[1].append(int(cursor.lastrowid or 0))
     elif values:
         await conn.executemany(_AUDIT_INSERT, values)
+
+
+def write_audit_rows(raw: Raw, rows: Iterable[AuditRow], *, redacted: bool = False) -> None:
+    """``audit_rows`` for a write running on the writer's thread (storage/sqlite.py ``on_thread``; no ids are
+    collected there)."""
+    values = audit_values(rows, redacted=redacted)
+    if values:
+        raw.executemany(_AUDIT_INSERT, values)
+
+
+def audit_values(rows: Iterable[AuditRow], *, redacted: bool = False) -> list[tuple[Any, ...]]:
+    """The audit rows as ``_AUDIT_INSERT`` values, stamped now, before/after redacted unless ``redacted``."""
+    at = now_iso()
+    return [
+        (ns, at, actor, action, subject_type, subject_id, _dump(before if redacted else redact_value(before)),
+         _dump(after if redacted else redact_value(after)))
+        for ns, actor, action, subject_type, subject_id, before, after in rows
+    ]
 
 
 _audit_ids: contextvars.ContextVar[tuple[object, list[int]] | None] = contextvars.ContextVar("audit_ids", default=None)

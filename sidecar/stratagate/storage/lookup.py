@@ -12,7 +12,7 @@ from typing import Any
 
 from stratagate.errors import NotFound
 from stratagate.storage.db import Database
-from stratagate.storage.sqlite import Connection
+from stratagate.storage.sqlite import Connection, Raw, on_thread
 from stratagate.timeutil import now_iso
 
 
@@ -60,24 +60,33 @@ async def session_id(db: Database, ns_id: int, key: str) -> int | None:
 
 
 async def ensure_namespace(conn: Connection, name: str) -> int:
-    """The namespace's id, creating the row (inside the caller's write transaction) when it is new. Looked up
-    first: the row almost always exists, and then this is one statement."""
-    key = await namespace_key(conn, name)
-    if key is not None:
-        return key
-    cur = await conn.execute("INSERT INTO namespaces(name, created_at) VALUES (?, ?)", (name, now_iso()))
-    return int(cur.lastrowid or 0)
+    """The namespace's id, creating the row (inside the caller's write transaction) when it is new."""
+    return await on_thread(conn, lambda raw: ensure_namespace_now(raw, name))
 
 
 async def ensure_session(conn: Connection, namespace_id: int, key: str) -> tuple[int, int]:
-    """(session id, turns captured so far), creating the row (inside the caller's write transaction) when new.
-    Looked up first, as ``ensure_namespace``."""
-    rows = await conn.execute_fetchall(
+    """(session id, turns captured so far), creating the row (inside the caller's write transaction) when new."""
+    return await on_thread(conn, lambda raw: ensure_session_now(raw, namespace_id, key))
+
+
+def ensure_namespace_now(raw: Raw, name: str) -> int:
+    """``ensure_namespace`` on the writer's thread (storage/sqlite.py ``on_thread``). Looked up first: the row
+    almost always exists, and then this is one statement."""
+    row = raw.execute("SELECT id FROM namespaces WHERE name = ?", (name,)).fetchone()
+    if row is not None:
+        return int(row[0])
+    cur = raw.execute("INSERT INTO namespaces(name, created_at) VALUES (?, ?)", (name, now_iso()))
+    return int(cur.lastrowid or 0)
+
+
+def ensure_session_now(raw: Raw, namespace_id: int, key: str) -> tuple[int, int]:
+    """``ensure_session`` on the writer's thread; looked up first, as ``ensure_namespace_now``."""
+    row = raw.execute(
         "SELECT id, turn_count FROM sessions WHERE namespace_id = ? AND key = ?", (namespace_id, key)
-    )
-    for row in rows:
+    ).fetchone()
+    if row is not None:
         return int(row[0]), int(row[1])
-    cur = await conn.execute(
+    cur = raw.execute(
         "INSERT INTO sessions(namespace_id, key, created_at) VALUES (?, ?, ?)", (namespace_id, key, now_iso())
     )
     return int(cur.lastrowid or 0), 0
@@ -95,18 +104,16 @@ class CaptureScope:
     turn: int | None
 
 
-async def capture_scope(conn: Connection, namespace: str, session: str, receipt: str) -> CaptureScope:
-    """One statement for the usual capture (namespace and session exist): their ids, the session's turn count and
-    open turns, and a turn already stored under ``receipt``. ``ensure_namespace``/``ensure_session`` create what is
-    missing."""
-    row = await (
-        await conn.execute(
-            "SELECT n.id, s.id, s.turn_count,"
-            " (SELECT COUNT(*) FROM turns o WHERE o.session_id = s.id AND o.block_id IS NULL),"
-            " (SELECT t.id FROM turns t WHERE t.namespace_id = n.id AND t.receipt = ?)"
-            " FROM namespaces n LEFT JOIN sessions s ON s.namespace_id = n.id AND s.key = ? WHERE n.name = ?",
-            (receipt, session, namespace),
-        )
+def capture_scope(raw: Raw, namespace: str, session: str, receipt: str) -> CaptureScope:
+    """On the writer's thread, inside the capture's transaction: one statement for the usual capture (namespace and
+    session exist): their ids, the session's turn count and open turns, and a turn already stored under ``receipt``.
+    ``ensure_namespace_now``/``ensure_session_now`` create what is missing."""
+    row = raw.execute(
+        "SELECT n.id, s.id, s.turn_count,"
+        " (SELECT COUNT(*) FROM turns o WHERE o.session_id = s.id AND o.block_id IS NULL),"
+        " (SELECT t.id FROM turns t WHERE t.namespace_id = n.id AND t.receipt = ?)"
+        " FROM namespaces n LEFT JOIN sessions s ON s.namespace_id = n.id AND s.key = ? WHERE n.name = ?",
+        (receipt, session, namespace),
     ).fetchone()
     if row is None:
         return CaptureScope(None, None, 0, 0, None)
