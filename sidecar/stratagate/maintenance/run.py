@@ -4,7 +4,8 @@ A pass, in order: consolidation of the events changed since the last pass (sweep
 or when ``full``), the upgrade trigger of rule-written fallback blocks (``blocks.upgrade.requeue_fallbacks``),
 re-projection of a stale graph (reproject.py), FTS/SQLite optimize (optimize.py), then the report (stats.py), stored
 with the run in ``maintenance_runs``. Each step works in short slices, each its own transaction, and between two
-slices waits while a request is in flight (gate.py), so captures and reads never wait for a pass. Nothing is deleted.
+slices waits while a request is in flight (gate.py), so captures and reads never wait for a pass. Nothing is deleted
+but the search change rows the derived index already holds (optimize.py).
 
 A dry run only reads (through a read-only connection from the CLI, the reader from the RPC): it reports what a pass
 would merge and repair, and writes no byte, not even its run record.
