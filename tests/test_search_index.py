@@ -274,6 +274,18 @@ asyncio.run(main())
 """
 
 
+def _prune_beside_killed_writer(args: dict[str, str]) -> int:
+    """A pruner child looping from the start, the writer child SIGKILLed after 25 rounds, then the pruner SIGKILLed
+    too (mid-prune as likely as between two); the writer's return code."""
+    pruner = subprocess.Popen([sys.executable, "-c", PRUNER.format(**args)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert pruner.stdout is not None and pruner.stdout.readline()  # pruning from the start
+        return _run_then_kill(CHILD.format(**args, start=100, stop=10**9), 25)
+    finally:
+        pruner.kill()
+        pruner.wait()
+
+
 async def _feed_rows(path: Path) -> int:
     d = Database(path)
     await d.open()
@@ -353,14 +365,7 @@ async def test_pruning_beside_a_writer_killed_mid_write_leaves_the_index_equal_t
     await answers(db)
     await db.close()
     args = {"sidecar": str(REPO / "sidecar"), "tests": str(REPO / "tests"), "path": str(db.path)}
-    pruner = subprocess.Popen([sys.executable, "-c", PRUNER.format(**args)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert pruner.stdout is not None and pruner.stdout.readline()  # pruning from the start
-        code = CHILD.format(**args, start=100, stop=10**9)
-        assert await asyncio.to_thread(_run_then_kill, code, 25) == -signal.SIGKILL
-    finally:
-        pruner.kill()  # SIGKILL too: mid-prune as likely as between two
-        pruner.wait()
+    assert await asyncio.to_thread(_prune_beside_killed_writer, args) == -signal.SIGKILL
     rows = await _feed_rows(db.path)
     after, count = await _reopened_answers(db.path)
     assert count >= 30 + 75 and all(a is not None for a in after)

@@ -87,7 +87,7 @@ async def prune(db: Database, feed: Feed = EVENTS) -> int:
     if mark is None or mark.seq <= 1:
         return 0
     async with db.transaction() as conn:
-        rows = await conn.execute_fetchall("SELECT item_id FROM search_changes WHERE seq = ?", (mark.seq,))
+        rows = list(await conn.execute_fetchall("SELECT item_id FROM search_changes WHERE seq = ?", (mark.seq,)))
         if not rows or int(rows[0][0]) != mark.item:
             return 0  # a watermark this database never wrote (or already pruned away): not this database's index
         cur = await conn.execute("DELETE FROM search_changes WHERE kind = ? AND seq < ?", (feed.kind, mark.seq))
@@ -158,11 +158,11 @@ async def _catch_up(conn: Connection, state: _State) -> bool:
 async def _past(conn: Connection, state: _State) -> list[tuple[int, int]] | None:
     """The feed rows past what this process has read, or None when some of them were pruned (read in one statement
     with the pruned mark: one snapshot, so a prune cannot fall between the two)."""
-    rows = await conn.execute_fetchall(
+    rows = list(await conn.execute_fetchall(
         "SELECT NULL, CAST(value AS INTEGER) FROM meta WHERE key = ?"
         " UNION ALL SELECT seq, item_id FROM search_changes WHERE seq > ? AND kind = ? ORDER BY 1",
         (pruned_key(state.feed), state.seen.seq, state.feed.kind),
-    )
+    ))
     if rows and rows[0][0] is None:
         if int(rows[0][1]) > state.seen.seq:
             return None
