@@ -113,13 +113,14 @@ async def _ranked_events(
     rows: dict[int, EventRow] = {}
     about = step.about
     conn = memo.conn
-    for match, importance in zip(step.matches, (2.0, 1.0), strict=False):
-        if match is None:
-            continue
-        # Superseded events are searched too and stand for their current successor at their rank: "do we still use
-        # npm?" matches the npm event only, and what answers it is the pnpm event that replaced it.
-        hits = await memo.event_search(ns, sess, match, [*CURRENT, "superseded"], CANDIDATES)
-        documents = await relevance.event_documents(conn, [ev for ev, _ in hits])
+    # Superseded events are searched too and stand for their current successor at their rank: "do we still use
+    # npm?" matches the npm event only, and what answers it is the pnpm event that replaced it.
+    searched = [
+        (await memo.event_search(ns, sess, match, [*CURRENT, "superseded"], CANDIDATES), importance)
+        for match, importance in zip(step.matches, (2.0, 1.0), strict=False) if match is not None
+    ]
+    documents = await relevance.event_documents(conn, [ev for hits, _ in searched for ev, _ in hits])  # one read
+    for hits, importance in searched:
         ranking: list[int] = []
         for ev, _ in hits:
             if not relevance.event_relevant(about, ev, documents.get(ev.id)):

@@ -80,9 +80,13 @@ _EVENT_TERMS: dict[tuple[int, str, str, str], frozenset[str]] = {}
 _MAX_CACHED = 4096
 
 
+def _key(ev: EventRow) -> tuple[int, str, str, str]:
+    return ev.id, ev.updated_at, ev.title, ev.summary
+
+
 def event_terms(ev: EventRow) -> frozenset[str]:
     """``event_text``'s terms, kept per event version: activation reads the same few events step after step."""
-    key = (ev.id, ev.updated_at, ev.title, ev.summary)
+    key = _key(ev)
     found = _EVENT_TERMS.get(key)
     if found is None:
         if len(_EVENT_TERMS) >= _MAX_CACHED:
@@ -94,7 +98,7 @@ def event_terms(ev: EventRow) -> frozenset[str]:
 async def event_documents(conn: Connection, events: list[EventRow]) -> dict[int, str]:
     """The index documents of those of ``events`` whose terms were not made yet (one statement; none when all
     were): what ``event_relevant`` judges a new candidate on first."""
-    wanted = [ev.id for ev in events if (ev.id, ev.updated_at, ev.title, ev.summary) not in _EVENT_TERMS]
+    wanted = list(dict.fromkeys(ev.id for ev in events if _key(ev) not in _EVENT_TERMS))
     if not wanted:
         return {}
     rows = await conn.execute_fetchall(
@@ -110,8 +114,7 @@ def event_relevant(query: frozenset[str], ev: EventRow, document: str | None = N
     held terms less any the type, a date or ``time_original`` can give are terms the event's own words give. When
     they reach the floor the event is relevant without its words being tokenised (a step's new query brings a dozen
     new candidates); otherwise ``event_terms`` decides."""
-    key = (ev.id, ev.updated_at, ev.title, ev.summary)
-    if document is not None and key not in _EVENT_TERMS and _plain(ev):
+    if document is not None and _key(ev) not in _EVENT_TERMS and _plain(ev):
         held = shared(query, document)
         if held and relevant(query, held - _not_topic(ev, held)):
             return True
