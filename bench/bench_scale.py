@@ -21,7 +21,9 @@ beside it. The floors have their CPU time too.
 
 What is measured (medians and percentiles; the machine is shared, so compare within one run):
 - activation.render p50/p99 per events size (300 renders, or as many as fit in 60 s but at least 30; dense off, a
-  reading session with 12 captured turns, step queries from the generator that name a subject and a topic);
+  reading session with 12 captured turns; every render a new human message, a step query from the generator that
+  names a subject and a topic and that no render has asked before), and apart from it the same query rendered again
+  at once (a later step of the same turn: its searches are answered from the search memo);
   memory_search_events p50 per size (the same way, up to 100);
 - memory_search_raw p50 over the LoCoMo questions with dense on (and its recall@10, which must not drop);
 - turn.capture p50/p99 sequential (one in flight: fsync per turn) at 0, 1k, 10k and 100k turns of history,
@@ -73,7 +75,7 @@ from bench_capture import make_turn  # noqa: E402
 from scale_build import CACHE, NS, summary_host  # noqa: E402
 from scale_cpu import ProcessCPU, Sampler  # noqa: E402
 from scale_floors import pct  # noqa: E402
-from scale_workload import history_turn, memories, queries  # noqa: E402
+from scale_workload import fresh_queries, history_turn, memories, queries  # noqa: E402
 from support.sidecar import SidecarClient  # noqa: E402
 
 DENSE_OFF = {"STRATAGATE_DENSE": "off"}
@@ -207,12 +209,17 @@ async def events_size(fig: Figures, n: int, db: Path, workdir: Path, sz: Sizes, 
                                 "graph_facts": counts["graph_facts"]})
         await reader_session(client)
         await client.call("activation.render", {"namespace": NS, "session": "reader", "query": "warm up"}, 120)
-        renders = Sampler(client.proc.pid)
+        # Each render a new human message (a query no search has answered yet: the first step of a turn); the same
+        # query rendered again at once is a later step of that turn, answered from the search memo: measured apart.
+        renders, again = Sampler(client.proc.pid), Sampler(client.proc.pid)
+        fresh = fresh_queries(sz.renders)
         deadline = time.monotonic() + sz.budget_s
         while len(renders) < sz.renders and (len(renders) < MIN_SAMPLES or time.monotonic() < deadline):
-            q = {"namespace": NS, "session": "reader", "query": qs[len(renders) % len(qs)]}
+            q = {"namespace": NS, "session": "reader", "query": fresh[len(renders)]}
             out = await renders(lambda q=q: client.call("activation.render", q, timeout=120))
-        fig.put(f"render_{n}", spread(renders, last_event_ids=len(out.get("event_ids", []))))
+            await again(lambda q=q: client.call("activation.render", q, timeout=120))
+        fig.put(f"render_{n}", spread(renders, last_event_ids=len(out.get("event_ids", [])), queries="fresh"))
+        fig.put(f"render_again_{n}", spread(again))
         searches = Sampler(client.proc.pid)
         deadline = time.monotonic() + sz.budget_s
         while len(searches) < sz.searches and (len(searches) < MIN_SAMPLES or time.monotonic() < deadline):
@@ -449,6 +456,10 @@ def _render_rows(r: dict[str, Any], sz: Sizes) -> list[Row]:
         ratio = cpu_of(r[f"render_{top}"]) / cpu_of(r[f"render_{mid}"])
         rows.append((f"recall CPU p50 growth, {mid:,} → {top:,} events", "≤ 2×", f"{ratio:.2f}×", ratio <= 2,
                      f"{top / mid:.0f}× the events"))
+    for n in ev:
+        if f"render_again_{n}" in r:
+            rows.append((f"recall CPU p50 / p99, a later step of the same turn (memo'd), {n:,} events", "—",
+                         _spread_text(r[f"render_again_{n}"]), None, "—"))
     for n in ev:
         s = r[f"event_search_{n}"]
         target = {10000: 5.0, 100000: 15.0}.get(n)

@@ -182,6 +182,22 @@ def queries(count: int = 24, seed: int = 140) -> list[str]:
     return [QUERY_TEMPLATES[i % len(QUERY_TEMPLATES)].format(**_fields(rng)) for i in range(count)]
 
 
+def fresh_queries(count: int, seed: int = 141, avoid: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """``count`` distinct step queries generated like ``queries``, none in ``avoid`` (and, by default, none of
+    ``queries()``): each one a new human message whose search no cache has answered yet."""
+    rng = random.Random(seed)
+    seen = set(avoid) | set(queries())
+    out: list[str] = []
+    i = 0
+    while len(out) < count:
+        q = QUERY_TEMPLATES[i % len(QUERY_TEMPLATES)].format(**_fields(rng))
+        i += 1
+        if q not in seen:
+            seen.add(q)
+            out.append(q)
+    return out
+
+
 TOOL_RESULT_LINES = 12
 
 

@@ -60,6 +60,10 @@ async def test_plain_rows_are_the_current_facts_for_every_node_and_caller(tmp_pa
                 assert read.neighbours(node.id, rows) == read.neighbours(node.id, facts)
                 seen += len(rows)
         assert seen > 0
+        for sess in sessions:  # many nodes in one statement: each node's list as read alone (a fact linking two of
+            together = await read.current_fact_rows_of(conn, [node.id for node in nodes], sess)  # them in both)
+            assert together == {node.id: await read.current_fact_rows(conn, node.id, sess) for node in nodes}
+            assert any(r.object_id in together for rows in together.values() for r in rows)
         ids = {r.id for node in nodes for r in await read.current_fact_rows(conn, node.id, sessions[1])}
         assert first not in ids and second not in ids  # a window that does not hold now hides its fact
     finally:

@@ -195,3 +195,19 @@ async def test_deleting_a_namespace_takes_its_shapes_and_keeps_the_others(tmp_pa
         assert await db.fetchall("PRAGMA foreign_key_check") == []
     finally:
         await db.close()
+
+
+async def test_a_waiting_request_ends_a_slice_at_the_next_event(tmp_path: Path):
+    """With a request in flight a slice examines one event, then commits and yields: the same merges, one slice per
+    event (without one, a slice examines events until its time is spent)."""
+    db = await open_db(tmp_path / "memory.db")
+    try:
+        for i in range(8):
+            await add_event(db, f"Worker {i} retries after {10 + i} seconds in production", project=False)
+        dup = await add_event(db, "Worker 2 retries after 12 seconds in production!", project=False)
+        swept = await sweep.run(db, "system", None, "test", waiting=lambda: True)
+        assert swept.finished and swept.examined == 9
+        assert swept.slices >= swept.examined  # one event per slice (and the slice that finds the end)
+        assert [(m.survivor_id, m.merged_id) for m in swept.merges] == [(3, dup)]
+    finally:
+        await db.close()

@@ -18,7 +18,7 @@ from stratagate.capture.store import ensure_namespace, ensure_session
 from stratagate.events import store
 from stratagate.events.admit import Candidate, Options, admit
 from stratagate.events.store import Source
-from stratagate.storage import term_feed
+from stratagate.storage import term_feed, term_index
 from stratagate.storage.db import Database
 from stratagate.storage.term_index import TermIndex
 
@@ -173,7 +173,7 @@ CHILD = """
 import asyncio, sys
 sys.path[:0] = [{sidecar!r}, {tests!r}]
 from pathlib import Path
-from stratagate.storage import term_feed
+from stratagate.storage import term_feed, term_index
 from stratagate.storage.db import Database
 from test_search_index import remember, text
 
@@ -252,5 +252,123 @@ async def test_two_processes_writing_and_searching_at_once_leave_the_index_equal
     assert await asyncio.to_thread(_run_together, codes) == [0, 0]
     after, count = await _reopened_answers(db.path)
     assert count == 10 + 2 * 60 and all(a is not None for a in after)
+    assert after == await rebuilt_answers(db.path)
+    await db.open()
+
+
+PRUNER = """
+import asyncio, sys
+sys.path[:0] = [{sidecar!r}, {tests!r}]
+from pathlib import Path
+from stratagate.storage import term_feed, term_index
+from stratagate.storage.db import Database
+
+async def main():
+    d = Database(Path({path!r}))
+    await d.open()
+    while True:
+        print(await term_feed.prune(d), flush=True)
+        await asyncio.sleep(0.01)
+
+asyncio.run(main())
+"""
+
+
+def _prune_beside_killed_writer(args: dict[str, str]) -> int:
+    """A pruner child looping from the start, the writer child SIGKILLed after 25 rounds, then the pruner SIGKILLed
+    too (mid-prune as likely as between two); the writer's return code."""
+    pruner = subprocess.Popen([sys.executable, "-c", PRUNER.format(**args)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert pruner.stdout is not None and pruner.stdout.readline()  # pruning from the start
+        return _run_then_kill(CHILD.format(**args, start=100, stop=10**9), 25)
+    finally:
+        pruner.kill()
+        pruner.wait()
+
+
+async def _feed_rows(path: Path) -> int:
+    d = Database(path)
+    await d.open()
+    try:
+        ((rows,),) = await d.reader.execute_fetchall("SELECT count(*) FROM search_changes")
+    finally:
+        await d.close()
+    return int(rows)
+
+
+async def test_maintenance_prunes_what_the_index_holds_and_a_catch_up_still_equals_a_rebuild(
+    db: Database, tmp_path: Path
+):
+    await remember(db, [text(i) for i in range(40)])
+    before = await answers(db)  # committed: the watermark is the last row
+    assert await term_feed.prune(db) == 39  # every row below the watermark; its own row proves the index is ours
+    ((rows,),) = await db.reader.execute_fetchall("SELECT count(*) FROM search_changes")
+    assert rows == 1 and await term_feed.prune(db) == 0
+    assert await answers(db) == before
+    await remember(db, [text(i) for i in range(40, 50)])  # past the watermark: caught up as before
+    assert await answers(db) == await rebuilt_answers(db.path)
+
+
+async def test_a_process_that_read_the_feed_before_another_pruned_it_reopens_the_index(
+    db: Database, tmp_path: Path
+):
+    """This process has read the feed up to some row; another process then writes, commits the index and prunes.
+    Even if this process does not notice the other's commit (its stamp check ran just before it), it never reads
+    past the pruned gap: the pruned mark comes with the rows, and it reopens the committed index."""
+    await remember(db, [text(i) for i in range(12)])
+    await answers(db)
+    code = CHILD.format(sidecar=str(REPO / "sidecar"), tests=str(REPO / "tests"), path=str(db.path), start=300,
+                        stop=330)
+    assert await asyncio.to_thread(_run_together, [code]) == [0]  # 30 more events, each committed to the index
+    other = Database(db.path)
+    await other.open()
+    try:
+        assert await term_feed.prune(other) > 0
+    finally:
+        await other.close()
+    state = await term_feed._state(term_feed.EVENTS, db.reader)
+    assert state is not None and state.index is not None
+    held, read_up_to = state.index, state.seen.seq
+    mark = term_index.committed_mark(index_dir(db.path))
+    assert mark is not None and mark.seq > read_up_to + 1  # rows this process never read are gone
+    stale, TermIndex.stale = TermIndex.stale, lambda self: False  # type: ignore[method-assign]
+    try:
+        found = await term_feed.EVENTS.ranked(db.reader, ["note"], 100)
+    finally:
+        TermIndex.stale = stale  # type: ignore[method-assign]
+    assert state.index is not held and state.seen.seq >= mark.seq  # the committed index reopened, not the gap read
+    assert found is not None and len(found) == 12 + 30
+    assert await answers(db) == await rebuilt_answers(db.path)
+
+
+async def test_an_index_older_than_the_pruned_rows_is_rebuilt(db: Database, tmp_path: Path):
+    await remember(db, [text(i) for i in range(20)])
+    await answers(db)
+    old = tmp_path / "old-index"
+    shutil.copytree(index_dir(db.path), old)  # a copy of the index as it is now (a restore from a backup)
+    await remember(db, [text(i) for i in range(20, 35)])
+    await answers(db)
+    assert await term_feed.prune(db) > 0  # the rows the old copy would need to catch up are gone
+    await db.close()
+    shutil.rmtree(index_dir(db.path))
+    shutil.copytree(old, index_dir(db.path))
+    after, count = await _reopened_answers(db.path)
+    assert count == 35 and after == await rebuilt_answers(db.path)
+    assert TermIndex.open(index_dir(db.path)) is not None
+    await db.open()
+
+
+async def test_pruning_beside_a_writer_killed_mid_write_leaves_the_index_equal_to_a_rebuild(
+    db: Database, tmp_path: Path
+):
+    await remember(db, [text(i) for i in range(30)])
+    await answers(db)
+    await db.close()
+    args = {"sidecar": str(REPO / "sidecar"), "tests": str(REPO / "tests"), "path": str(db.path)}
+    assert await asyncio.to_thread(_prune_beside_killed_writer, args) == -signal.SIGKILL
+    rows = await _feed_rows(db.path)
+    after, count = await _reopened_answers(db.path)
+    assert count >= 30 + 75 and all(a is not None for a in after)
+    assert rows < count  # pruned while written
     assert after == await rebuilt_answers(db.path)
     await db.open()

@@ -103,7 +103,7 @@ class Step:
 
 
 async def _ranked_events(
-    conn: Connection, ns: int | None, sess: int | None, step: Step, viewer: Viewer
+    memo: search_memo.Memo, ns: int | None, sess: int | None, step: Step, viewer: Viewer
 ) -> list[EventRow]:
     """Matches of the human message (weight 2) and of the recent turns (weight 1) that pass the relevance floor
     against the step's ``topic``, fused by reciprocal rank, then scaled by each event's long-term weight as seen from
@@ -112,15 +112,18 @@ async def _ranked_events(
     fusion_weights: list[float] = []
     rows: dict[int, EventRow] = {}
     about = step.about
-    for match, importance in zip(step.matches, (2.0, 1.0), strict=False):
-        if match is None:
-            continue
-        # Superseded events are searched too and stand for their current successor at their rank: "do we still use
-        # npm?" matches the npm event only, and what answers it is the pnpm event that replaced it.
-        hits = await search_memo.event_search(conn, ns, sess, match, [*CURRENT, "superseded"], CANDIDATES)
+    conn = memo.conn
+    # Superseded events are searched too and stand for their current successor at their rank: "do we still use
+    # npm?" matches the npm event only, and what answers it is the pnpm event that replaced it.
+    searched = [
+        (await memo.event_search(ns, sess, match, [*CURRENT, "superseded"], CANDIDATES), importance)
+        for match, importance in zip(step.matches, (2.0, 1.0), strict=False) if match is not None
+    ]
+    documents = await relevance.event_documents(conn, [ev for hits, _ in searched for ev, _ in hits])  # one read
+    for hits, importance in searched:
         ranking: list[int] = []
         for ev, _ in hits:
-            if not relevance.event_relevant(about, ev):
+            if not relevance.event_relevant(about, ev, documents.get(ev.id)):
                 continue  # below the floor: a shared ordinary word or a secret placeholder is no relevance
             current = await _current_version(conn, ev, viewer) if ev.status == "superseded" else ev
             if current is not None and current.id not in ranking:
@@ -278,10 +281,11 @@ async def _event_entries(
     used = count(EVENTS_TITLE)
     entries: list[str] = []
     shown_ids = {ev.id for ev, _ in chosen}
+    before = await events.predecessors_of(conn, [ev.id for ev, _ in chosen])  # one statement for every entry
     for ev, successor in chosen:
         # What it replaced, unless that is shown here anyway (a pinned superseded event, labelled with its successor).
         replaced = [
-            old for old in await events.predecessors(conn, ev)
+            old for old in before[ev.id]
             if old.status == "superseded" and old.visible_to(viewer) and old.id not in shown_ids
         ]
         for short, label in ((False, True), (True, True), (True, False)):
@@ -339,12 +343,13 @@ async def render_longterm(
     def in_open_turns(ev: EventRow) -> bool:
         return sess is not None and ev.session_id == sess and ev.block_id is None and ev.created_at > sealed_until
 
-    ranked = [ev for ev in await _ranked_events(conn, ns, sess, step, viewer) if not in_open_turns(ev)]
+    memo = await search_memo.Memo.of(conn)  # the database version read once for every search of the render
+    ranked = [ev for ev in await _ranked_events(memo, ns, sess, step, viewer) if not in_open_turns(ev)]
     pinned = [ev for ev in await _pinned(conn, ns, sess) if not in_open_turns(ev)]
     safety = [ev for ev in await _safety(conn, ns, sess) if not in_open_turns(ev)]
     chosen = await _choose(conn, admission_order(safety, ranked, pinned), viewer, in_open_turns)
     entries, used = await _event_entries(conn, chosen, viewer, count, quote, budget, out.event_ids)
-    nodes = await graph_recall.matched_nodes(conn, ns, sess, step.matches, step.about) if ns is not None else []
+    nodes = await graph_recall.matched_nodes(memo, ns, sess, step.matches, step.about) if ns is not None else []
     node_entries = await graph_recall.node_entries(conn, nodes, sess, count, quote, budget - used, out.node_ids)
     _fit(out, entries, node_entries, count, budget)
     return out

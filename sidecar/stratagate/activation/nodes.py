@@ -34,7 +34,7 @@ def _day(stamp: str | None) -> str | None:
 
 
 async def matched_nodes(
-    conn: Connection, ns: int, sess: int | None, matches: list[str | None], about: frozenset[str]
+    memo: search_memo.Memo, ns: int, sess: int | None, matches: list[str | None], about: frozenset[str]
 ) -> list[graph.NodeRow]:
     """The namespace's nodes matching the step's queries (their FTS ``matches``, made once per step), best first,
     that pass the relevance floor against ``about`` (the graph is per namespace: no user tier there)."""
@@ -42,9 +42,9 @@ async def matched_nodes(
     for match in matches:
         if match is None:
             continue
-        for node, _ in await search_memo.node_search(conn, ns, sess, match, CANDIDATES):
+        for node, _ in await memo.node_search(ns, sess, match, CANDIDATES):
             nodes.setdefault(node.id, node)
-    indexed = await graph_read.index_terms(conn, list(nodes))
+    indexed = await graph_read.index_terms(memo.conn, list(nodes))
     return [
         node for node in nodes.values()
         if relevance.relevant(about, relevance.shared(about, indexed.get(node.id, "")))
@@ -69,13 +69,12 @@ async def _line(fact: graph_read.CurrentFact, r: graph_read.Renderer) -> str:
 
 
 async def _entry(
-    conn: Connection, node: graph.NodeRow, sess: int | None, quote: Callable[[str], str], shown: set[int],
+    node: graph.NodeRow, facts: list[graph_read.CurrentFact], quote: Callable[[str], str], shown: set[int],
     r: graph_read.Renderer,
 ) -> _Entry | None:
     """A node with its current facts (and their ids) and the nodes those facts link it to; facts already shown under
     another node are not repeated (None when nothing is left to show). Every current fact is read (plain rows) for
     the links; only the ``FACTS_PER_NODE`` shown are rendered."""
-    facts = await graph_read.current_fact_rows(conn, node.id, sess)
     state = [f for f in facts if f.id not in shown][:FACTS_PER_NODE]
     if not state:
         return None
@@ -103,11 +102,21 @@ async def node_entries(
     entries: list[str] = []
     shown: set[int] = set()  # fact ids
     renderer = graph_read.Renderer(conn)  # node names read once per render, not once per node shown
+    facts_of: dict[int, list[graph_read.CurrentFact]] = {}
+
+    async def load(node_ids: list[int]) -> None:
+        """The next few nodes' current facts in one statement, and in another the nodes those shown first name and
+        the nodes themselves (read per node, the four entries cost eight statements)."""
+        wanted = [n for n in node_ids if n not in facts_of]
+        if wanted:
+            facts_of.update(await graph_read.current_fact_rows_of(conn, wanted, sess))
+        named = (n for node_id in wanted for f in facts_of[node_id][:FACTS_PER_NODE] for n in (f.node_id, f.object_id))
+        await renderer.prefetch_nodes([*node_ids, *(n for n in named if n is not None)])
 
     async def add(node: graph.NodeRow) -> list[int]:
         """Show the node if it fits; the nodes its facts link it to (none when it was not shown)."""
         nonlocal used
-        entry = await _entry(conn, node, sess, quote, shown, renderer)
+        entry = await _entry(node, facts_of[node.id], quote, shown, renderer)
         if entry is None:
             return []
         cost = count(entry.text) + 1
@@ -120,17 +129,19 @@ async def node_entries(
         return entry.linked
 
     hop: dict[int, None] = {}
-    for node in nodes:
+    for i, node in enumerate(nodes):
         if len(entries) >= MAX_NODES:
             break
+        if i % MAX_NODES == 0:
+            await load([n.id for n in nodes[i : i + MAX_NODES]])
         hop.update(dict.fromkeys(await add(node)))
     direct = {node.id for node in nodes}
     linked = [n for n in hop if n not in direct] if expand else []
     for i, node_id in enumerate(linked):
         if len(entries) >= MAX_NODES:
             break
-        if i % MAX_NODES == 0:  # the next few hop nodes in one statement: a hub links to hundreds
-            await renderer.prefetch_nodes(linked[i : i + MAX_NODES])
+        if i % MAX_NODES == 0:  # the next few hop nodes at a time: a hub links to hundreds
+            await load(linked[i : i + MAX_NODES])
         neighbour = await renderer.node(node_id)
         if neighbour is not None:
             await add(neighbour)

@@ -24,6 +24,7 @@ from functools import lru_cache
 from stratagate.events import lexicon
 from stratagate.events.models import EventRow
 from stratagate.safety.secrets import PLACEHOLDER_RE
+from stratagate.storage.sqlite import Connection
 from stratagate.text.specificity import overlap
 from stratagate.text.terms import fts_query, terms
 
@@ -79,9 +80,13 @@ _EVENT_TERMS: dict[tuple[int, str, str, str], frozenset[str]] = {}
 _MAX_CACHED = 4096
 
 
+def _key(ev: EventRow) -> tuple[int, str, str, str]:
+    return ev.id, ev.updated_at, ev.title, ev.summary
+
+
 def event_terms(ev: EventRow) -> frozenset[str]:
     """``event_text``'s terms, kept per event version: activation reads the same few events step after step."""
-    key = (ev.id, ev.updated_at, ev.title, ev.summary)
+    key = _key(ev)
     found = _EVENT_TERMS.get(key)
     if found is None:
         if len(_EVENT_TERMS) >= _MAX_CACHED:
@@ -90,5 +95,40 @@ def event_terms(ev: EventRow) -> frozenset[str]:
     return found
 
 
-def event_relevant(query: frozenset[str], ev: EventRow) -> bool:
+async def event_documents(conn: Connection, events: list[EventRow]) -> dict[int, str]:
+    """The index documents of those of ``events`` whose terms were not made yet (one statement; none when all
+    were): what ``event_relevant`` judges a new candidate on first."""
+    wanted = list(dict.fromkeys(ev.id for ev in events if _key(ev) not in _EVENT_TERMS))
+    if not wanted:
+        return {}
+    rows = await conn.execute_fetchall(
+        f"SELECT rowid, terms FROM event_fts WHERE rowid IN ({', '.join('?' for _ in wanted)})", wanted
+    )
+    return {int(r[0]): str(r[1]) for r in rows}
+
+
+def event_relevant(query: frozenset[str], ev: EventRow, document: str | None = None) -> bool:
+    """Whether ``ev`` passes the floor for ``query``. With the event's index ``document`` (its ``event_fts`` terms),
+    a candidate whose terms were not made yet is first judged on the query terms the document holds: the document's
+    words are the event's words plus its type, its dates and when it was said (``events.store._fts_text``), so those
+    held terms less any the type, a date or ``time_original`` can give are terms the event's own words give. When
+    they reach the floor the event is relevant without its words being tokenised (a step's new query brings a dozen
+    new candidates); otherwise ``event_terms`` decides."""
+    if document is not None and _key(ev) not in _EVENT_TERMS and _plain(ev):
+        held = shared(query, document)
+        if held and relevant(query, held - _not_topic(ev, held)):
+            return True
     return relevant(query, event_terms(ev))
+
+
+def _plain(ev: EventRow) -> bool:
+    """No secret placeholder (relevance leaves them out, the index does not) and no 年, the one date form a line
+    break can split (a date of the index's own lines could then swallow a word of the event's)."""
+    return not any("[secret:" in text or "年" in text for text in (
+        ev.title, ev.summary, ev.narrative, *ev.tags, *ev.quotes, *ev.participants))
+
+
+def _not_topic(ev: EventRow, held: frozenset[str]) -> set[str]:
+    """Held terms the event's own words may not give: its type's, ``time_original``'s, and every date token."""
+    out = {t for t in held if len(t) > 4 and t[0] in "ymd" and t[1:].isdigit()}
+    return out.union(terms(ev.type), terms(ev.time_original or "")) if held - out else out

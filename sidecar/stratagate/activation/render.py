@@ -28,7 +28,6 @@ from stratagate.events import queries as event_queries
 from stratagate.events.forgotten import Forgotten, load, shown_view
 from stratagate.protocol.types import Name
 from stratagate.safety.inert import Named, heading, quote
-from stratagate.storage import lookup
 from stratagate.storage.db import Database
 
 RECENT_BLOCKS = 4
@@ -80,6 +79,17 @@ async def _fit(
     return None
 
 
+async def _scope(db: Database, namespace: str, session: str) -> tuple[int | None, int | None]:
+    """``lookup.scope_keys`` in one statement (recall asks at every step): the namespace and session ids, None where
+    the row does not exist (yet)."""
+    rows = await db.reader.execute_fetchall(
+        "SELECT n.id, s.id FROM namespaces n LEFT JOIN sessions s ON s.namespace_id = n.id AND s.key = ?"
+        " WHERE n.name = ?",
+        (session, namespace),
+    )
+    return next(((int(r[0]), None if r[1] is None else int(r[1])) for r in rows), (None, None))
+
+
 async def render_activation(
     db: Database,
     settings: Settings,
@@ -92,8 +102,7 @@ async def render_activation(
     empty: dict[str, Any] = {
         "text": "", "tokens": 0, "longterm_tokens": 0, "block_ids": [], "event_ids": [], "node_ids": []}
     # A namespace with no row yet (a project's first step) still recalls the user tier of the others.
-    ns = await lookup.namespace_key(db.reader, p.namespace)
-    sess = await lookup.session_key(db.reader, ns, p.session)
+    ns, sess = await _scope(db, p.namespace, p.session)
     if not (ns is not None and await block_queries.has_blocks(db.reader, ns)) and not await event_queries.has_events(
         db.reader, ns, sess
     ):
@@ -112,8 +121,9 @@ async def render_activation(
 
     # What forgotten events state, loaded once per render: other sessions' blocks are seen without a viewer session
     # (a session-scoped forgotten event hides its words there without naming its id), this session's with it.
+    # Both read the same rows, only which ids may be shown differs: none forgotten (the usual case) is one read.
     hidden_from_others = await load(db, ns, None)
-    hidden_from_own = await load(db, ns, sess) if sess is not None else hidden_from_others
+    hidden_from_own = await load(db, ns, sess) if sess is not None and hidden_from_others.shown else hidden_from_others
     sections: list[str] = []
     block_ids: list[str] = []
     longterm = await render_longterm(

@@ -4,12 +4,13 @@ A step's queries repeat step after step: the human message for the whole turn, t
 capture. While nothing is committed their answers cannot change (a search reads stored state only, no clock), so they
 are kept under the version of the database the connection reads (storage/read_version.py: only the reader, outside a
 transaction, can tell). An answer computed while a commit lands is kept under the version read before it, which no
-later search reads again.
+later search reads again. A render reads the version once (``Memo.of``) for all its searches.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from stratagate.events import store as events
@@ -27,34 +28,60 @@ _CACHE = __name__
 T = TypeVar("T")
 
 
+@dataclass(frozen=True)
+class Memo:
+    """The searches of one render on ``conn``: ``answers`` are those kept for the database version read when the
+    render began (None: none may be kept)."""
+
+    conn: Connection
+    answers: dict[tuple[Any, ...], Any] | None
+
+    @classmethod
+    async def of(cls, conn: Connection) -> Memo:
+        return cls(conn, await _answers(conn))
+
+    async def event_search(
+        self, ns: int | None, sess: int | None, match: str, statuses: list[str], limit: int
+    ) -> list[tuple[EventRow, float | None]]:
+        """``events.search(conn, ns, sess, match, statuses, None, limit)``, remembered."""
+        key = ("events", ns, sess, match, tuple(statuses), limit)
+        conn = self.conn
+        return list(await self._remembered(key, lambda: events.search(conn, ns, sess, match, statuses, None, limit)))
+
+    async def node_search(
+        self, ns: int, sess: int | None, match: str, limit: int
+    ) -> list[tuple[NodeRow, float | None]]:
+        """``graph.read.search(conn, ns, sess, match, None, limit)``, remembered."""
+        key = ("nodes", ns, sess, match, limit)
+        conn = self.conn
+        return list(await self._remembered(key, lambda: graph_read.search(conn, ns, sess, match, None, limit)))
+
+    async def _remembered(self, key: tuple[Any, ...], compute: Callable[[], Awaitable[T]]) -> T:
+        answers = self.answers
+        if answers is None:
+            return await compute()
+        if key in answers:
+            found: T = answers[key]
+            return found
+        answer = await compute()
+        if len(answers) >= MAX_ANSWERS:
+            answers.clear()
+        answers[key] = answer
+        return answer
+
+
 async def event_search(
     conn: Connection, ns: int | None, sess: int | None, match: str, statuses: list[str], limit: int
 ) -> list[tuple[EventRow, float | None]]:
-    """``events.search(conn, ns, sess, match, statuses, None, limit)``, remembered."""
-    key = ("events", ns, sess, match, tuple(statuses), limit)
-    return list(await _remembered(conn, key, lambda: events.search(conn, ns, sess, match, statuses, None, limit)))
+    """One remembered event search (reads the database version: a render uses one ``Memo`` instead)."""
+    return await (await Memo.of(conn)).event_search(ns, sess, match, statuses, limit)
 
 
 async def node_search(
     conn: Connection, ns: int, sess: int | None, match: str, limit: int
 ) -> list[tuple[NodeRow, float | None]]:
-    """``graph.read.search(conn, ns, sess, match, None, limit)``, remembered."""
-    key = ("nodes", ns, sess, match, limit)
-    return list(await _remembered(conn, key, lambda: graph_read.search(conn, ns, sess, match, None, limit)))
-
-
-async def _remembered(conn: Connection, key: tuple[Any, ...], compute: Callable[[], Awaitable[T]]) -> T:
-    answers = await _answers(conn)
-    if answers is None:
-        return await compute()
-    if key in answers:
-        found: T = answers[key]
-        return found
-    answer = await compute()
-    if len(answers) >= MAX_ANSWERS:
-        answers.clear()
-    answers[key] = answer
-    return answer
+    """One remembered node search (reads the database version: a render uses one ``Memo`` instead)."""
+    return await (await Memo.of(conn)).node_search(ns, sess, match, limit)
 
 
 async def _answers(conn: Connection) -> dict[tuple[Any, ...], Any] | None:

@@ -6,8 +6,8 @@ from stratagate.storage.sqlite import Connection
 
 
 async def has_blocks(conn: Connection, namespace_id: int) -> bool:
-    row = await (await conn.execute("SELECT 1 FROM blocks WHERE namespace_id = ? LIMIT 1", (namespace_id,))).fetchone()
-    return row is not None
+    # One hop to the connection's thread (execute + fetchone is two): recall asks this at every step.
+    return bool(await conn.execute_fetchall("SELECT 1 FROM blocks WHERE namespace_id = ? LIMIT 1", (namespace_id,)))
 
 
 async def newest_blocks_elsewhere(

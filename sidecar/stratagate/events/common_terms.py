@@ -34,8 +34,8 @@ _CACHE = __name__
 
 
 async def _scalar(conn: Connection, sql: str, params: tuple[object, ...] = ()) -> int:
-    row = await (await conn.execute(sql, params)).fetchone()
-    return int(row[0] or 0) if row else 0
+    rows = await conn.execute_fetchall(sql, params)  # one hop to the connection's thread (execute + fetchone: two)
+    return next((int(r[0] or 0) for r in rows), 0)
 
 
 async def split(

@@ -726,6 +726,20 @@ async def predecessors(conn: Connection, ev: EventRow) -> list[EventRow]:
     return [EventRow.from_row(r) for r in rows]
 
 
+async def predecessors_of(conn: Connection, event_ids: list[int]) -> dict[int, list[EventRow]]:
+    """``predecessors`` of many events in one statement: successor id → the events it replaced, oldest first."""
+    out: dict[int, list[EventRow]] = {event_id: [] for event_id in event_ids}
+    if not event_ids:
+        return out
+    rows = await conn.execute_fetchall(
+        f"{_SELECT} WHERE e.successor_id IN ({', '.join('?' for _ in event_ids)}) ORDER BY e.id", event_ids
+    )
+    for ev in (EventRow.from_row(r) for r in rows):
+        if ev.successor_id in out:
+            out[ev.successor_id].append(ev)
+    return out
+
+
 async def sources(conn: Connection, event_id: int) -> list[dict[str, Any]]:
     rows = await conn.execute_fetchall(
         "SELECT message_id, call_id, quote, import_id, source_ref, created_at FROM event_sources"

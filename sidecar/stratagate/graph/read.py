@@ -171,14 +171,30 @@ async def search(
             (match, namespace_id, kind, kind),
         )
     ]
-    kept = await _visible_first(conn, ranked, session_id, limit)
-    if not kept:
-        return []
+    out: list[tuple[NodeRow, float | None]] = []
+    start = 0
+    while start < len(ranked) and len(out) < limit:  # the visible ones' rows, a few more than still wanted at a time
+        part = ranked[start : start + limit - len(out) + VISIBLE_SLACK]
+        start += len(part)
+        by_id = await _visible_rows(conn, [node_id for node_id, _ in part], session_id)
+        out.extend((by_id[node_id], score) for node_id, score in part if node_id in by_id)
+    return out[:limit]
+
+
+_SEEN = "f.status <> 'archived' AND (f.scope <> 'session' OR (? IS NOT NULL AND f.session_id = ?))"
+"""A fact the caller may see (``node_visible``'s rule)."""
+
+
+async def _visible_rows(conn: Connection, node_ids: list[int], session_id: int | None) -> dict[int, NodeRow]:
+    """The rows of those of ``node_ids`` that exist for a caller (``visible_nodes``), in one statement."""
     rows = await conn.execute_fetchall(
-        f"SELECT * FROM graph_nodes WHERE id IN ({', '.join('?' for _ in kept)})", [node_id for node_id, _ in kept]
+        f"SELECT * FROM graph_nodes n WHERE n.id IN ({', '.join('?' for _ in node_ids)})"
+        f" AND (EXISTS (SELECT 1 FROM graph_facts f WHERE f.node_id = n.id AND {_SEEN})"
+        f" OR EXISTS (SELECT 1 FROM graph_edges e JOIN graph_facts f ON f.edge_id = e.id WHERE e.dst_id = n.id"
+        f" AND {_SEEN}))",
+        (*node_ids, session_id, session_id, session_id, session_id),
     )
-    by_id = {int(r["id"]): NodeRow.model_validate(dict(r)) for r in rows}
-    return [(by_id[node_id], score) for node_id, score in kept if node_id in by_id]
+    return {int(r["id"]): NodeRow.model_validate(dict(r)) for r in rows}
 
 
 async def _visible_first(
@@ -230,25 +246,39 @@ class CurrentFact(NamedTuple):
 _CURRENT_FACTS = (
     "SELECT f.id, f.node_id, e.dst_id, f.attribute, f.value, f.status, f.valid_from, f.valid_to, f.scope, f.session_id"
     " FROM graph_facts f LEFT JOIN graph_edges e ON e.id = f.edge_id WHERE f.id IN"
-    " (SELECT id FROM graph_facts WHERE node_id = ? AND status IN ('active', 'disputed')"
+    " (SELECT id FROM graph_facts WHERE node_id IN ({marks}) AND status IN ('active', 'disputed')"
     " UNION SELECT f2.id FROM graph_edges e2 JOIN graph_facts f2 ON f2.edge_id = e2.id"
-    " WHERE e2.dst_id = ? AND f2.status IN ('active', 'disputed')) ORDER BY f.id"
+    " WHERE e2.dst_id IN ({marks}) AND f2.status IN ('active', 'disputed')) ORDER BY f.id"
 )
-"""``store.current_facts_of_node``'s statement, reading only the columns recall uses."""
+"""``store.current_facts_of_node``'s statement for many nodes, reading only the columns recall uses."""
 
 
 async def current_fact_rows(conn: Connection, node_id: int, session_id: int | None) -> list[CurrentFact]:
     """``current_facts`` as plain rows, oldest first: the same facts by the same rules (visible to the caller,
     window holding now)."""
+    return (await current_fact_rows_of(conn, [node_id], session_id))[node_id]
+
+
+async def current_fact_rows_of(
+    conn: Connection, node_ids: list[int], session_id: int | None
+) -> dict[int, list[CurrentFact]]:
+    """``current_fact_rows`` of many nodes in one statement: node id → its current facts, oldest first (a fact
+    linking two of the nodes is in both lists)."""
+    out: dict[int, list[CurrentFact]] = {node_id: [] for node_id in node_ids}
+    if not node_ids:
+        return out
     now = to_iso(datetime.now(UTC))
-    out: list[CurrentFact] = []
+    marks = ", ".join("?" for _ in out)
     for fid, nid, obj, attribute, value, status, start, end, scope, owner in await conn.execute_fetchall(
-        _CURRENT_FACTS, (node_id, node_id)
+        _CURRENT_FACTS.format(marks=marks), (*out, *out)
     ):
         if scope == "session" and (session_id is None or owner != session_id):
             continue  # FactRow.visible_to
         if (start is None or start <= now) and (end is None or now < end):  # holds_at
-            out.append(CurrentFact(fid, nid, obj, attribute, value, status, start))
+            fact = CurrentFact(fid, nid, obj, attribute, value, status, start)
+            for node_id in (nid, obj) if obj != nid else (nid,):
+                if node_id in out:
+                    out[node_id].append(fact)
     return out
 
 

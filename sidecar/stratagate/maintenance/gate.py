@@ -56,6 +56,10 @@ class Gate:
             self._exempt -= exempt
             self._update()
 
+    def waiting(self) -> bool:
+        """Whether a request is in flight now: a slice that sees one stops at its next step, not at its time limit."""
+        return not self._quiet.is_set()
+
     async def turn(self) -> None:
         """Between two slices: let whatever is ready run, then wait for the requests in flight."""
         await asyncio.sleep(0)
@@ -67,3 +71,8 @@ class Gate:
 async def no_wait() -> None:
     """The pause of a pass nobody waits for: yield the loop only."""
     await asyncio.sleep(0)
+
+
+def never() -> bool:
+    """``Gate.waiting`` of a pass nobody waits for."""
+    return False

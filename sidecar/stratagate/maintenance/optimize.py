@@ -1,5 +1,7 @@
-"""Keeping SQLite tidy without deleting anything and without holding the writer for long.
+"""Keeping SQLite tidy without deleting anything but consumed change rows, and without holding the writer for long.
 
+- The search change feed pruned (storage/term_feed.py ``prune``): the rows the committed derived index already holds
+  are deleted, in one short transaction; the feed no longer grows with every event ever written.
 - FTS5 index merging of each full-text table, to the same end as its ``optimize`` (all segments into one; the rows
   are unchanged) but incrementally: ``('merge', -MERGE_PAGES)`` steps, each its own short transaction, until a step
   finds nothing left to merge (at most ``MAX_MERGE_STEPS`` per table and run; the next run goes on).
@@ -17,6 +19,7 @@ from typing import Any
 
 from stratagate.maintenance import store
 from stratagate.maintenance.gate import Pause, no_wait
+from stratagate.storage import term_feed
 from stratagate.storage.db import Database
 from stratagate.storage.sqlite import Connection
 
@@ -36,6 +39,8 @@ async def plan(conn: Connection) -> dict[str, Any]:
 
 
 async def run(db: Database, pause: Pause = no_wait) -> dict[str, Any]:
+    pruned = {feed.kind: await term_feed.prune(db, feed) for feed in term_feed.FEEDS}
+    await pause()
     _, fts = await store.tables(db.reader)
     merged: dict[str, int] = {}
     for table in fts:
@@ -60,6 +65,7 @@ async def run(db: Database, pause: Pause = no_wait) -> dict[str, Any]:
     return {
         "fts_optimized": fts,
         "fts_merge_steps": merged,
+        "search_changes_pruned": pruned,
         "pragma_optimize": True,
         "wal_checkpoint": {"busy": bool(busy), "wal_pages": wal_pages, "checkpointed_pages": checkpointed},
         "incremental_vacuum_pages": vacuumed,

@@ -4,7 +4,8 @@ A pass, in order: consolidation of the events changed since the last pass (sweep
 or when ``full``), the upgrade trigger of rule-written fallback blocks (``blocks.upgrade.requeue_fallbacks``),
 re-projection of a stale graph (reproject.py), FTS/SQLite optimize (optimize.py), then the report (stats.py), stored
 with the run in ``maintenance_runs``. Each step works in short slices, each its own transaction, and between two
-slices waits while a request is in flight (gate.py), so captures and reads never wait for a pass. Nothing is deleted.
+slices waits while a request is in flight (gate.py), so captures and reads never wait for a pass. Nothing is deleted
+but the search change rows the derived index already holds (optimize.py).
 
 A dry run only reads (through a read-only connection from the CLI, the reader from the RPC): it reports what a pass
 would merge and repair, and writes no byte, not even its run record.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 from stratagate.blocks import upgrade
@@ -26,7 +28,7 @@ from stratagate.events import recovery
 from stratagate.jobs.pipeline import StageDeps
 from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.maintenance import store
-from stratagate.maintenance.gate import Gate, Pause
+from stratagate.maintenance.gate import Gate, Pause, never
 from stratagate.redact import preview
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.storage.sqlite import Connection
@@ -67,7 +69,8 @@ class Maintenance:
         since the last completed pass, or everything when ``full``."""
         async with self.lock:
             with self.gate.running():
-                return await _run_pass(self.db, self.settings, trigger, actor, full, self.gate.turn)
+                return await _run_pass(self.db, self.settings, trigger, actor, full, self.gate.turn,
+                                       self.gate.waiting)
 
     async def at_start(self, now: float | None = None) -> str:
         """Queue the maintenance job at start when it is overdue (no run younger than the interval); what it did."""
@@ -107,7 +110,7 @@ async def dry_run(conn: Connection, settings: Settings, trigger: str = "manual")
 
 
 async def _run_pass(db: Database, settings: Settings, trigger: str, actor: Actor, full: bool,
-                    pause: Pause) -> dict[str, Any]:
+                    pause: Pause, waiting: Callable[[], bool] = never) -> dict[str, Any]:
     """``Maintenance.run_pass`` under its lock. Every step works in slices that yield the loop between them."""
     await _steps_imported()
     from stratagate.maintenance import optimize, reproject, stats, sweep
@@ -116,7 +119,7 @@ async def _run_pass(db: Database, settings: Settings, trigger: str, actor: Actor
         run_id = await store.start_run(conn, trigger)
     try:
         why = f"maintenance run {run_id} ({trigger})"
-        swept = await sweep.run(db, actor, run_id, why, full=full, pause=pause)
+        swept = await sweep.run(db, actor, run_id, why, full=full, pause=pause, waiting=waiting)
         merges = swept.merges
         fallbacks = await _requeue_fallbacks(db, settings.job_max_attempts)
         stale, repaired = await reproject.sweep(db, actor, pause)

@@ -12,7 +12,9 @@ event's shapes (shapes.py) and finds its near duplicates through the prefix inde
 That is what the all-pairs plan (``consolidate.plan``) does, restricted to pairs with a changed event: unchanged
 pairs were settled by the sweep that saw them. Every merge is re-checked in its transaction (``merge_one``).
 
-Bounded: each slice is one short transaction of at most ``SLICE_S`` of work, then the loop yields. Resumable: the
+Bounded: each slice is one short transaction of at most ``SLICE_S`` of work, then the loop yields; a request that
+arrives meanwhile ends the slice at the next event (``waiting``), so it shares the loop with one event's examination
+at most, not with the rest of the slice. Resumable: the
 position is stored with each slice (``maintenance_cursors``), so a stopped sweep goes on from there; the watermark
 moves to the sweep's start only when it finishes. Memory: one slice of rows at a time.
 """
@@ -20,12 +22,13 @@ moves to the sweep's start only when it finishes. Memory: one slice of rows at a
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from stratagate.maintenance import shape_store as sql
 from stratagate.maintenance.consolidate import Merge, merge_one
-from stratagate.maintenance.gate import Pause, no_wait
+from stratagate.maintenance.gate import Pause, never, no_wait
 from stratagate.maintenance.shapes import Shape, group_key, near, shapes
 from stratagate.storage.db import Actor, Database
 from stratagate.storage.lookup import namespace_name
@@ -56,6 +59,7 @@ class _Ctx:
     why: str
     since: str | None
     out: Sweep
+    waiting: Callable[[], bool] = never
     names: dict[int, str] = field(default_factory=dict)
 
 
@@ -146,17 +150,18 @@ async def _slice(conn: Connection, ctx: _Ctx, pos: dict[str, Any]) -> bool:
         for row in rows:
             await _examine(conn, ctx, row)
             pos["after"] = int(row["id"])
-            if time.perf_counter() - t0 >= SLICE_S:
+            if time.perf_counter() - t0 >= SLICE_S or ctx.waiting():
                 break
-        if time.perf_counter() - t0 >= SLICE_S:
+        if time.perf_counter() - t0 >= SLICE_S or ctx.waiting():
             break
     return pos["phase"] < 0
 
 
 async def run(db: Database, actor: Actor, run_id: int | None, why: str, *, full: bool = False,
-              max_slices: int | None = None, pause: Pause = no_wait) -> Sweep:
+              max_slices: int | None = None, pause: Pause = no_wait, waiting: Callable[[], bool] = never) -> Sweep:
     """Go on with the unfinished sweep (or start one: everything when ``full`` or never swept, else what changed
-    since the watermark) until it finishes, or ``max_slices`` slices ran (then it stays resumable)."""
+    since the watermark) until it finishes, or ``max_slices`` slices ran (then it stays resumable). ``waiting``:
+    whether a request is in flight (a slice then ends at its next event)."""
     state = await sql.cursor(db.reader, STEP)
     pos = state.get("sweep")
     if full or pos is None:
@@ -164,7 +169,7 @@ async def run(db: Database, actor: Actor, run_id: int | None, why: str, *, full:
             since = None if full else state.get("watermark")
             pos = {"since": since, "started": now_iso(), "phase": 1, "after": 0, "upto": await sql.max_event_id(conn)}
     out = Sweep(full=pos["since"] is None)
-    ctx = _Ctx(actor, run_id, why, pos["since"], out)
+    ctx = _Ctx(actor, run_id, why, pos["since"], out, waiting)
     while max_slices is None or out.slices < max_slices:
         async with db.transaction() as conn:
             done = await _slice(conn, ctx, pos)

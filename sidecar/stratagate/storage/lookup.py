@@ -127,14 +127,14 @@ def capture_scope(raw: Raw, namespace: str, session: str, receipt: str) -> Captu
 
 
 async def session_turn_count(conn: Connection, session_id: int) -> int | None:
-    row = await (await conn.execute("SELECT turn_count FROM sessions WHERE id = ?", (session_id,))).fetchone()
-    return None if row is None else int(row[0])
+    rows = await conn.execute_fetchall("SELECT turn_count FROM sessions WHERE id = ?", (session_id,))
+    return next((int(r[0]) for r in rows), None)  # (one hop to the connection's thread: execute + fetchone is two)
 
 
 async def namespace_user_tier(conn: Connection, namespace_id: int) -> bool | None:
     """Does the namespace share the user tier (migration 9's ``namespaces.user_tier``)? None: no such row."""
-    row = await (await conn.execute("SELECT user_tier FROM namespaces WHERE id = ?", (namespace_id,))).fetchone()
-    return None if row is None else bool(row[0])
+    rows = await conn.execute_fetchall("SELECT user_tier FROM namespaces WHERE id = ?", (namespace_id,))
+    return next((bool(r[0]) for r in rows), None)  # (one hop to the connection's thread: execute + fetchone is two)
 
 
 async def set_namespace_user_tier(conn: Connection, namespace_id: int, on: bool) -> bool:

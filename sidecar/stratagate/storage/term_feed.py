@@ -12,6 +12,14 @@ unreadable or of another database. Erase, redaction and namespace deletion remov
 Answers None whenever the index cannot answer exactly what SQLite would hold: inside a write transaction (the
 index only knows committed rows), while another process holds the index's write lock and this one could not catch
 up, or without tantivy. The caller then ranks with FTS5.
+
+Pruning (``prune``, run by maintenance): the feed rows below the committed index's watermark are deleted (the
+watermark's own row stays: it is how an index proves it belongs to this database), and how far rows are gone is kept
+in ``meta`` (``pruned_key``), in the same transaction. Every catch-up reads that mark with the rows, in one
+statement: a process whose view of the feed is older than it (another process committed the index and pruned
+meanwhile) reopens the committed index, which holds every deleted row, instead of reading past the gap; an index
+that is missing or older than the pruned rows (restored from a copy) no longer finds its watermark's row and is
+rebuilt from the FTS table, the source.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stratagate.storage import term_index
+from stratagate.storage.db import Database
 from stratagate.storage.sqlite import Connection, caches
 from stratagate.storage.term_index import Mark, TermIndex
 
@@ -62,6 +71,32 @@ class Feed:
 
 
 EVENTS = Feed("event", "event_fts", "events")
+FEEDS = (EVENTS,)
+
+
+def pruned_key(feed: Feed) -> str:
+    """The ``meta`` key of the highest feed seq of ``feed``'s kind that pruning deleted."""
+    return f"search_changes_pruned.{feed.kind}"
+
+
+async def prune(db: Database, feed: Feed = EVENTS) -> int:
+    """Delete ``feed``'s change rows the committed index holds (below its watermark); the number deleted. Nothing
+    when there is no committed index of this database: a rebuild would then need no row anyway, but a catch-up
+    would."""
+    mark = term_index.committed_mark(term_index.path_of(db.path) / feed.name)
+    if mark is None or mark.seq <= 1:
+        return 0
+    async with db.transaction() as conn:
+        rows = list(await conn.execute_fetchall("SELECT item_id FROM search_changes WHERE seq = ?", (mark.seq,)))
+        if not rows or int(rows[0][0]) != mark.item:
+            return 0  # a watermark this database never wrote (or already pruned away): not this database's index
+        cur = await conn.execute("DELETE FROM search_changes WHERE kind = ? AND seq < ?", (feed.kind, mark.seq))
+        await conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+            " WHERE CAST(excluded.value AS INTEGER) > CAST(meta.value AS INTEGER)",
+            (pruned_key(feed), str(mark.seq - 1)),
+        )
+        return max(0, cur.rowcount)
 
 
 @dataclass
@@ -108,16 +143,39 @@ async def _state(feed: Feed, conn: Connection) -> _State | None:
 
 
 async def _catch_up(conn: Connection, state: _State) -> bool:
-    if state.index is None or state.index.stale():
-        state.index = await _reopen(conn, state)
-    if state.index is None:
-        return await _rebuild(conn, state)
-    feed = state.feed
+    for _ in range(3):  # (a prune landing between two reads of the feed: the next one sees the reopened index)
+        if state.index is None or state.index.stale():
+            state.index = await _reopen(conn, state)
+        if state.index is None:
+            return await _rebuild(conn, state)
+        rows = await _past(conn, state)
+        if rows is not None:
+            return await _apply(conn, state, state.index, rows)
+        state.index = None  # rows past what this process read were pruned: the committed index holds them
+    return False
+
+
+async def _past(conn: Connection, state: _State) -> list[tuple[int, int]] | None:
+    """The feed rows past what this process has read, or None when some of them were pruned (read in one statement
+    with the pruned mark: one snapshot, so a prune cannot fall between the two)."""
     rows = list(await conn.execute_fetchall(
-        "SELECT seq, item_id FROM search_changes WHERE seq > ? AND kind = ? ORDER BY seq", (state.seen.seq, feed.kind)
+        "SELECT NULL, CAST(value AS INTEGER) FROM meta WHERE key = ?"
+        " UNION ALL SELECT seq, item_id FROM search_changes WHERE seq > ? AND kind = ? ORDER BY 1",
+        (pruned_key(state.feed), state.seen.seq, state.feed.kind),
     ))
+    if rows and rows[0][0] is None:
+        if int(rows[0][1]) > state.seen.seq:
+            return None
+        rows = rows[1:]
+    return [(int(r[0]), int(r[1])) for r in rows]
+
+
+async def _apply(conn: Connection, state: _State, index: TermIndex, rows: list[tuple[int, int]]) -> bool:
+    """Hold the items ``rows`` changed as pending (their current terms read from the FTS table), committed to the
+    index ``BATCH`` at a time; False when more are pending than FTS5 should stand in for."""
+    feed = state.feed
     if rows:
-        seqs = {int(r[1]): int(r[0]) for r in rows}  # an item changed twice: its last change
+        seqs = {item_id: seq for seq, item_id in rows}  # an item changed twice: its last change
         ids = list(seqs)
         found: dict[int, str] = {}
         for start in range(0, len(ids), CHUNK):
@@ -129,9 +187,9 @@ async def _catch_up(conn: Connection, state: _State) -> bool:
         for item_id in ids:  # (no row: the item is gone; its pending entry holds no term and hides its document)
             words = found.get(item_id, "").split()
             state.pending[item_id] = (seqs[item_id], Counter(words), len(words))
-        state.seen = Mark(int(rows[-1][0]), int(rows[-1][1]), 0, 0)
+        state.seen = Mark(rows[-1][0], rows[-1][1], 0, 0)
     if len(state.pending) >= BATCH:
-        _commit(state, state.index)
+        _commit(state, index)
     return len(state.pending) <= MAX_PENDING
 
 

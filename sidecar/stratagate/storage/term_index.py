@@ -52,6 +52,16 @@ def root(db_file: Path) -> Path:
     return path
 
 
+def path_of(db_file: Path) -> Path:
+    """The directory of a database's derived indexes, not created (``root`` creates it)."""
+    return db_file.with_name(db_file.name + "-search")
+
+
+def committed_mark(path: Path) -> Mark | None:
+    """The watermark of the index committed at ``path`` (None: none, or of another format)."""
+    return _read_mark(path)
+
+
 def discard(db_file: Path) -> None:
     """Remove a database's derived indexes (after an erase, a redaction or a purge: their segments may still hold
     the removed terms); the next query rebuilds them from SQLite. Waits for a writer of another process to finish."""
