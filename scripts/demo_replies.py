@@ -71,10 +71,11 @@ def system_text(body: dict[str, Any]) -> str:
 def memory_text(body: dict[str, Any]) -> str:
     """The memory StrataGate recalled for THIS step: the newest message holding a ``<stratagate-memory>`` section
     (DSH puts it in the step's runtime-context message; earlier steps' contexts stay in the history). When this
-    step's runtime context holds none, recall brought nothing for it: an earlier step's memory is not this one's."""
+    step's runtime context holds none, recall brought nothing for it: an earlier step's memory is not this one's.
+    Only a whole section counts: the chat's memory row (after the runtime context) names ids, not the memory."""
     for message in reversed(_messages(body)):
         text = content_text(message.get("content"))
-        if MEMORY_OPEN in text:
+        if MEMORY_OPEN in text and MEMORY_CLOSE in text[text.find(MEMORY_OPEN) :]:
             return text
         if message.get("role") == "user" and text.strip().startswith(RUNTIME_CONTEXT_HEAD):
             return ""

@@ -124,6 +124,20 @@ def test_reply_reports_only_what_recall_brought():
     assert more.events[0].replaces == "evt_1 “We use npm”"
 
 
+def test_the_chat_memory_row_after_the_runtime_context_is_not_the_recall():
+    """The StrataGate Memory row (a plugin user message after the step's runtime context) names ids: the step's
+    recall is still the section before it, and the row is not the user speaking."""
+    body = agent_body(("user", "We use npm."), ("assistant", "ok"), ("user", "What do we use?"), memory=RECALL)
+    for note in (
+        "StrataGate Memory recalled for this step: evt_2, evt_1, evt_3 (quoted in the runtime context).",
+        "StrataGate Memory recalled for this step: evt_2 (quoted in the <stratagate-memory> runtime context).",
+    ):
+        row = {"role": "user", "content": [{"type": "text", "text": note}]}
+        text = agent_reply({**body, "messages": [*body["messages"], row]})
+        assert "- Switch to pnpm (evt_2, change, current, replaces evt_1" in text, text
+        assert "You said: “What do we use?”" in text, text
+
+
 def test_chinese_messages_get_chinese_replies():
     text = agent_reply(agent_body(("user", "我们改用 pnpm。")))
     assert "离线演示模型" in text and "你说：“我们改用 pnpm。”" in text

@@ -60,6 +60,8 @@ async def test_a_step_says_what_it_recalled_and_why(sidecar: SidecarClient):
     assert [i["id"] for i in result["recalled"]] == [*result["event_ids"], *result["node_ids"], *result["block_ids"]]
     # The row: one model-facing line naming the ids (not the memory text), and the list DSH renders.
     assert result["note"].startswith(NOTE_HEAD) and evt in result["note"] and FACT not in result["note"]
+    # The row comes after the runtime context: spelling the section's tag would read as a newer, empty section.
+    assert "<stratagate-memory" not in result["note"] and "</stratagate-memory" not in result["note"]
     assert result["entries"][0]["name"] == evt
     assert result["entries"][0]["description"] == f"active · “{FACT}” — {event['why']}"
     zh = await step(sidecar, lang="zh")

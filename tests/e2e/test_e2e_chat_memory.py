@@ -80,6 +80,7 @@ def test_the_chat_shows_what_memory_recalled(
         assert FACT in content_text(said[snapshot].get("content")), "the memory text stays in the runtime context"
         note = content_text(said[snapshot + 1].get("content"))
         assert note.startswith(MEMORY_ROW_HEAD) and evt in note and FACT not in note, note
+        assert "stratagate-memory>" not in note, "the row names ids; an unclosed section tag would read as memory"
 
         url = f"http://127.0.0.1:{web.port}/"
         driven = subprocess.run(

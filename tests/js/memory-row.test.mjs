@@ -9,7 +9,7 @@ const ENTRIES = [
   { name: 'evt_1', description: 'active · “The tests use pnpm.” — matches “pnpm”' },
   { name: 'blk_2', description: 'ready · “Deploy notes” — recent conversation of another session' },
 ]
-const NOTE = 'StrataGate Memory recalled for this step: evt_1, blk_2 (quoted in the <stratagate-memory> runtime context).'
+const NOTE = 'StrataGate Memory recalled for this step: evt_1, blk_2 (quoted in the runtime context).'
 
 function session(id, turn = 1) {
   return { id, header: { id, cwd: '/work/p' }, events: [{ type: 'turn/start', data: { turn } }] }

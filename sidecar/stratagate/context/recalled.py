@@ -185,10 +185,12 @@ def row_entries(items: list[RecalledItem], lang: Lang) -> list[dict[str, str]]:
 
 def note(items: list[RecalledItem]) -> str:
     """The one model-facing line of the chat row: which ids this step's memory holds (their text is in the runtime
-    context). English whatever the UI language: it is for the model, and stays byte-stable across languages."""
+    context). English whatever the UI language: it is for the model, and stays byte-stable across languages. It
+    never spells the memory section's tag: an opening tag without its close, in a message after the real section,
+    reads as an empty memory section to anything that looks for the newest one."""
     if not items:
         return ""
-    return f"{NOTE_HEAD} {', '.join(i.id for i in items)} (quoted in the <stratagate-memory> runtime context)."
+    return f"{NOTE_HEAD} {', '.join(i.id for i in items)} (quoted in the runtime context)."
 
 
 def _asked(query: str) -> str:
