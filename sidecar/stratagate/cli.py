@@ -11,7 +11,7 @@ import json
 import os
 import sqlite3
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -239,7 +239,6 @@ def _port(value: str) -> int:
 def ui_command(args: argparse.Namespace, settings: Any) -> int:
     """`stratagate ui --db PATH`: the Memory page on a loopback port until SIGINT/SIGTERM (Ctrl-C: no traceback)."""
     from stratagate.page.server import ListenError, serve_ui  # a Ctrl-C while it loads: __main__.run ends quietly
-    from stratagate.storage.db import SchemaError, StorageError
 
     try:
         check_db(settings.db)  # an inspector never creates an empty database for a mistyped path
@@ -247,17 +246,28 @@ def ui_command(args: argparse.Namespace, settings: Any) -> int:
         print(f"stratagate ui: {exc}", file=sys.stderr)
         return 2
     _used(settings.db)
+    # A Ctrl-C before the page's own SIGINT handler is installed (while the app starts) says "stopped".
+    return _run_server("stratagate ui", serve_ui(settings, args.host, args.port), settings, ListenError, "stopped")
+
+
+def _run_server(
+    name: str, main: Coroutine[Any, Any, int], settings: Settings, listen_error: type[Exception], stopped: str = ""
+) -> int:
+    """Run a server command's loop (`ui`, `mcp`): Ctrl-C exits 130 without a traceback; a port or database problem is
+    one line on stderr and exit 2."""
+    from stratagate.storage.db import SchemaError, StorageError
+
     try:
-        return asyncio.run(serve_ui(settings, args.host, args.port))
+        return asyncio.run(main)
     except KeyboardInterrupt:
-        # Ctrl-C before the page's own SIGINT handler is installed (while the app starts) ends here.
-        print("stratagate ui: stopped", file=sys.stderr)
+        if stopped:
+            print(f"{name}: {stopped}", file=sys.stderr)
         return 130
-    except ListenError as exc:
-        print(f"stratagate ui: {exc}", file=sys.stderr)
+    except listen_error as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
         return 2
     except _db_errors(SchemaError, StorageError) as exc:
-        print(f"stratagate ui: {db_problem(settings.db, exc)}", file=sys.stderr)
+        print(f"{name}: {db_problem(settings.db, exc)}", file=sys.stderr)
         return 2
 
 
@@ -651,20 +661,10 @@ def _mcp_command(args: argparse.Namespace, settings: Settings) -> int:
 
         out_fd = protocol_stdout()
     from stratagate.mcp_server.server import ListenError, run
-    from stratagate.storage.db import SchemaError, StorageError
 
     _used(settings.db)
     project = str(args.project.resolve()) if args.project is not None else None
-    try:
-        return asyncio.run(run(settings, project, args.http, out_fd))
-    except KeyboardInterrupt:
-        return 130
-    except ListenError as exc:
-        print(f"stratagate mcp: {exc}", file=sys.stderr)
-        return 2
-    except _db_errors(SchemaError, StorageError) as exc:
-        print(f"stratagate mcp: {db_problem(settings.db, exc)}", file=sys.stderr)
-        return 2
+    return _run_server("stratagate mcp", run(settings, project, args.http, out_fd), settings, ListenError)
 
 
 def _tools_command(args: argparse.Namespace, settings: Settings) -> int:
