@@ -5,7 +5,7 @@
 // (tests/e2e/test_e2e_chat_memory.py asserts on it).
 //   node tests/browser/dsh-chat-row.mjs --url http://127.0.0.1:PORT/ --title TITLE [--screenshot FILE] [--locale en-US]
 import { parseArgs } from 'node:util'
-import { launchChromium } from './harness.mjs'
+import { launchChromium, openDshWeb } from './harness.mjs'
 
 const { values: args } = parseArgs({
   options: {
@@ -24,15 +24,7 @@ const browser = await launchChromium()
 const report = { url: args.url, steps: [], errors: [] }
 let page
 try {
-  const context = await browser.newContext({ locale: args.locale, viewport: { width: 1280, height: 900 } })
-  page = await context.newPage()
-  page.on('pageerror', (err) => report.errors.push(String(err)))
-  await page.addLocatorHandler(page.getByRole('button', { name: /^(Continue|继续)$/ }), async (button) => {
-    report.steps.push('onboarding acknowledged')
-    await button.click()
-  })
-  await page.goto(args.url)
-  report.steps.push('loaded')
+  page = await openDshWeb(browser, args, report)
 
   // The session's row in the workspace tree (a treeitem holding its title); its workspace may start collapsed.
   const row = page.getByRole('treeitem').filter({ hasText: args.title })

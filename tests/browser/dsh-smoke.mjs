@@ -9,7 +9,7 @@
 // (dsh-<width>-<tab>.png; dsh-zh-… for a zh locale).
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { launchChromium } from './harness.mjs'
+import { launchChromium, openDshWeb } from './harness.mjs'
 import { englishWords, layoutProblems } from './layout.mjs'
 
 const { values: args } = parseArgs({
@@ -60,16 +60,7 @@ const browser = await launchChromium()
 const report = { url: args.url, steps: [], errors: [] }
 let page
 try {
-  const context = await browser.newContext({ locale: args.locale, viewport: { width: 1280, height: 900 } })
-  page = await context.newPage()
-  page.on('pageerror', (err) => report.errors.push(String(err)))
-  // DSH's first-run notice (an onboarding dialog over everything): acknowledged whenever it shows up.
-  await page.addLocatorHandler(page.getByRole('button', { name: /^(Continue|继续)$/ }), async (button) => {
-    report.steps.push('onboarding acknowledged')
-    await button.click()
-  })
-  await page.goto(args.url)
-  report.steps.push('loaded')
+  page = await openDshWeb(browser, args, report)
 
   // DSH's settings shell: a trigger button (aria-haspopup=dialog) in the sidebar opens a modal with a section nav.
   const trigger = page.locator('button[aria-haspopup="dialog"]').filter({ hasText: /Settings|设置/ })
@@ -91,6 +82,8 @@ try {
   const select = dialog.locator('[data-testid="namespace-select"]')
   await select.waitFor({ timeout })
   report.mounted = true
+  // The options come with the page's first namespaces answer, after the select itself is mounted.
+  await select.locator('option').first().waitFor({ state: 'attached', timeout })
   report.namespaces = await select.locator('option').evaluateAll((els) => els.map((e) => e.value))
   report.selected_namespace = await select.inputValue()
   // The same overview the page renders, fetched through DSH (shim route → sidecar) from inside the page.

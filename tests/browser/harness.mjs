@@ -25,6 +25,23 @@ export function launchChromium() {
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS })
 }
 
+/**
+ * DSH's web UI at `url` in a fresh browser context (`locale`, 1280×900): page errors go to `report.errors`, and DSH's
+ * first-run notice (an onboarding dialog over everything) is acknowledged whenever it shows up.
+ */
+export async function openDshWeb(browser, { url, locale }, report) {
+  const context = await browser.newContext({ locale, viewport: { width: 1280, height: 900 } })
+  const page = await context.newPage()
+  page.on('pageerror', (err) => report.errors.push(String(err)))
+  await page.addLocatorHandler(page.getByRole('button', { name: /^(Continue|继续)$/ }), async (button) => {
+    report.steps.push('onboarding acknowledged')
+    await button.click()
+  })
+  await page.goto(url)
+  report.steps.push('loaded')
+  return page
+}
+
 /** Where screenshots go: $STRATAGATE_SCREENSHOTS, else tests/browser/.screenshots/ (gitignored). */
 export function screenshotDir() {
   const dir = process.env.STRATAGATE_SCREENSHOTS || join(REPO, 'tests', 'browser', '.screenshots')

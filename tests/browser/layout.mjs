@@ -105,8 +105,10 @@ export function englishWords(scope) {
   const ALLOWED = /^(StrataGate|DSH|JSON|Markdown|ChatGPT|mem0|token|tokens|UTC|KiB|MiB|GiB|TiB|B|L[0-5]|[a-z]+_\d+)$/
   const out = []
   const skip = (el) => !el || el.closest('[translate="no"], code, svg, script, style, .sgm-pre')
+  // A version number (0.1.0-rc.8) is data, not a word of the UI.
+  const VERSION = /\b\d+(?:\.\d+)+(?:-[0-9A-Za-z.]+)?/g
   const check = (text, where) => {
-    for (const word of text.match(/[A-Za-z][A-Za-z0-9'’_-]*/g) || []) if (!ALLOWED.test(word)) out.push(`${word} in ${where}: "${text.trim().slice(0, 60)}"`)
+    for (const word of text.replace(VERSION, ' ').match(/[A-Za-z][A-Za-z0-9'’_-]*/g) || []) if (!ALLOWED.test(word)) out.push(`${word} in ${where}: "${text.trim().slice(0, 60)}"`)
   }
   for (const root of document.querySelectorAll(scope)) {
     const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT)
