@@ -9,9 +9,10 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "sidecar" / "stratagate"
 RPC_NAMES = {"RpcError", "JsonRpcError", "invalid_params", "not_found"}
-ALLOWED = ("rpc/", "protocol/", "errors.py", "page/dispatch.py")
-"""The JSON-RPC layer, the protocol layer with the one mapping, the module that defines them, and the page's HTTP
-boundary (it turns the protocol's error into an HTTP status)."""
+ALLOWED = ("rpc/", "protocol/", "errors.py", "page/dispatch.py", "embedded/", "mcp_server/")
+"""The JSON-RPC layer, the protocol layer with the one mapping, the module that defines them, the page's HTTP
+boundary (it turns the protocol's error into an HTTP status), and the two other clients of the protocol table at the
+top: the Python API (its errors are the protocol's, by design) and the MCP server (it answers protocol errors)."""
 
 
 def rpc_imports(source: str) -> list[tuple[int, str]]:

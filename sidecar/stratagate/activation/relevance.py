@@ -23,6 +23,7 @@ from functools import lru_cache
 
 from stratagate.events import lexicon
 from stratagate.events.models import EventRow
+from stratagate.events.queries import fts_documents
 from stratagate.safety.secrets import PLACEHOLDER_RE
 from stratagate.storage.sqlite import Connection
 from stratagate.text.specificity import overlap
@@ -101,10 +102,7 @@ async def event_documents(conn: Connection, events: list[EventRow]) -> dict[int,
     wanted = list(dict.fromkeys(ev.id for ev in events if _key(ev) not in _EVENT_TERMS))
     if not wanted:
         return {}
-    rows = await conn.execute_fetchall(
-        f"SELECT rowid, terms FROM event_fts WHERE rowid IN ({', '.join('?' for _ in wanted)})", wanted
-    )
-    return {int(r[0]): str(r[1]) for r in rows}
+    return await fts_documents(conn, wanted)
 
 
 def event_relevant(query: frozenset[str], ev: EventRow, document: str | None = None) -> bool:

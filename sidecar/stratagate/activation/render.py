@@ -28,6 +28,7 @@ from stratagate.events import queries as event_queries
 from stratagate.events.forgotten import Forgotten, load, shown_view
 from stratagate.protocol.types import Name
 from stratagate.safety.inert import Named, heading, quote
+from stratagate.storage import lookup
 from stratagate.storage.db import Database
 
 RECENT_BLOCKS = 4
@@ -79,17 +80,6 @@ async def _fit(
     return None
 
 
-async def _scope(db: Database, namespace: str, session: str) -> tuple[int | None, int | None]:
-    """``lookup.scope_keys`` in one statement (recall asks at every step): the namespace and session ids, None where
-    the row does not exist (yet)."""
-    rows = await db.reader.execute_fetchall(
-        "SELECT n.id, s.id FROM namespaces n LEFT JOIN sessions s ON s.namespace_id = n.id AND s.key = ?"
-        " WHERE n.name = ?",
-        (session, namespace),
-    )
-    return next(((int(r[0]), None if r[1] is None else int(r[1])) for r in rows), (None, None))
-
-
 async def render_activation(
     db: Database,
     settings: Settings,
@@ -102,7 +92,7 @@ async def render_activation(
     empty: dict[str, Any] = {
         "text": "", "tokens": 0, "longterm_tokens": 0, "block_ids": [], "event_ids": [], "node_ids": []}
     # A namespace with no row yet (a project's first step) still recalls the user tier of the others.
-    ns, sess = await _scope(db, p.namespace, p.session)
+    ns, sess = await lookup.scope_keys(db.reader, p.namespace, p.session)
     if not (ns is not None and await block_queries.has_blocks(db.reader, ns)) and not await event_queries.has_events(
         db.reader, ns, sess
     ):

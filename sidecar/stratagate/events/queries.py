@@ -47,3 +47,11 @@ async def is_visible(
     sql = f"SELECT 1 FROM events e WHERE e.id = ? AND {visible}"
     row = await (await conn.execute(sql, (event_id, *params))).fetchone()
     return row is not None
+
+
+async def fts_documents(conn: Connection, ids: list[int]) -> dict[int, str]:
+    """The search-index documents (``event_fts.terms``) of these events, by id (one statement)."""
+    rows = await conn.execute_fetchall(
+        f"SELECT rowid, terms FROM event_fts WHERE rowid IN ({', '.join('?' for _ in ids)})", ids
+    )
+    return {int(r[0]): str(r[1]) for r in rows}

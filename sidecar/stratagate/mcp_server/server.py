@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import anyio
 from mcp import types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -174,8 +175,12 @@ async def _until_stopped(work: Any, graceful: Callable[[], None] | None = None) 
             graceful()
         else:
             serving.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        try:
             await serving
+        # Cancelling the SDK's stdio tasks can make one of them send on a stream its peer already closed (anyio
+        # BrokenResourceError / ClosedResourceError in a task group): the stop we asked for, not a failure.
+        except* (asyncio.CancelledError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
         return
     serving.result()  # a transport failure is the command's failure
 

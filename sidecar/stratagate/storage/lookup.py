@@ -33,9 +33,14 @@ async def session_key(conn: Connection, namespace_id: int | None, key: str | Non
 
 
 async def scope_keys(conn: Connection, namespace: str, session: str | None) -> tuple[int | None, int | None]:
-    """The namespace and session ids, None where the row does not exist (yet)."""
-    ns = await namespace_key(conn, namespace)
-    return ns, await session_key(conn, ns, session)
+    """The namespace and session ids, None where the row does not exist (yet); one statement (recall asks at every
+    step)."""
+    rows = await conn.execute_fetchall(
+        "SELECT n.id, s.id FROM namespaces n LEFT JOIN sessions s ON s.namespace_id = n.id AND s.key = ?"
+        " WHERE n.name = ?",
+        (session, namespace),
+    )
+    return next(((int(r[0]), None if r[1] is None else int(r[1])) for r in rows), (None, None))
 
 
 async def namespace_name(conn: Connection, namespace_id: int) -> str | None:
