@@ -28,3 +28,13 @@ def test_a_word_that_extends_another_is_found_through_the_shorter():
     pattern = S.re.compile(S._any_of({"clou", "cloudant", "pass", "passwd", "ab"}))
     assert pattern.pattern == "(?:ab|clou|pass)"
     assert [pattern.search(t) is not None for t in ("cloudant", "passw", "a b", "xab")] == [True, True, False, True]
+
+
+RUN_PIECES = st.text(alphabet="aZ9+/_-", min_size=1, max_size=25) | st.text(max_size=4)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(RUN_PIECES, max_size=6).map("".join), st.integers(0, 40), st.integers(0, 120))
+def test_the_long_run_check_answers_as_the_pattern(text: str, lo: int, hi: int):
+    """Runs of 19, 20 and more run characters, broken by anything (non-ASCII too), in any window of the text."""
+    assert S._has_long_run(text, lo, hi) == (S._LONG_RUN.search(text, lo, hi) is not None)

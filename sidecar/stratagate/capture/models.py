@@ -15,6 +15,7 @@ from pydantic import (
     model_validator,
 )
 
+from stratagate.errors import has_surrogate
 from stratagate.protocol.types import Name, valid_text
 
 __all__ = ["CaptureParams", "CaptureResult", "Name", "ToolRecord"]  # Name: older callers import it from here
@@ -32,6 +33,10 @@ class ToolRecord(BaseModel):
     @field_validator("arguments", "result")
     @classmethod
     def _json_serialisable(cls, value: Any) -> Any:
+        if value is None or isinstance(value, str):  # always JSON; a string only needs its surrogate check
+            if isinstance(value, str) and has_surrogate(value):
+                raise ValueError("text holds a lone UTF-16 surrogate (not valid Unicode)")
+            return value
         try:
             json.dumps(value, allow_nan=False, ensure_ascii=False).encode()
         except UnicodeEncodeError as exc:
