@@ -213,8 +213,8 @@ async def test_a_waiting_request_ends_a_slice_at_the_next_event(tmp_path: Path):
         await db.close()
 
 
-async def test_slices_share_a_transaction_while_a_request_is_in_flight_and_a_write_ends_it(tmp_path: Path,
-                                                                                          monkeypatch: pytest.MonkeyPatch):
+async def test_slices_share_a_transaction_while_a_request_is_in_flight_and_a_write_ends_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """With ``hold`` (a pass of the sidecar) slices do not commit while a request is in flight, so the reader sees no
     new commit (its page cache stays valid); a write that asks for the lock ends the transaction before the request
     is answered, goes through, and the sweep goes on to the same merges."""
@@ -276,3 +276,25 @@ async def test_an_unsliced_step_waits_for_a_quiet_spell_or_is_left_for_later(tmp
         assert done["deferred"] == [] and done["pragma_optimize"] and min(done["fts_merge_steps"].values()) >= 1
     finally:
         await db.close()
+
+
+async def test_after_an_answer_a_pass_runs_one_slice_then_waits_for_the_next_request(monkeypatch: pytest.MonkeyPatch):
+    """Requests come in bursts: right after an answer the pass takes one turn, then waits for the burst's next
+    request (``QUIET_S`` at most) instead of running slices while that request's client waits for a core."""
+    monkeypatch.setattr(gate, "QUIET_S", 60.0)
+    monkeypatch.setattr(gate, "MAX_WAIT_S", 60.0)
+    g = gate.Gate()
+    await asyncio.wait_for(g.turn(), 1)  # nothing answered yet: no pacing
+    await asyncio.wait_for(g.turn(), 1)
+    with g.busy():
+        pass
+    await asyncio.wait_for(g.turn(), 1)  # the one slice after the answer
+    second = asyncio.create_task(g.turn())
+    for _ in range(50):
+        await asyncio.sleep(0)
+    assert not second.done()  # waits for the next request
+    with g.busy():  # it comes: the pass waits for its answer
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert not second.done()
+    await asyncio.wait_for(second, 1)
