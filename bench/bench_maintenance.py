@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shlex
 import shutil
 import statistics
@@ -174,8 +175,12 @@ async def one_size(n: int, src: Path, workdir: Path, env: dict[str, str], render
     finally:
         await client.close()
     trace_path = workdir / f"trace-{n}.jsonl" if trace else None
-    if trace_path is not None:
-        env = env | {"STRATAGATE_MAINTENANCE_TRACE": str(trace_path)}
+    if trace_path is not None:  # the sidecar's maintenance/trace.py SINK, set by a sitecustomize at its start
+        hook = workdir / "trace-hook"
+        hook.mkdir(exist_ok=True)
+        (hook / "sitecustomize.py").write_text("import stratagate.maintenance.trace as t\n"
+                                               f"t.SINK = {str(trace_path)!r}\n")
+        env = env | {"PYTHONPATH": f"{hook}{os.pathsep}{env['PYTHONPATH']}"}
     client = await start(n, src, workdir, env, "renders")  # the same first pass again, renders meanwhile
     try:
         out["first_pass_with_renders"] = await a_pass(client, True, trace_path)
@@ -191,7 +196,7 @@ async def main() -> None:
     ap.add_argument("--sidecar", type=Path, default=REPO / "sidecar", help="the sidecar package to measure")
     ap.add_argument("--out", type=Path, help="write the figures as JSON here too")
     ap.add_argument("--trace", action="store_true",
-                    help="trace the pass with renders (STRATAGATE_MAINTENANCE_TRACE) and tell which steps ran during "
+                    help="trace the pass with renders (maintenance/trace.py SINK) and tell which steps ran during "
                          "the slow renders")
     ap.add_argument("--source", type=Path, nargs="*", default=[],
                     help="databases to use instead of the cache, one per size in order (an older checkout needs "

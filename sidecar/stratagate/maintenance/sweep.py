@@ -40,7 +40,7 @@ from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
 STEP = "consolidate"
-SLICE_S = 0.002  # work per slice: a concurrent request waits at most about this long (plus its commit) for the loop
+SLICE_S = 0.001  # work per slice: all a render answered just before shares the process with while its client reads
 SLICE_ROWS = 16  # changed events read per statement
 HOLD_S = 2.0  # longest a transaction stays open across slices (another process's writer waits that long at most)
 SCAN_IDS = 1024  # ids one scan statement covers (a statement never walks the whole table)

@@ -2,21 +2,21 @@
 one segment, with the step that ran it, its wall start (``time.monotonic``, comparable across processes on one
 machine), its wall length and the process CPU it spanned.
 
-With ``STRATAGATE_MAINTENANCE_TRACE`` set to a file path, every segment of a pass is appended there as a JSON line
-when the pass ends (bench/bench_maintenance.py ``--trace`` tells from them which step ran while a slow request was
-answered); without it the segments are only kept in memory for the pass.
+With ``SINK`` set to a file path, every segment of a pass is appended there as a JSON line when the pass ends;
+bench/bench_maintenance.py ``--trace`` sets it in the sidecar it starts and tells from the segments which step ran
+while a slow request was answered. Without it the segments are only kept in memory for the pass.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 
 from stratagate.maintenance.gate import Hold, Pause
 from stratagate.storage.db import WriteLock
 
-TRACE_ENV = "STRATAGATE_MAINTENANCE_TRACE"
+SINK: str | None = None
+"""Where a pass appends its segments (None: nowhere); a profiler sets it."""
 
 
 class Trace:
@@ -59,10 +59,9 @@ class Trace:
         return traced
 
     def write(self) -> None:
-        path = os.environ.get(TRACE_ENV)
-        if not path:
+        if not SINK:
             return
-        with open(path, "a", encoding="utf-8") as fh:
+        with open(SINK, "a", encoding="utf-8") as fh:
             for step, t0, wall, cpu, end in self.segments:
                 fh.write(json.dumps({"step": step, "t0": t0, "wall_ms": wall * 1000, "cpu_ms": cpu * 1000,
                                      "end": end}) + "\n")
