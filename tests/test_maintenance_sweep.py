@@ -298,3 +298,30 @@ async def test_after_an_answer_a_pass_runs_one_slice_then_waits_for_the_next_req
             await asyncio.sleep(0)
         assert not second.done()
     await asyncio.wait_for(second, 1)
+
+
+async def test_a_traced_pass_writes_its_steps_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """With trace.SINK set a pass appends one JSON line per segment, its steps in the pass's order; without it the
+    pass records nothing."""
+    import json
+
+    from stratagate.config import Settings
+    from stratagate.maintenance import trace
+    from stratagate.maintenance.run import Maintenance
+
+    settings_ = Settings(db=tmp_path / "memory.db", dense=False)
+    db = await open_db(settings_.db)
+    try:
+        for i in range(3):
+            await add_event(db, f"Worker {i} retries after {10 + i} seconds in production", project=False)
+        await Maintenance(db, settings_).run_pass("manual", "system")
+        sink = tmp_path / "trace.jsonl"
+        assert not sink.exists()
+        monkeypatch.setattr(trace, "SINK", str(sink))
+        await Maintenance(db, settings_).run_pass("manual", "system", full=True)
+        rows = [json.loads(line) for line in sink.read_text().splitlines()]
+        steps = list(dict.fromkeys(r["step"] for r in rows))
+        assert steps == ["start", "consolidate", "fallbacks", "reproject", "prune", "fts_merge", "checkpoint", "report"]
+        assert all(r["wall_ms"] >= 0 and r["end"] in ("step", "pause", "hold") for r in rows)
+    finally:
+        await db.close()
