@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from stratagate.events import store as events
@@ -70,8 +70,15 @@ async def _sweep_vs_plan(root: Path, first: list[dict[str, Any]], then: list[dic
         await planned.close()
 
 
+def _item(text: str, pinned: bool = False) -> dict[str, Any]:
+    return {"text": text, "scope": "project", "session": "s1", "type_": "fact", "pinned": pinned}
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(first=corpora(), then=corpora())
+# A new pinned event with an earlier duplicate stays current, so it takes the unchanged duplicate after it.
+@example(first=[_item(f"Note: {POOL[0]}", True), _item(f"{POOL[0]} today"), _item(POOL[0])],
+         then=[_item(POOL[0])] * 6 + [_item(POOL[0], True)])
 def test_a_sweep_merges_what_the_all_pairs_plan_merges_first_and_incrementally(first: list[dict[str, Any]],
                                                                               then: list[dict[str, Any]]):
     with tempfile.TemporaryDirectory() as tmp:

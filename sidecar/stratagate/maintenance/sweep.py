@@ -132,11 +132,11 @@ async def _examine(conn: Connection, ctx: _Ctx, row: Any) -> None:
     found = await _similar(conn, row, own)
     mine = _key(row["pinned"], event_id)
     earlier = [i for i, s in found.items() if _key(s[2], i) < mine]
-    if earlier:
-        if not row["pinned"]:
-            first = min(earlier, key=lambda i: _key(found[i][2], i))
-            await _merge(conn, ctx, row, first, found[first])
-        return  # merged, or refused (a pinned or already absorbing event stays as it is)
+    if earlier and not row["pinned"]:
+        first = min(earlier, key=lambda i: _key(found[i][2], i))
+        await _merge(conn, ctx, row, first, found[first])
+        return  # merged, or refused (an already absorbing event stays as it is)
+    # A pinned event stays current even with an earlier duplicate: it takes its later ones like any survivor.
     if ctx.since is not None:
         await _take_later(conn, ctx, row, found)
 
