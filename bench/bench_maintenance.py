@@ -11,7 +11,10 @@ file counts 10 ms ticks). A render's CPU is the process CPU between its request 
 maintenance slice that ran meanwhile: the figure the acceptance bounds ("renders within 5 ms of their idle cost").
 The pass with renders reports the process CPU over the pass, renders included.
 
-    nice -n 10 .venv/bin/python bench/bench_maintenance.py --sizes 1000 10000
+With ``--trace`` the pass with renders writes its per-step segments (maintenance/trace.py) and the result tells, per
+step, the renders it overlapped and their CPU, and for the slowest renders which steps ran meanwhile (``blame``).
+
+    nice -n 10 .venv/bin/python bench/bench_maintenance.py --sizes 1000 10000 --renders 100 --trace
     nice -n 10 .venv/bin/python bench/bench_maintenance.py --sidecar /path/to/other/sidecar   # another checkout
 """
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shlex
 import shutil
 import statistics
@@ -69,11 +73,50 @@ IDLE_FRESH = fresh_queries(200, seed=241)
 DURING = fresh_queries(6000, seed=242, avoid=set(IDLE_FRESH))
 
 
-async def render_cpu(client: SidecarClient, pid: int, i: int, queries: list[str] = QUERIES) -> float:
-    before = cpu_ns(pid)
+async def render_cpu(client: SidecarClient, pid: int, i: int, queries: list[str] = QUERIES,
+                     windows: list[tuple[float, float, float]] | None = None) -> float:
+    before, t0 = cpu_ns(pid), time.monotonic()
     await client.call("activation.render", {"namespace": NS, "session": "reader", "query": queries[i % len(queries)]},
                       timeout=120)
-    return (cpu_ns(pid) - before) / 1e6
+    cpu = (cpu_ns(pid) - before) / 1e6
+    if windows is not None:
+        windows.append((t0, time.monotonic(), cpu))
+    return cpu
+
+
+def blame(windows: list[tuple[float, float, float]], trace: Path) -> dict[str, Any]:
+    """Which of the pass's steps (its trace segments, time.monotonic in both processes) ran while each render was
+    answered: per step, the renders it overlapped and their mean CPU; and the slowest renders with their steps."""
+    segs = [json.loads(line) for line in trace.read_text().splitlines()] if trace.exists() else []
+    per: dict[str, list[float]] = {}
+    slow = []
+    cut = pct([w[2] for w in windows], 0.97) if windows else 0.0
+    start = segs[0]["t0"] if segs else 0.0
+    for t0, t1, cpu in windows:
+        steps: dict[str, float] = {}
+        ends = []
+        for s in segs:
+            overlap = min(t1, s["t0"] + s["wall_ms"] / 1000) - max(t0, s["t0"])
+            if overlap > 0:
+                steps[s["step"]] = steps.get(s["step"], 0.0) + overlap * 1000
+                ends.append(f'{s["end"]}@{(s["t0"] + s["wall_ms"] / 1000 - t0) * 1000:.1f}')
+        for step in steps or {"(between segments)": 0.0}:
+            per.setdefault(step, []).append(cpu)
+        if cpu >= cut:
+            slow.append({"cpu_ms": round(cpu, 2), "at_s": round(t0 - start, 3), "wall_ms": round((t1 - t0) * 1000, 1),
+                         "steps_ms": {k: round(v, 2) for k, v in steps.items()}, "segment_ends_ms": ends[:6]})
+    longest = sorted(segs, key=lambda s: -s["wall_ms"])[:8]
+    steps: dict[str, dict[str, float]] = {}
+    for s in segs:
+        t = steps.setdefault(s["step"], {"segments": 0, "cpu_ms": 0.0, "max_wall_ms": 0.0})
+        t["segments"] += 1
+        t["cpu_ms"] = round(t["cpu_ms"] + s["cpu_ms"], 2)
+        t["max_wall_ms"] = round(max(t["max_wall_ms"], s["wall_ms"]), 2)
+    return {"steps": steps, "by_step": {k: {"renders": len(v), "mean_cpu_ms": round(statistics.fmean(v), 2),
+                            "p99_cpu_ms": round(pct(v, 0.99), 2)} for k, v in per.items()},
+            "slowest": sorted(slow, key=lambda r: -r["cpu_ms"])[:12],
+            "longest_segments": [{k: round(v, 2) if isinstance(v, float) else v for k, v in s.items() if k != "t0"}
+                                 for s in longest]}
 
 
 def summary(values: list[float]) -> dict[str, float]:
@@ -95,25 +138,31 @@ async def start(n: int, src: Path, workdir: Path, env: dict[str, str], tag: str)
     return client
 
 
-async def a_pass(client: SidecarClient, with_renders: bool) -> dict[str, Any]:
-    """One maintenance.run: its CPU and wall time; with renders sent back to back until it answers, their CPU."""
+async def a_pass(client: SidecarClient, with_renders: bool, trace: Path | None = None) -> dict[str, Any]:
+    """One maintenance.run: its CPU and wall time; with renders sent back to back until it answers, their CPU (and
+    with ``trace``, the pass's steps that ran during them)."""
     pid = client.proc.pid
     during: list[float] = []
+    windows: list[tuple[float, float, float]] = []
     before, t0 = cpu_ns(pid), time.perf_counter()
     passing = await client.request("maintenance.run", {})
     while with_renders and not passing.done():
-        during.append(await render_cpu(client, pid, len(during), DURING))
+        during.append(await render_cpu(client, pid, len(during), DURING, windows))
     reply = await passing
     if "error" in reply:
         raise RuntimeError(reply["error"])
     out: dict[str, Any] = {"cpu_s": round((cpu_ns(pid) - before) / 1e9, 2),
-                           "wall_s": round(time.perf_counter() - t0, 1), "merged": reply["result"]["merged"]}
+                           "wall_s": round(time.perf_counter() - t0, 1), "merged": reply["result"]["merged"],
+                           "deferred": reply["result"]["optimize"].get("deferred", [])}
     if with_renders:
         out["renders_during"] = summary(during)
+        if trace is not None:
+            out["blame"] = blame(windows, trace)
     return out
 
 
-async def one_size(n: int, src: Path, workdir: Path, env: dict[str, str], renders: int) -> dict[str, Any]:
+async def one_size(n: int, src: Path, workdir: Path, env: dict[str, str], renders: int,
+                   trace: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {"events": n}
     client = await start(n, src, workdir, env, "alone")
     try:
@@ -125,9 +174,16 @@ async def one_size(n: int, src: Path, workdir: Path, env: dict[str, str], render
         out["rss_peak_mb"] = rss_peak_mb(client.proc.pid)
     finally:
         await client.close()
+    trace_path = workdir / f"trace-{n}.jsonl" if trace else None
+    if trace_path is not None:  # the sidecar's maintenance/trace.py SINK, set by a sitecustomize at its start
+        hook = workdir / "trace-hook"
+        hook.mkdir(exist_ok=True)
+        (hook / "sitecustomize.py").write_text("import stratagate.maintenance.trace as t\n"
+                                               f"t.SINK = {str(trace_path)!r}\n")
+        env = env | {"PYTHONPATH": f"{hook}{os.pathsep}{env['PYTHONPATH']}"}
     client = await start(n, src, workdir, env, "renders")  # the same first pass again, renders meanwhile
     try:
-        out["first_pass_with_renders"] = await a_pass(client, True)
+        out["first_pass_with_renders"] = await a_pass(client, True, trace_path)
     finally:
         await client.close()
     return out
@@ -139,6 +195,9 @@ async def main() -> None:
     ap.add_argument("--renders", type=int, default=60, help="idle renders per size")
     ap.add_argument("--sidecar", type=Path, default=REPO / "sidecar", help="the sidecar package to measure")
     ap.add_argument("--out", type=Path, help="write the figures as JSON here too")
+    ap.add_argument("--trace", action="store_true",
+                    help="trace the pass with renders (maintenance/trace.py SINK) and tell which steps ran during "
+                         "the slow renders")
     ap.add_argument("--source", type=Path, nargs="*", default=[],
                     help="databases to use instead of the cache, one per size in order (an older checkout needs "
                          "its own schema version's files)")
@@ -149,7 +208,7 @@ async def main() -> None:
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-maint-") as tmp:
         for n in args.sizes:
-            results.append(await one_size(n, sources[n], Path(tmp), env, args.renders))
+            results.append(await one_size(n, sources[n], Path(tmp), env, args.renders, args.trace))
             print(json.dumps(results[-1]), flush=True)
     doc = {"command": shlex.join(["python", *sys.argv]), "sidecar": str(args.sidecar), "results": results}
     if args.out:

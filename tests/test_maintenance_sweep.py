@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from stratagate.events import store as events
@@ -70,8 +70,15 @@ async def _sweep_vs_plan(root: Path, first: list[dict[str, Any]], then: list[dic
         await planned.close()
 
 
+def _item(text: str, pinned: bool = False) -> dict[str, Any]:
+    return {"text": text, "scope": "project", "session": "s1", "type_": "fact", "pinned": pinned}
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(first=corpora(), then=corpora())
+# A new pinned event with an earlier duplicate stays current, so it takes the unchanged duplicate after it.
+@example(first=[_item(f"Note: {POOL[0]}", True), _item(f"{POOL[0]} today"), _item(POOL[0])],
+         then=[_item(POOL[0])] * 6 + [_item(POOL[0], True)])
 def test_a_sweep_merges_what_the_all_pairs_plan_merges_first_and_incrementally(first: list[dict[str, Any]],
                                                                               then: list[dict[str, Any]]):
     with tempfile.TemporaryDirectory() as tmp:
@@ -209,5 +216,119 @@ async def test_a_waiting_request_ends_a_slice_at_the_next_event(tmp_path: Path):
         assert swept.finished and swept.examined == 9
         assert swept.slices >= swept.examined  # one event per slice (and the slice that finds the end)
         assert [(m.survivor_id, m.merged_id) for m in swept.merges] == [(3, dup)]
+    finally:
+        await db.close()
+
+
+async def test_slices_share_a_transaction_while_a_request_is_in_flight_and_a_write_ends_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """With ``hold`` (a pass of the sidecar) slices do not commit while a request is in flight, so the reader sees no
+    new commit (its page cache stays valid); a write that asks for the lock ends the transaction before the request
+    is answered, goes through, and the sweep goes on to the same merges."""
+    monkeypatch.setattr(sweep, "SLICE_S", 0.0)  # one event per slice
+    monkeypatch.setattr(gate, "MAX_WAIT_S", 60.0)
+    db = await open_db(tmp_path / "memory.db")
+    try:
+        for i in range(6):
+            await add_event(db, f"Worker {i} retries after {10 + i} seconds in production", project=False)
+        dup = await add_event(db, "Worker 2 retries after 12 seconds in production!", project=False)
+        g = gate.Gate()
+        held = asyncio.Event()
+
+        async def hold(lock: Any) -> None:
+            held.set()
+            await g.hold(lock)
+
+        with g.busy():
+            version = await db.reader_data_version()
+            task = asyncio.create_task(sweep.run(db, "system", None, "test", waiting=g.waiting, hold=hold))
+            await asyncio.wait_for(held.wait(), 60)  # the first slice ran and holds its transaction
+            for _ in range(50):
+                await asyncio.sleep(0)
+            assert not task.done() and db.write_lock.locked()
+            assert await sql.cursor(db.reader, sweep.STEP) == {}  # no slice committed yet
+            assert await db.reader_data_version() == version  # nothing committed: the reader keeps its cache
+            async with db.transaction() as conn:  # asks for the lock: the sweep commits what it did and lets go
+                await conn.execute("INSERT INTO meta(key, value) VALUES ('probe', '1')")
+            assert await db.reader_data_version() != version
+            assert "sweep" in await sql.cursor(db.reader, sweep.STEP)  # its position was committed with its work
+        done = await task
+        assert done.finished and done.examined == 7
+        assert [(m.survivor_id, m.merged_id) for m in done.merges] == [(3, dup)]
+    finally:
+        await db.close()
+
+
+async def test_an_unsliced_step_waits_for_a_quiet_spell_or_is_left_for_later(tmp_path: Path):
+    """``Gate.idle``: True once no request was in flight for the quiet spell; False while one stays in flight past
+    the patience. optimize then leaves the FTS merge and the checkpoint to a later pass and says so."""
+    from stratagate.maintenance import optimize
+
+    g = gate.Gate()
+    assert await g.idle(quiet=0.0, patience=0.0)
+    with g.busy():
+        assert not await g.idle(quiet=0.0, patience=0.01)
+    assert not await g.idle(quiet=60.0, patience=0.01)  # answered just now: not quiet for long enough yet
+    db = await open_db(tmp_path / "memory.db")
+    try:
+        await add_event(db, "Worker 1 retries after 10 seconds in production", project=False)
+
+        async def busy() -> bool:
+            return False
+
+        tidy = await optimize.run(db, idle=busy)
+        assert tidy["deferred"] == ["fts_merge", "checkpoint"]
+        assert set(tidy["fts_merge_steps"].values()) == {0} and not tidy["pragma_optimize"]
+        done = await optimize.run(db)
+        assert done["deferred"] == [] and done["pragma_optimize"] and min(done["fts_merge_steps"].values()) >= 1
+    finally:
+        await db.close()
+
+
+async def test_after_an_answer_a_pass_runs_one_slice_then_waits_for_the_next_request(monkeypatch: pytest.MonkeyPatch):
+    """Requests come in bursts: right after an answer the pass takes one turn, then waits for the burst's next
+    request (``QUIET_S`` at most) instead of running slices while that request's client waits for a core."""
+    monkeypatch.setattr(gate, "QUIET_S", 60.0)
+    monkeypatch.setattr(gate, "MAX_WAIT_S", 60.0)
+    g = gate.Gate()
+    await asyncio.wait_for(g.turn(), 1)  # nothing answered yet: no pacing
+    await asyncio.wait_for(g.turn(), 1)
+    with g.busy():
+        pass
+    await asyncio.wait_for(g.turn(), 1)  # the one slice after the answer
+    second = asyncio.create_task(g.turn())
+    for _ in range(50):
+        await asyncio.sleep(0)
+    assert not second.done()  # waits for the next request
+    with g.busy():  # it comes: the pass waits for its answer
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert not second.done()
+    await asyncio.wait_for(second, 1)
+
+
+async def test_a_traced_pass_writes_its_steps_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """With trace.SINK set a pass appends one JSON line per segment, its steps in the pass's order; without it the
+    pass records nothing."""
+    import json
+
+    from stratagate.config import Settings
+    from stratagate.maintenance import trace
+    from stratagate.maintenance.run import Maintenance
+
+    settings_ = Settings(db=tmp_path / "memory.db", dense=False)
+    db = await open_db(settings_.db)
+    try:
+        for i in range(3):
+            await add_event(db, f"Worker {i} retries after {10 + i} seconds in production", project=False)
+        await Maintenance(db, settings_).run_pass("manual", "system")
+        sink = tmp_path / "trace.jsonl"
+        assert not sink.exists()
+        monkeypatch.setattr(trace, "SINK", str(sink))
+        await Maintenance(db, settings_).run_pass("manual", "system", full=True)
+        rows = [json.loads(line) for line in sink.read_text().splitlines()]
+        steps = list(dict.fromkeys(r["step"] for r in rows))
+        assert steps == ["start", "consolidate", "fallbacks", "reproject", "prune", "fts_merge", "checkpoint", "report"]
+        assert all(r["wall_ms"] >= 0 and r["end"] in ("step", "pause", "hold") for r in rows)
     finally:
         await db.close()

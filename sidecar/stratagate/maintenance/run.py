@@ -3,8 +3,10 @@
 A pass, in order: consolidation of the events changed since the last pass (sweep.py; every event on the first pass
 or when ``full``), the upgrade trigger of rule-written fallback blocks (``blocks.upgrade.requeue_fallbacks``),
 re-projection of a stale graph (reproject.py), FTS/SQLite optimize (optimize.py), then the report (stats.py), stored
-with the run in ``maintenance_runs``. Each step works in short slices, each its own transaction, and between two
-slices waits while a request is in flight (gate.py), so captures and reads never wait for a pass. Nothing is deleted
+with the run in ``maintenance_runs``. Each step works in short slices and between two slices waits while a request
+is in flight (gate.py); the consolidation's slices share a transaction that a write asking for the lock ends at once
+(sweep.py), and the unsliced parts of optimize wait for a quiet spell, so captures and reads never wait for a pass.
+Per-step timings: trace.py. Nothing is deleted
 but the search change rows the derived index already holds (optimize.py).
 
 A dry run only reads (through a read-only connection from the CLI, the reader from the RPC): it reports what a pass
@@ -28,7 +30,7 @@ from stratagate.events import recovery
 from stratagate.jobs.pipeline import StageDeps
 from stratagate.jobs.queue import JobRow, mark_done
 from stratagate.maintenance import store
-from stratagate.maintenance.gate import Gate, Pause, never
+from stratagate.maintenance.gate import Gate, Hold, Idle, Pause, always_idle, never
 from stratagate.redact import preview
 from stratagate.storage.db import Actor, Database, audit
 from stratagate.storage.sqlite import Connection
@@ -70,7 +72,7 @@ class Maintenance:
         async with self.lock:
             with self.gate.running():
                 return await _run_pass(self.db, self.settings, trigger, actor, full, self.gate.turn,
-                                       self.gate.waiting)
+                                       self.gate.waiting, self.gate.idle, self.gate.hold)
 
     async def at_start(self, now: float | None = None) -> str:
         """Queue the maintenance job at start when it is overdue (no run younger than the interval); what it did."""
@@ -110,20 +112,27 @@ async def dry_run(conn: Connection, settings: Settings, trigger: str = "manual")
 
 
 async def _run_pass(db: Database, settings: Settings, trigger: str, actor: Actor, full: bool,
-                    pause: Pause, waiting: Callable[[], bool] = never) -> dict[str, Any]:
+                    pause: Pause, waiting: Callable[[], bool] = never, idle: Idle = always_idle,
+                    hold: Hold | None = None) -> dict[str, Any]:
     """``Maintenance.run_pass`` under its lock. Every step works in slices that yield the loop between them."""
     await _steps_imported()
     from stratagate.maintenance import optimize, reproject, stats, sweep
+    from stratagate.maintenance.trace import Trace
 
+    trace = Trace(pause)
     async with db.transaction() as conn:
         run_id = await store.start_run(conn, trigger)
     try:
         why = f"maintenance run {run_id} ({trigger})"
-        swept = await sweep.run(db, actor, run_id, why, full=full, pause=pause, waiting=waiting)
+        trace.enter("consolidate")
+        swept = await sweep.run(db, actor, run_id, why, full=full, pause=trace.pause, waiting=waiting,
+                               hold=trace.holding(hold))
         merges = swept.merges
+        trace.enter("fallbacks")
         fallbacks = await _requeue_fallbacks(db, settings.job_max_attempts)
-        stale, repaired = await reproject.sweep(db, actor, pause)
-        tidy = await optimize.run(db, pause)
+        trace.enter("reproject")
+        stale, repaired = await reproject.sweep(db, actor, trace.pause)
+        tidy = await optimize.run(db, trace.pause, trace.enter, idle)
         result: dict[str, Any] = {
             "dry_run": False,
             "run_id": run_id,
@@ -134,8 +143,11 @@ async def _run_pass(db: Database, settings: Settings, trigger: str, actor: Actor
             "fallbacks_requeued": fallbacks,
             "optimize": tidy,
         }
-        await pause()
-        result["report"] = await stats.report(db.reader, settings.db, settings.maintenance_interval_hours)
+        await trace.pause()
+        trace.enter("report")
+        result["report"] = await stats.report(db.reader, settings.db, settings.maintenance_interval_hours,
+                                              trace.pause)
+        trace.mark()
     except Exception as exc:
         async with db.transaction() as conn:
             await store.finish_run(conn, run_id, None, preview(f"{type(exc).__name__}: {exc}", 2000))
@@ -146,6 +158,7 @@ async def _run_pass(db: Database, settings: Settings, trigger: str, actor: Actor
                     {"trigger": trigger, "merged": len(merges), "full": swept.full, "events_examined": swept.examined,
                      "facts_refreshed": len(repaired.facts_refreshed),
                      "events_projected": len(repaired.events_projected)})
+    trace.write()
     return result
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from stratagate.jobs.pipeline import KINDS
 from stratagate.maintenance import store
+from stratagate.maintenance.gate import Pause, no_wait
 from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso, to_iso
 
@@ -36,16 +37,28 @@ def _iso(seconds: float | None) -> str | None:
     return None if seconds is None else to_iso(datetime.fromtimestamp(float(seconds), UTC))
 
 
-async def report(conn: Connection, db_path: Path, interval_hours: float) -> dict[str, Any]:
+async def _table_counts(conn: Connection, names: list[str], pause: Pause) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name in names:
+        out[name] = await store.count(conn, name)
+        await pause()
+    return out
+
+
+async def report(conn: Connection, db_path: Path, interval_hours: float, pause: Pause = no_wait) -> dict[str, Any]:
+    """The report; ``pause`` is awaited between its larger reads (a pass's report yields to requests meanwhile)."""
     events = await store.grouped(conn, "events", "status")
     scopes = await store.grouped(conn, "events", "scope")
+    await pause()
     blocks = await store.grouped(conn, "blocks", "status")
     sources = await store.grouped(conn, "blocks", "summary_source")
     facts = await store.grouped(conn, "graph_facts", "status")
+    await pause()
     jobs: dict[str, dict[str, int]] = {kind: dict.fromkeys(JOB_STATUSES, 0) for kind in KINDS}
     for r in await store.grouped(conn, "jobs", "kind", "status"):
         jobs.setdefault(r["kind"], dict.fromkeys(JOB_STATUSES, 0))[r["status"]] = int(r["n"])
     plain, _ = await store.tables(conn)
+    counts = await _table_counts(conn, plain, pause)
     job = await store.job_row(conn)
     last = await store.newest_run(conn)
     return {
@@ -70,7 +83,7 @@ async def report(conn: Connection, db_path: Path, interval_hours: float) -> dict
             "page_size": await store.pragma(conn, "page_size"),
             "page_count": await store.pragma(conn, "page_count"),
             "freelist_pages": await store.pragma(conn, "freelist_count"),
-            "tables": {name: await store.count(conn, name) for name in plain},
+            "tables": counts,
         },
         "job_health": await store.job_health(conn),
         "schedule": {

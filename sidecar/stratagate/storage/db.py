@@ -22,7 +22,7 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import aiosqlite
 
@@ -114,6 +114,30 @@ def _secure_files(db_path: Path) -> None:
             os.chmod(Path(str(db_path) + suffix), 0o600)
 
 
+class WriteLock(asyncio.Lock):
+    """The writer's lock, which also tells its holder whether another write waits for it (``wanted``): a holder
+    that keeps a transaction open across yields (a maintenance sweep) commits and lets go when one does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._wanting = 0
+        self.asked = asyncio.Event()
+        """Set when someone starts waiting for the lock; a holder clears it before it waits on it."""
+
+    async def acquire(self) -> Literal[True]:
+        self._wanting += 1
+        if self.locked():
+            self.asked.set()
+        try:
+            return await super().acquire()
+        finally:
+            self._wanting -= 1
+
+    def wanted(self) -> bool:
+        """Whether a write is waiting for the lock now."""
+        return self._wanting > 0
+
+
 class Database:
     def __init__(self, path: Path, max_bytes: int | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S):
         self.path = Path(path)
@@ -121,7 +145,7 @@ class Database:
         self._lock_timeout = lock_timeout
         self._writer: Connection | None = None
         self._reader: Connection | None = None
-        self._write_lock = asyncio.Lock()
+        self._write_lock = WriteLock()
         self.on_lock_wait: Callable[[str], None] | None = None
         """Called once, with a sentence, when opening finds the database locked and starts waiting for it."""
         self._lock_reported = False
@@ -309,6 +333,11 @@ class Database:
             if conn is not None:
                 with contextlib.suppress(sqlite3.Error):
                     await conn.close()
+
+    @property
+    def write_lock(self) -> WriteLock:
+        """The lock every write of this process takes (``transaction``, ``exclusive``, group commit)."""
+        return self._write_lock
 
     @property
     def writer(self) -> Connection:
