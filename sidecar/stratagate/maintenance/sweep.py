@@ -42,7 +42,8 @@ from stratagate.timeutil import now_iso
 STEP = "consolidate"
 SLICE_S = 0.001  # work per slice: all a render answered just before shares the process with while its client reads
 SLICE_ROWS = 16  # changed events read per statement
-HOLD_S = 2.0  # longest a transaction stays open across slices (another process's writer waits that long at most)
+HOLD_S = 0.25  # longest a transaction stays open across slices (another process's writer, e.g. an MCP server on the
+# same database, waits that long at most: a capture there is acknowledged only after its commit)
 SCAN_IDS = 1024  # ids one scan statement covers (a statement never walks the whole table)
 
 
