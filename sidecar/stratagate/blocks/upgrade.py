@@ -31,9 +31,11 @@ async def requeue_fallbacks_in(
 ) -> int:
     """``requeue_fallbacks`` inside the caller's transaction: at most ``limit`` jobs, of one namespace if given."""
     rows = list(await conn.execute_fetchall(
-        "SELECT j.id, j.namespace_id, j.status, j.attempts FROM jobs j JOIN blocks b ON b.id = j.subject_id"
-        " WHERE j.kind = ? AND j.status IN ('failed', 'done') AND b.status = 'ready'"
-        " AND b.summary_source = 'fallback' AND (? IS NULL OR b.namespace_id = ?) ORDER BY j.id LIMIT ?",
+        # From the few fallback blocks (their partial index), not from every summary job: CROSS JOIN keeps that order.
+        "SELECT j.id, j.namespace_id, j.status, j.attempts FROM blocks b CROSS JOIN jobs j"
+        " ON j.kind = ? AND j.subject_id = b.id"
+        " WHERE b.summary_source = 'fallback' AND b.status = 'ready' AND j.status IN ('failed', 'done')"
+        " AND (? IS NULL OR b.namespace_id = ?) ORDER BY j.id LIMIT ?",
         (BLOCK_SUMMARY, namespace_id, namespace_id, -1 if limit is None else limit),
     ))
     for row in rows:
