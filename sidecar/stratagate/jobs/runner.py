@@ -96,6 +96,7 @@ class JobRunner:
         self._base, self._cap = backoff_base, backoff_cap
         self._notify = notify
         self._wake = asyncio.Event()
+        self._queued = False
         self._inflight: set[asyncio.Task[None]] = set()
         self._running_jobs: set[int] = set()
         # Failed attempts whose failure could not be written (a full disk): recorded as soon as storage allows, so the
@@ -108,12 +109,16 @@ class JobRunner:
     def wake(self) -> None:
         self._wake.set()
 
+    def _on_queued(self) -> None:
+        self._queued = True  # this process committed a job: claim at once, without reading the due time first
+        self._wake.set()
+
     @property
     def running(self) -> int:
         return len(self._inflight)
 
     async def start(self) -> None:
-        self._db.listen(JOBS_QUEUED, lambda _: self.wake())
+        self._db.listen(JOBS_QUEUED, lambda _: self._on_queued())
         requeued = await queue.requeue_interrupted(self._db, self._lease_timeout)
         if requeued:
             log.info("requeued %d job(s) whose owner is gone", requeued)
@@ -153,10 +158,12 @@ class JobRunner:
             due: float | None = None
             known = False  # ``due`` read since the last claim
             if free > 0 and retry is None:
-                # One read before the claim's write transaction: after most wakes (a job ended, a capture queued a
-                # job) nothing is due, and the read answers what the claim and the next-due read after it would.
-                known, due = await self._probe_due()
-                if not known or (due is not None and due <= time.time()):
+                # Unless this process just queued a job, one read before the claim's write transaction: after most
+                # wakes (a job ended) nothing is due, and the read answers what the claim and the next-due read would.
+                queued, self._queued = self._queued, False
+                if not queued:
+                    known, due = await self._probe_due()
+                if queued or not known or (due is not None and due <= time.time()):
                     known, retry = False, await self._claim(free)
             timeout: float | None = retry
             if retry is None and len(self._inflight) < self._concurrency:
