@@ -149,3 +149,21 @@ async def test_a_job_claimed_but_not_started_at_stop_is_given_back(tmp_path: Pat
         await db.close()
     assert ran == []
     assert row is not None and row["status"] == "queued" and row["attempts"] == 0
+
+
+async def test_the_fallback_look_up_reads_only_fallback_blocks(tmp_path: Path) -> None:
+    """Every model answer looks for fallback blocks to upgrade: the look-up goes through the partial index of
+    fallback blocks, never through every summary job (each would read its block's row, long views included)."""
+    from stratagate.blocks.upgrade import FALLBACK_JOBS
+    from stratagate.storage.db import Database
+
+    db = Database(tmp_path / "memory.db")
+    await db.open()
+    try:
+        for namespace in (1, None):
+            rows = await db.fetchall("EXPLAIN QUERY PLAN " + FALLBACK_JOBS, ("block_summary", namespace, namespace, 8))
+            plan = [r["detail"] for r in rows]
+            assert any("blocks_fallback" in step for step in plan), plan
+            assert not any(step.startswith("SCAN j") for step in plan), plan
+    finally:
+        await db.close()

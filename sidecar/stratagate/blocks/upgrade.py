@@ -14,6 +14,15 @@ from stratagate.storage.db import JOBS_QUEUED, Database, audit, on_commit
 from stratagate.storage.sqlite import Connection
 from stratagate.timeutil import now_iso
 
+# From the few fallback blocks (their partial index, blocks_fallback), not from every summary job and every block's
+# row: this runs after every model answer. CROSS JOIN keeps that order whatever the planner guesses.
+FALLBACK_JOBS = (
+    "SELECT j.id, j.namespace_id, j.status, j.attempts FROM blocks b CROSS JOIN jobs j"
+    " ON j.kind = ? AND j.subject_id = b.id"
+    " WHERE b.summary_source = 'fallback' AND b.status = 'ready' AND j.status IN ('failed', 'done')"
+    " AND (? IS NULL OR b.namespace_id = ?) ORDER BY j.id LIMIT ?"
+)
+
 
 async def requeue_fallbacks(
     db: Database, max_attempts: int, namespace_id: int | None = None, limit: int | None = None
@@ -31,10 +40,7 @@ async def requeue_fallbacks_in(
 ) -> int:
     """``requeue_fallbacks`` inside the caller's transaction: at most ``limit`` jobs, of one namespace if given."""
     rows = list(await conn.execute_fetchall(
-        "SELECT j.id, j.namespace_id, j.status, j.attempts FROM jobs j JOIN blocks b ON b.id = j.subject_id"
-        " WHERE j.kind = ? AND j.status IN ('failed', 'done') AND b.status = 'ready'"
-        " AND b.summary_source = 'fallback' AND (? IS NULL OR b.namespace_id = ?) ORDER BY j.id LIMIT ?",
-        (BLOCK_SUMMARY, namespace_id, namespace_id, -1 if limit is None else limit),
+        FALLBACK_JOBS, (BLOCK_SUMMARY, namespace_id, namespace_id, -1 if limit is None else limit)
     ))
     for row in rows:
         await conn.execute(

@@ -96,6 +96,7 @@ class JobRunner:
         self._base, self._cap = backoff_base, backoff_cap
         self._notify = notify
         self._wake = asyncio.Event()
+        self._queued = False
         self._inflight: set[asyncio.Task[None]] = set()
         self._running_jobs: set[int] = set()
         # Failed attempts whose failure could not be written (a full disk): recorded as soon as storage allows, so the
@@ -108,12 +109,16 @@ class JobRunner:
     def wake(self) -> None:
         self._wake.set()
 
+    def _on_queued(self) -> None:
+        self._queued = True  # this process committed a job: claim at once, without reading the due time first
+        self._wake.set()
+
     @property
     def running(self) -> int:
         return len(self._inflight)
 
     async def start(self) -> None:
-        self._db.listen(JOBS_QUEUED, lambda _: self.wake())
+        self._db.listen(JOBS_QUEUED, lambda _: self._on_queued())
         requeued = await queue.requeue_interrupted(self._db, self._lease_timeout)
         if requeued:
             log.info("requeued %d job(s) whose owner is gone", requeued)
@@ -150,26 +155,20 @@ class JobRunner:
             retry: float | None = None
             if self._unrecorded and not await self._record_failures():
                 retry = CLAIM_RETRY_S
+            due: float | None = None
+            known = False  # ``due`` read since the last claim
             if free > 0 and retry is None:
-                try:
-                    claimed = await queue.claim_due(
-                        self._db, free, owner=self._owner, max_attempts=self._max_attempts
-                    )
-                    for job in claimed:
-                        # Counted as running from the claim, not from the task's first step: a stop() in between
-                        # cancels a task that never ran, and its row must still be given back.
-                        self._running_jobs.add(job.id)
-                        task = asyncio.create_task(self._execute(job), name=f"job-{job.id}")
-                        self._inflight.add(task)
-                        task.add_done_callback(self._inflight.discard)
-                except Exception as exc:  # storage trouble: report and try again shortly
-                    self.last_error = f"job queue: {exc}"
-                    retry = CLAIM_RETRY_S
-                    if not self.storage.failed(exc, "claiming jobs"):
-                        log.exception("claiming jobs failed")
+                # Unless this process just queued a job, one read before the claim's write transaction: after most
+                # wakes (a job ended) nothing is due, and the read answers what the claim and the next-due read would.
+                queued, self._queued = self._queued, False
+                if not queued:
+                    known, due = await self._probe_due()
+                if queued or not known or (due is not None and due <= time.time()):
+                    known, retry = False, await self._claim(free)
             timeout: float | None = retry
             if retry is None and len(self._inflight) < self._concurrency:
-                due = await self._safe_next_due()
+                if not known:
+                    due = await self._safe_next_due()
                 if due is not None:
                     timeout = max(0.0, due - time.time())
             # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancellation that arrives as the wake
@@ -177,6 +176,32 @@ class JobRunner:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._wake.wait()
+
+    async def _probe_due(self) -> tuple[bool, float | None]:
+        """(True, the earliest due time of a claimable job or None), or (False, None) when the read failed (the claim
+        then runs, and reports the storage trouble)."""
+        try:
+            return True, await queue.next_due_at(self._db)
+        except Exception:
+            return False, None
+
+    async def _claim(self, free: int) -> float | None:
+        """Claim up to ``free`` due jobs and start them; the retry delay when the queue could not be read or written."""
+        try:
+            claimed = await queue.claim_due(self._db, free, owner=self._owner, max_attempts=self._max_attempts)
+        except Exception as exc:  # storage trouble: report and try again shortly
+            self.last_error = f"job queue: {exc}"
+            if not self.storage.failed(exc, "claiming jobs"):
+                log.exception("claiming jobs failed")
+            return CLAIM_RETRY_S
+        for job in claimed:
+            # Counted as running from the claim, not from the task's first step: a stop() in between cancels a task
+            # that never ran, and its row must still be given back.
+            self._running_jobs.add(job.id)
+            task = asyncio.create_task(self._execute(job), name=f"job-{job.id}")
+            self._inflight.add(task)
+            task.add_done_callback(self._inflight.discard)
+        return None
 
     async def _watch(self, last_version: int | None = None) -> None:
         """Poll ``PRAGMA data_version`` (another process committed: maybe jobs for us), refresh our leases, and take

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -215,6 +216,13 @@ def _correction(failure: _Failure, tool_name: str, max_tokens: int) -> str:
     )
 
 
+@functools.lru_cache(maxsize=64)
+def _tool(output_model: type[BaseModel], tool_name: str, tool_description: str) -> ToolSpec:
+    """One tool spec per output model and tool: a job asks for the same one on every call, and building it copies
+    the whole schema. Shared, so never changed: the routes only read it (the host route sends a dump of it)."""
+    return ToolSpec(name=tool_name, description=tool_description, parameters=tool_parameters(output_model))
+
+
 async def call_structured(
     route: ModelRoute,
     *,
@@ -230,7 +238,7 @@ async def call_structured(
     Output problems get exactly one corrective retry; route errors (HTTP, timeout, transport, host)
     propagate at once because the job queue owns retry-with-backoff for those.
     """
-    tool = ToolSpec(name=tool_name, description=tool_description, parameters=tool_parameters(output_model))
+    tool = _tool(output_model, tool_name, tool_description)
     messages = [ChatMessage(role="system", content=system), ChatMessage(role="user", content=payload)]
     request = CompletionRequest(messages=messages, tool=tool, max_tokens=max_tokens)
 
