@@ -100,7 +100,7 @@ def _candidate_pairs(rows: list[dict[str, Any]], shaped: dict[int, list[Shape]])
     return pairs
 
 
-def _plan_namespace(namespace_id: int, name: str, rows: list[dict[str, Any]]) -> list[Merge]:
+def plan_namespace(namespace_id: int, name: str, rows: list[dict[str, Any]]) -> list[Merge]:
     """The merges of one namespace's active events, all pairs considered (a dry run, and the reference the
     incremental sweep (sweep.py) keeps to). Pure; run in a worker thread."""
     out: list[Merge] = []
@@ -140,7 +140,7 @@ async def plan(conn: Connection) -> list[Merge]:
         if len(rows) < 2:
             continue
         name = await namespace_name(conn, namespace_id) or ""
-        out += await asyncio.to_thread(_plan_namespace, namespace_id, name, rows)
+        out += await asyncio.to_thread(plan_namespace, namespace_id, name, rows)
     return out
 
 

@@ -234,7 +234,7 @@ async def scheduler_status(app: App, p: Params) -> Any:
 @method("service.similar", params=SimilarParams, result=SimilarList)
 async def find_similar(app: App, p: SimilarParams) -> Any:
     # The pass's own duplicate rule for one namespace (imported when used: maintenance loads it lazily too).
-    from stratagate.maintenance.consolidate import _plan_namespace as plan_namespace
+    from stratagate.maintenance.consolidate import plan_namespace
 
     namespace = namespace_of(app, p.caller)
     conn = app.db.reader
