@@ -103,7 +103,7 @@ async def outputs(client: SidecarClient, payloads: list[str], sealed: list[str])
             out.append(("activation", await client.call(
                 "activation.render", {"namespace": NS, "session": session, "query": query})))
         raw = await client.tool(NS, own, "memory_search_raw", {"query": f"topic{i}"})
-        assert raw["hits"], f"topic{i} not found"
+        assert raw["hits"], f"topic{i} not found: {raw}"
         out.append(("memory_search_raw", raw))
         events = await client.tool(NS, own, "memory_search_events", {"query": f"topic{i}"})
         assert events["hits"], f"no event for topic{i}"
