@@ -26,7 +26,7 @@ import re
 import string
 import threading
 from collections.abc import Callable
-from functools import cache, cached_property, lru_cache
+from functools import cached_property, lru_cache
 from itertools import pairwise
 from typing import Any, NamedTuple
 
@@ -454,7 +454,12 @@ class _Loaded:
 
 
 _state: _Loaded | None = None
-_state_lock = threading.Lock()
+# One lock for everything that may import detect-secrets: the start-up warm-up (a thread) and the first text that
+# needs the entropy function (the loop) importing its circular package at once can fail one of them with
+# "deadlock detected by _ModuleLock" — and a failing redaction replaces the whole text with an "unscannable"
+# placeholder. Reentrant: building the detector may judge entropy.
+_state_lock = threading.RLock()
+_entropy_fn: Callable[[str], float] | None = None
 
 
 def _loaded() -> _Loaded:
@@ -466,13 +471,17 @@ def _loaded() -> _Loaded:
     return _state
 
 
-@cache
 def _shannon_entropy() -> Callable[[str], float]:
     """detect-secrets' entropy function, imported with the first value it must judge (the package import is the
-    cost: ~0.1 s; the sidecar does it in a thread after its first answer, ``warm``)."""
-    from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+    cost: ~0.1 s; the sidecar does it in a thread after its first answer, ``warm``), under ``_state_lock``."""
+    global _entropy_fn
+    if _entropy_fn is None:
+        with _state_lock:
+            if _entropy_fn is None:
+                from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 
-    return Base64HighEntropyString().calculate_shannon_entropy
+                _entropy_fn = Base64HighEntropyString().calculate_shannon_entropy
+    return _entropy_fn
 
 
 def warm() -> None:
