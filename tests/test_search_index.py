@@ -108,6 +108,27 @@ async def test_events_past_the_watermark_are_found_then_committed(db: Database, 
     assert before == await rebuilt_answers(db.path)
 
 
+async def test_an_open_index_writes_nothing_when_another_handle_commits(db: Database, tmp_path: Path):
+    """Tantivy's default reader reloads on a commit from a polling thread of its own and recreates its meta lock
+    file meanwhile: in a directory being removed (a discard, a rebuild's swap, a test's rmtree) that file appeared
+    after the removal had listed the directory ("Directory not empty"). Readers reload only when asked."""
+    await remember(db, [text(i) for i in range(10)])
+    await answers(db)
+    handle = TermIndex.open(index_dir(db.path))
+    assert handle is not None and handle.top(["alpha"], 4)
+    await remember(db, [text(i) for i in range(10, 10 + term_feed.BATCH)])
+    await answers(db)  # committed by the feed's own handle
+    for lock in index_dir(db.path).glob(".*.lock"):
+        lock.unlink()
+    files = sorted(p.name for p in index_dir(db.path).iterdir())
+    # A negative observation, bounded: tantivy's watcher polls every 500 ms, so a reload would show within this.
+    deadline = asyncio.get_running_loop().time() + 1.5
+    while asyncio.get_running_loop().time() < deadline:
+        assert sorted(p.name for p in index_dir(db.path).iterdir()) == files
+        await asyncio.sleep(0.05)
+    assert handle.top(["alpha"], 4)  # the old handle still answers from what it opened
+
+
 async def test_a_rewritten_or_deleted_event_is_applied_in_place(db: Database, tmp_path: Path):
     await remember(db, [text(i) for i in range(12)])
     hit = await term_feed.EVENTS.ranked(db.reader, ["item5"], 8)

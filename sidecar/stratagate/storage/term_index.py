@@ -158,7 +158,7 @@ class TermIndex:
         if mark is None:
             return None
         try:
-            index = tantivy.Index.open(str(path))
+            index = _quiet(tantivy.Index.open(str(path)))
             index.searcher()
         except (OSError, ValueError):
             return None
@@ -224,8 +224,8 @@ class Builder:
         self._fresh = path.with_name(f"{path.name}.new{os.getpid()}")
         shutil.rmtree(self._fresh, ignore_errors=True)
         self._fresh.mkdir(mode=0o700, parents=True)
-        self._writer = tantivy.Index(_schema(), path=str(self._fresh), reuse=False).writer(heap_size=HEAP,
-                                                                                            num_threads=1)
+        fresh = _quiet(tantivy.Index(_schema(), path=str(self._fresh), reuse=False))
+        self._writer = fresh.writer(heap_size=HEAP, num_threads=1)
         self._count = self._tokens = 0
 
     def add(self, docs: Iterable[tuple[int, str]]) -> None:
@@ -249,7 +249,16 @@ class Builder:
             os.replace(self.path, old)
         os.replace(self._fresh, self.path)
         shutil.rmtree(old, ignore_errors=True)
-        return TermIndex(self.path, tantivy.Index.open(str(self.path)), mark)
+        return TermIndex(self.path, _quiet(tantivy.Index.open(str(self.path))), mark)
+
+
+def _quiet(index: Any) -> Any:
+    """``index`` with a reader reloaded only when asked (``TermIndex.add``; another process's commit is seen by
+    ``stale`` and reopened). Tantivy's default reader polls meta.json from a thread of its own and reloads on a
+    change, taking its meta lock: that recreates a lock file in a directory being removed (a discard, a rebuild's
+    swap) and costs a wake-up every 500 ms per open handle."""
+    index.config_reader(reload_policy="Manual")
+    return index
 
 
 def _stamp(path: Path) -> tuple[int, int]:
