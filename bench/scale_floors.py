@@ -5,7 +5,11 @@
   (plain unicode61 table, sqlite3 module, same row count as the events database), and the three terms' unranked
   count (what matching alone costs, without bm25 scoring every match);
 - bare pipe round trip: one small JSON line to a child Python process that echoes it back over stdio;
-- ``python3 -c pass``: spawning an interpreter (what any Python sidecar pays before its first line runs).
+- ``python3 -c pass``: spawning an interpreter (what any Python sidecar pays before its first line runs);
+- the card's start floor: a fresh interpreter that only imports the packages the design card fixed (asyncio, sqlite3,
+  json, pydantic with one model validated, jsonrpcserver, aiosqlite, tiktoken) and builds the exact DeepSeek V4
+  encoding a recall needs to count its tokens (``stratagate.tokens``): what any sidecar made of those parts pays
+  before its first recall, none of StrataGate's own modules imported. Its CPU (``/proc`` at exit) and ``VmRSS``.
 Each has its wall time and its CPU time (this thread's, or the echo child's for the pipe), beside the sidecar's.
 """
 
@@ -99,6 +103,34 @@ async def pipe_round_trip_ms(n: int = 500) -> dict[str, float]:
     proc.stdin.close()
     await proc.wait()
     return {"p50": statistics.median(times), "cpu": cpu_ms}
+
+
+CARD_FLOOR = """
+import asyncio, json, sqlite3
+import pydantic
+class Probe(pydantic.BaseModel):
+    a: int
+    b: str = ""
+Probe.model_validate({"a": 1})
+import jsonrpcserver, aiosqlite, tiktoken
+from stratagate.tokens import get_encoding
+assert get_encoding().encode("hello world")
+rss = next(line for line in open("/proc/self/status") if line.startswith("VmRSS"))
+print(int(rss.split()[1]) / 1024)
+"""
+
+
+def card_start_floor(sidecar: Path, n: int = 5) -> dict[str, float]:
+    """Median CPU ms (the child's rusage, interpreter start included) and RSS MB of ``CARD_FLOOR`` over ``n`` runs."""
+    cpu, rss = [], []
+    env = {"PYTHONPATH": str(sidecar), "PATH": "/usr/bin:/bin"}
+    for _ in range(n):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = subprocess.run([sys.executable, "-c", CARD_FLOOR], check=True, capture_output=True, text=True, env=env)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000)
+        rss.append(float(out.stdout.split()[-1]))
+    return {"cpu": statistics.median(cpu), "rss_mb": statistics.median(rss)}
 
 
 def python_pass_ms(n: int = 10) -> dict[str, float]:
