@@ -200,7 +200,7 @@ def _on_db(name: str, db_path: Path, lock_timeout: float, work: Callable[[Any], 
     (1 for a refused request, 2 for a database problem). The CLI commands that write open the file themselves
     (safe while a sidecar runs: SQLite serialises writers)."""
     from stratagate.errors import DomainError
-    from stratagate.safety.secrets import redact_text
+    from stratagate.safety.secrets import redact_shown
     from stratagate.storage.db import Database, SchemaError, StorageError
     from stratagate.wiring import register_hooks
 
@@ -217,7 +217,7 @@ def _on_db(name: str, db_path: Path, lock_timeout: float, work: Callable[[Any], 
     try:
         result = asyncio.run(run())
     except DomainError as exc:
-        print(f"{name}: {_one_line(redact_text(str(exc)))}", file=sys.stderr)
+        print(f"{name}: {_one_line(redact_shown(str(exc)))}", file=sys.stderr)
         return 1, None
     except _db_errors(SchemaError, StorageError) as exc:
         print(f"{name}: {db_problem(db_path, exc)}", file=sys.stderr)
@@ -369,7 +369,7 @@ def import_command(args: argparse.Namespace, db_path: Path, lock_timeout: float)
     from stratagate.imports.parsers import ImportFormatError, parse_file
     from stratagate.imports.store import parse_import_id
     from stratagate.namespaces import ResolveParams, resolve
-    from stratagate.safety.secrets import redact_text
+    from stratagate.safety.secrets import redact_shown
     from stratagate.storage.db import Database, SchemaError, StorageError
     from stratagate.wiring import register_hooks
 
@@ -417,7 +417,7 @@ def import_command(args: argparse.Namespace, db_path: Path, lock_timeout: float)
         print(f"stratagate import: {_one_line(exc)}", file=sys.stderr)
         return 1
     except DomainError as exc:
-        print(f"stratagate import: {_one_line(redact_text(str(exc)))}", file=sys.stderr)
+        print(f"stratagate import: {_one_line(redact_shown(str(exc)))}", file=sys.stderr)
         return 1
     except _db_errors(SchemaError, StorageError) as exc:
         print(f"stratagate import: {db_problem(db_path, exc)}", file=sys.stderr)

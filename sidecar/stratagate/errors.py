@@ -9,7 +9,7 @@ from typing import Any
 from jsonrpcserver.exceptions import JsonRpcError
 from pydantic import ValidationError
 
-from stratagate.safety.secrets import redact_text, redact_value
+from stratagate.safety.secrets import RedactionFailed, redact_shown, redact_value
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -28,12 +28,16 @@ class RpcError(JsonRpcError):
 
     def __init__(self, code: int, message: str, data: Any = None):
         # An error can quote what it failed on (a value, a model response): never send a secret back.
-        message = redact_text(message)
-        data = redact_value(data)
+        message = redact_shown(message)
+        try:
+            data = redact_value(data)
+        except RedactionFailed:
+            data = None  # (the message still says what failed)
         if data is None:
             super().__init__(code, message)
         else:
             super().__init__(code, message, data)
+        self.args = (code, message) if data is None else (code, message, data)  # (else repr() shows the unredacted)
 
     def __str__(self) -> str:
         return self.message

@@ -5,7 +5,7 @@ Every secret becomes a typed placeholder ``[secret:<kind>#<hash>]`` (see ``strat
 
 from __future__ import annotations
 
-from stratagate.safety.secrets import redact_text, redact_value
+from stratagate.safety.secrets import redact_shown, redact_text, redact_value
 
 redact = redact_text
 
@@ -14,7 +14,7 @@ __all__ = ["preview", "redact", "redact_value"]
 
 def preview(text: str, limit: int = 500) -> str:
     """Redacted, length-bounded excerpt (of a raw model response, an error) for error reports and logs."""
-    cleaned = redact_text(text)
+    cleaned = redact_shown(text)
     if len(cleaned) <= limit:
         return cleaned
     return cleaned[: limit - 1] + "…"

@@ -2,7 +2,7 @@
 
 * Exceptions are logged with their traceback frames and type, never their message: a sqlite, pydantic or model
   error message can quote stored text, tool arguments or a model response.
-* Every formatted line is passed through ``redact_text`` and bounded, as the last line of defence.
+* Every formatted line is passed through ``redact_shown`` and bounded, as the last line of defence.
 * Libraries that log SQL parameters or HTTP bodies at DEBUG (aiosqlite, openai, httpx, httpcore) are held at
   WARNING whatever the sidecar's level.
 """
@@ -13,7 +13,7 @@ import logging
 import sys
 import traceback
 
-from stratagate.safety.secrets import redact_text
+from stratagate.safety.secrets import redact_shown
 
 MAX_LINE_CHARS = 2000
 QUIET_LIBRARIES = ("aiosqlite", "openai", "httpx", "httpcore", "urllib3", "hpack", "asyncio")
@@ -34,7 +34,7 @@ class SafeFormatter(logging.Formatter):
         return "Traceback (most recent call last):\n" + "".join(lines) + f"{name}: <message withheld>{causes}"
 
     def format(self, record: logging.LogRecord) -> str:
-        line = redact_text(super().format(record))
+        line = redact_shown(super().format(record))
         if len(line) > MAX_LINE_CHARS:
             line = line[: MAX_LINE_CHARS - 1] + "…"
         return line

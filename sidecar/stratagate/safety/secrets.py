@@ -28,11 +28,13 @@ import threading
 from collections.abc import Callable
 from functools import cached_property, lru_cache
 from itertools import pairwise
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from stratagate.safety import detector_data
 from stratagate.safety.codevalue import is_code_value, is_name, is_named_value, is_placeholder_value, key_in_code
 from stratagate.safety.detector_data import Pattern
+
+T = TypeVar("T")
 
 DEFAULT_KEY = b"stratagate-default-redaction-key"
 _key: bytes = DEFAULT_KEY
@@ -947,31 +949,64 @@ _CLEAN_MAX_LEN = 200
 _CLEAN_MAX = 8192
 
 
+class RedactionFailed(RuntimeError):
+    """Redaction raised on a text twice (a bug, or a package that failed to load): the text may hold a secret, so
+    nothing made from it may be stored or sent, and replacing it by a placeholder would lose the user's words. The
+    request fails instead (JSON-RPC -32603, this message): the host keeps the turn spooled and sends it again, and
+    a text that always fails ends in the spool's rejected file, still whole."""
+
+    def __init__(self, cause: BaseException):
+        super().__init__(f"secret redaction failed ({type(cause).__name__}); nothing was stored or sent, and the "
+                         "request may be sent again")
+
+
+def _twice(find: Callable[[str], T], text: str) -> T:
+    """``find(text)``, tried a second time when it raises: a failure that passes (two threads importing
+    detect-secrets' circular package at once) costs nothing; one that stays raises ``RedactionFailed``."""
+    try:
+        return find(text)
+    except Exception:
+        try:
+            return find(text)
+        except Exception as exc:
+            raise RedactionFailed(exc) from None  # (not chained: the cause's message may quote the text)
+
+
 def redact_text(text: str) -> str:
-    """``text`` with every secret replaced by ``[secret:<kind>#<hash>]``. Never raises; idempotent."""
+    """``text`` with every secret replaced by ``[secret:<kind>#<hash>]``; idempotent. Raises ``RedactionFailed``
+    only when redaction itself fails (see there): for what is stored or sent. Logs and error messages use
+    ``redact_shown``, which never raises."""
     if not text or text in _CLEAN:
         return text
+    return _twice(_redact_fixpoint, text)
+
+
+def _redact_fixpoint(text: str) -> str:
+    out = _redact_once(text)
+    if out is text and len(text) <= _CLEAN_MAX_LEN:
+        if len(_CLEAN) >= _CLEAN_MAX:
+            _CLEAN.clear()
+        _CLEAN[text] = None
+    for _ in range(4):  # a replacement can expose a neighbour to another rule: run to a fixpoint
+        if out == text:
+            return out
+        text, out = out, _redact_once(out)
+    return out
+
+
+def redact_shown(text: str) -> str:
+    """``redact_text`` for the last lines of defence (a log line, an error message): never raises. A text whose
+    redaction fails is shown as one placeholder; nothing is stored from it."""
     try:
-        out = _redact_once(text)
-        if out is text and len(text) <= _CLEAN_MAX_LEN:
-            if len(_CLEAN) >= _CLEAN_MAX:
-                _CLEAN.clear()
-            _CLEAN[text] = None
-        for _ in range(4):  # a replacement can expose a neighbour to another rule: run to a fixpoint
-            if out == text:
-                return out
-            text, out = out, _redact_once(out)
-        return out
-    except Exception:  # pragma: no cover - a bug here must not store the text in clear
+        return redact_text(text)
+    except RedactionFailed:
         return placeholder("unscannable", text)
 
 
 def secrets_in(text: str) -> list[tuple[str, str]]:
-    """The secrets ``redact_text`` would replace in ``text``, as (secret, kind)."""
-    try:
-        return [(text[a:b], kind) for a, b, kind in _find(text)] if text else []
-    except Exception:  # pragma: no cover - same rule as redact_text: never raise
-        return []
+    """The secrets ``redact_text`` would replace in ``text``, as (secret, kind); ``RedactionFailed`` as there (an
+    empty answer would let an import store its secrets in clear)."""
+    return _twice(lambda t: [(t[a:b], kind) for a, b, kind in _find(t)], text) if text else []
 
 
 def scrub_known(text: str, found: list[tuple[str, str]]) -> str:
