@@ -99,7 +99,7 @@ class Step:
 
     @classmethod
     def of(cls, queries: list[str]) -> Step:
-        return cls([relevance.query_match(q) for q in queries], topic(queries))
+        return cls([relevance.query_match(q, relevance.STEP_TERMS) for q in queries], topic(queries))
 
 
 async def _ranked_events(
