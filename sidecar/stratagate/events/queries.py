@@ -6,7 +6,7 @@ from __future__ import annotations
 from stratagate.events.models import EventRow
 from stratagate.events.store import _SELECT
 from stratagate.events.visibility import where as visible_where
-from stratagate.storage.sqlite import Connection
+from stratagate.storage.sqlite import Connection, Raw, on_thread
 
 
 async def has_events(conn: Connection, namespace_id: int | None, session_id: int | None = None) -> bool:
@@ -43,9 +43,13 @@ async def safety_events(
 async def is_visible(
     conn: Connection, namespace_id: int | None, session_id: int | None, event_id: int
 ) -> bool:
+    return await on_thread(conn, lambda raw: is_visible_now(raw, namespace_id, session_id, event_id))
+
+
+def is_visible_now(raw: Raw, namespace_id: int | None, session_id: int | None, event_id: int) -> bool:
+    """``is_visible`` on the connection's thread (storage/sqlite.py ``on_thread``)."""
     visible, params = visible_where(namespace_id, session_id)
-    sql = f"SELECT 1 FROM events e WHERE e.id = ? AND {visible}"
-    row = await (await conn.execute(sql, (event_id, *params))).fetchone()
+    row = raw.execute(f"SELECT 1 FROM events e WHERE e.id = ? AND {visible}", (event_id, *params)).fetchone()
     return row is not None
 
 

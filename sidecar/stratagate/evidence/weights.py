@@ -31,7 +31,7 @@ from stratagate import ids
 from stratagate.events import queries as event_queries
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP
 from stratagate.storage import lookup
-from stratagate.storage.sqlite import Connection
+from stratagate.storage.sqlite import Connection, Raw, on_thread
 from stratagate.timeutil import now_iso
 
 Kind = Literal["event", "node"]
@@ -187,28 +187,33 @@ async def event_weights(
     conn: Connection, namespace_id: int | None, session_id: int | None, event_ids: list[int]
 ) -> dict[int, float]:
     """``weight_of(..., "event", id)["weight"]`` for many events in five statements instead of five per event
-    (activation scales a dozen candidates per step); an event ``weight_of`` gives None for is left out."""
+    (activation scales a dozen candidates per step), run as one hand-off to the connection's thread; an event
+    ``weight_of`` gives None for is left out."""
     if not event_ids:
         return {}
+    return await on_thread(conn, lambda raw: _event_weights_now(raw, namespace_id, session_id, event_ids))
+
+
+def _event_weights_now(
+    raw: Raw, namespace_id: int | None, session_id: int | None, event_ids: list[int]
+) -> dict[int, float]:
     marks = ", ".join("?" for _ in event_ids)
-    rows = await conn.execute_fetchall(
+    rows = raw.execute(
         "SELECT id, namespace_id, criticality, status, pinned, weight_cap, created_at FROM events"
         f" WHERE id IN ({marks})",
         event_ids,
-    )
-    items = {}
-    for r in rows:
-        if int(r["namespace_id"]) != namespace_id and not await event_queries.is_visible(
-            conn, namespace_id, session_id, int(r["id"])
-        ):
-            continue
-        items[int(r["id"])] = r
+    ).fetchall()
+    items = {
+        int(r["id"]): r for r in rows
+        if int(r["namespace_id"]) == namespace_id
+        or event_queries.is_visible_now(raw, namespace_id, session_id, int(r["id"]))
+    }
     if not items:
         return {}
     marks = ", ".join("?" for _ in items)
     uses = {
         int(r[0]): int(r[1])
-        for r in await conn.execute_fetchall(
+        for r in raw.execute(
             "SELECT item_id, COALESCE(SUM(uses), 0) FROM memory_use_stats"
             " WHERE namespace_id IN (SELECT id FROM namespaces)"  # by its index, as weight_of
             f" AND kind = 'event' AND item_id IN ({marks}) GROUP BY item_id",
@@ -220,7 +225,7 @@ async def event_weights(
     if session_id is not None:
         mine = {
             int(r[0]): int(r[1])
-            for r in await conn.execute_fetchall(
+            for r in raw.execute(
                 "SELECT item_id, last_used_turn FROM memory_use_stats WHERE session_id = ? AND kind = 'event'"
                 f" AND item_id IN ({marks})",
                 (session_id, *items),
@@ -230,13 +235,13 @@ async def event_weights(
         if instants:
             since = {
                 str(r[0]): int(r[1])
-                for r in await conn.execute_fetchall(
+                for r in raw.execute(
                     "SELECT j.value, (SELECT COUNT(*) FROM turns WHERE session_id = ? AND captured_at > j.value)"
                     " FROM json_each(?) j",
                     (session_id, json.dumps(instants)),
                 )
             }
-    turn = await current_turn(conn, session_id)
+    turn = 1 if session_id is None else 1 + (lookup.session_turn_count_now(raw, session_id) or 0)  # current_turn
     out = {}
     for key, r in items.items():
         cap = r["weight_cap"]

@@ -132,8 +132,13 @@ def capture_scope(raw: Raw, namespace: str, session: str, receipt: str) -> Captu
 
 
 async def session_turn_count(conn: Connection, session_id: int) -> int | None:
-    rows = await conn.execute_fetchall("SELECT turn_count FROM sessions WHERE id = ?", (session_id,))
-    return next((int(r[0]) for r in rows), None)  # (one hop to the connection's thread: execute + fetchone is two)
+    return await on_thread(conn, lambda raw: session_turn_count_now(raw, session_id))
+
+
+def session_turn_count_now(raw: Raw, session_id: int) -> int | None:
+    """``session_turn_count`` on the connection's thread (storage/sqlite.py ``on_thread``)."""
+    row = raw.execute("SELECT turn_count FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return None if row is None else int(row[0])
 
 
 async def namespace_user_tier(conn: Connection, namespace_id: int) -> bool | None:
