@@ -83,3 +83,38 @@ async def test_remembered_until_a_commit_and_equal_to_a_fresh_search(tmp_path: P
             events.search, read.search = real_events, real_nodes  # type: ignore[assignment]
     finally:
         await db.close()
+
+
+async def test_a_full_memo_lets_the_least_recently_used_answer_go(tmp_path: Path, monkeypatch):
+    """The recent turns' search, asked at every step, stays while each step's new query fills the memo."""
+    path = tmp_path / "memory.db"
+    await _remember(path, ["The API depends on redis."])
+    db = Database(path)
+    await db.open()
+    try:
+        conn = db.reader
+        ns = await namespace_key(conn, NS)
+        assert ns is not None
+        asked: list[str] = []
+        real = events.search
+
+        async def counted(conn, ns, sess, match, statuses, event_type=None, limit=6):  # type: ignore[no-untyped-def]
+            asked.append(match)
+            return await real(conn, ns, sess, match, statuses, event_type, limit)
+
+        monkeypatch.setattr(events, "search", counted)
+        recent = fts_query("redis api")
+        assert recent is not None
+        for step in range(3 * search_memo.MAX_ANSWERS):
+            memo = await search_memo.Memo.of(conn)
+            await memo.event_search(ns, None, recent, STATUSES, 12)  # every step
+            await memo.event_search(ns, None, f'"step{step}"', STATUSES, 12)  # each step's own
+        assert asked.count(recent) == 1
+        # The oldest step queries went; the newest are still answered from the memo.
+        memo = await search_memo.Memo.of(conn)
+        await memo.event_search(ns, None, f'"step{3 * search_memo.MAX_ANSWERS - 1}"', STATUSES, 12)
+        await memo.event_search(ns, None, '"step0"', STATUSES, 12)
+        assert asked.count('"step0"') == 2 and asked.count(f'"step{3 * search_memo.MAX_ANSWERS - 1}"') == 1
+        assert memo.answers is not None and len(memo.answers) == search_memo.MAX_ANSWERS
+    finally:
+        await db.close()
