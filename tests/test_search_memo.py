@@ -4,7 +4,9 @@ a connection that may write."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from stratagate.activation import search_memo
@@ -28,19 +30,28 @@ async def _remember(path: Path, texts: list[str]) -> None:
         await client.close()
 
 
+@contextlib.asynccontextmanager
+async def _reader(path: Path, texts: list[str]) -> AsyncIterator[tuple[Database, int]]:
+    """The database at ``path`` holding ``texts`` remembered through a real sidecar, and the namespace's id."""
+    await _remember(path, texts)
+    db = Database(path)
+    await db.open()
+    try:
+        ns = await namespace_key(db.reader, NS)
+        assert ns is not None
+        yield db, ns
+    finally:
+        await db.close()
+
+
 def _ids(answer: list[tuple[object, float | None]]) -> list[tuple[int, float | None]]:
     return [(item.id, score) for item, score in answer]  # type: ignore[attr-defined]
 
 
 async def test_remembered_until_a_commit_and_equal_to_a_fresh_search(tmp_path: Path):
     path = tmp_path / "memory.db"
-    await _remember(path, ["The API depends on redis.", "The worker depends on redis."])
-    db = Database(path)
-    await db.open()
-    try:
+    async with _reader(path, ["The API depends on redis.", "The worker depends on redis."]) as (db, ns):
         conn = db.reader
-        ns = await namespace_key(conn, NS)
-        assert ns is not None
         match = fts_query("what depends on redis?")
         assert match is not None
         calls = {"events": 0, "nodes": 0}
@@ -81,20 +92,12 @@ async def test_remembered_until_a_commit_and_equal_to_a_fresh_search(tmp_path: P
             assert calls["nodes"] == 3
         finally:
             events.search, read.search = real_events, real_nodes  # type: ignore[assignment]
-    finally:
-        await db.close()
 
 
 async def test_a_full_memo_lets_the_least_recently_used_answer_go(tmp_path: Path, monkeypatch):
     """The recent turns' search, asked at every step, stays while each step's new query fills the memo."""
-    path = tmp_path / "memory.db"
-    await _remember(path, ["The API depends on redis."])
-    db = Database(path)
-    await db.open()
-    try:
+    async with _reader(tmp_path / "memory.db", ["The API depends on redis."]) as (db, ns):
         conn = db.reader
-        ns = await namespace_key(conn, NS)
-        assert ns is not None
         asked: list[str] = []
         real = events.search
 
@@ -116,5 +119,3 @@ async def test_a_full_memo_lets_the_least_recently_used_answer_go(tmp_path: Path
         await memo.event_search(ns, None, '"step0"', STATUSES, 12)
         assert asked.count('"step0"') == 2 and asked.count(f'"step{3 * search_memo.MAX_ANSWERS - 1}"') == 1
         assert memo.answers is not None and len(memo.answers) == search_memo.MAX_ANSWERS
-    finally:
-        await db.close()
