@@ -122,44 +122,6 @@ def _insert(value: str, fail: str | None = None, blob: int = 0):
     return work
 
 
-async def test_group_commit_answers_only_after_the_commit_and_a_bad_work_fails_alone(tmp_path: Path):
-    path = tmp_path / "m.db"
-    db = await _open(path)
-    group = GroupCommit(db)
-    heard: list[str] = []
-    db.listen("test.topic", heard.append)
-    seen_on_disk: dict[str, bool] = {}
-    try:
-        works = [_insert("a"), _insert("b", "python"), _insert("c"), _insert("d", "sql"), _insert("e")]
-        futures = [group.submit(w) for w in works]
-        for value, future in zip("abcde", futures, strict=True):
-            # When an answer arrives, its row must already be visible to another connection: committed.
-            future.add_done_callback(lambda f, v=value: seen_on_disk.setdefault(v, v in _values(path)))
-        results = await asyncio.gather(*futures, return_exceptions=True)
-        assert results[0] == "a" and results[2] == "c" and results[4] == "e"
-        assert isinstance(results[1], ValueError) and isinstance(results[3], sqlite3.IntegrityError)
-        assert _values(path) == ["a", "c", "e"]
-        assert seen_on_disk == {"a": True, "b": False, "c": True, "d": False, "e": True}
-        assert group.groups == 1  # one transaction, one fsync for the five
-        assert sorted(heard) == ["a", "c", "e"]  # a rolled-back work's signals are dropped
-    finally:
-        await db.close()
-
-
-async def test_group_commit_redoes_the_others_when_sqlite_rolled_the_whole_transaction_back(tmp_path: Path):
-    path = tmp_path / "m.db"
-    db = await _open(path, max_bytes=8 << 20)
-    group = GroupCommit(db)
-    try:
-        futures = [group.submit(_insert("a")), group.submit(_insert("big", blob=16 << 20)), group.submit(_insert("c"))]
-        results = await asyncio.gather(*futures, return_exceptions=True)
-        assert results[0] == "a" and results[2] == "c"
-        assert isinstance(results[1], sqlite3.Error)
-        assert _values(path) == ["a", "c"]
-    finally:
-        await db.close()
-
-
 async def test_works_queued_while_a_commit_is_in_flight_join_the_next_transaction(tmp_path: Path):
     path = tmp_path / "m.db"
     db = await _open(path)
@@ -255,8 +217,10 @@ async def test_a_group_of_bodies_is_one_hand_off_with_its_commit(tmp_path: Path,
         await db.close()
 
 
-@pytest.mark.parametrize("kind", ["body", "defer"])
+@pytest.mark.parametrize("kind", ["work", "body", "defer"])
 async def test_bodies_fail_alone_and_answer_after_the_commit(tmp_path: Path, kind: str):
+    """Works (``submit``) and bodies (``submit_body``, run on the connection's thread) alike: a bad one fails alone,
+    and each answers only once its row is committed."""
     path = tmp_path / "m.db"
     db = await _open(path)
     group = GroupCommit(db)
@@ -267,30 +231,32 @@ async def test_bodies_fail_alone_and_answer_after_the_commit(tmp_path: Path, kin
         plan = [("a", None), ("b", "python"), ("c", None), ("d", "sql"), ("e", None)]
         futures = [_submit(group, kind if v != "c" else "work", v, fail) for v, fail in plan]
         for (value, _fail), future in zip(plan, futures, strict=True):
+            # When an answer arrives, its row must already be visible to another connection: committed.
             future.add_done_callback(lambda f, v=value: seen_on_disk.setdefault(v, v in _values(path)))
         results = await asyncio.gather(*futures, return_exceptions=True)
         assert results[0] == "a" and results[2] == "c" and results[4] == "e"
         assert isinstance(results[1], ValueError) and isinstance(results[3], sqlite3.IntegrityError)
         assert _values(path) == ["a", "c", "e"]
         assert seen_on_disk == {"a": True, "b": False, "c": True, "d": False, "e": True}
-        assert group.groups == 1
-        assert sorted(heard) == ["a", "c", "e"]
+        assert group.groups == 1  # one transaction, one fsync for the five
+        assert sorted(heard) == ["a", "c", "e"]  # a rolled-back write's signals are dropped
     finally:
         await db.close()
 
 
+@pytest.mark.parametrize("kind", ["work", "body"])
 @pytest.mark.parametrize("alone", [True, False])
-async def test_bodies_are_redone_when_sqlite_rolled_the_whole_transaction_back(tmp_path: Path, alone: bool):
+async def test_bodies_are_redone_when_sqlite_rolled_the_whole_transaction_back(tmp_path: Path, alone: bool, kind: str):
     path = tmp_path / "m.db"
     db = await _open(path, max_bytes=8 << 20)
     group = GroupCommit(db)
     try:
         if alone:
             with pytest.raises(sqlite3.Error):
-                await _submit(group, "body", "big", blob=16 << 20)
+                await _submit(group, kind, "big", blob=16 << 20)
             assert not db.writer.in_transaction and _values(path) == []
         big = 16 << 20
-        futures = [_submit(group, "body", "a"), _submit(group, "body", "big", blob=big), _submit(group, "body", "c")]
+        futures = [_submit(group, kind, "a"), _submit(group, kind, "big", blob=big), _submit(group, kind, "c")]
         results = await asyncio.gather(*futures, return_exceptions=True)
         assert results[0] == "a" and results[2] == "c"
         assert isinstance(results[1], sqlite3.Error)
