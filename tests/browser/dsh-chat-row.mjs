@@ -5,7 +5,7 @@
 // (tests/e2e/test_e2e_chat_memory.py asserts on it).
 //   node tests/browser/dsh-chat-row.mjs --url http://127.0.0.1:PORT/ --title TITLE [--screenshot FILE] [--locale en-US]
 import { parseArgs } from 'node:util'
-import { launchChromium, openDshWeb } from './harness.mjs'
+import { driveDshWeb } from './harness.mjs'
 
 const { values: args } = parseArgs({
   options: {
@@ -20,11 +20,7 @@ if (!args.url || !args.title) throw new Error('--url and --title are required')
 const timeout = Number(args.timeout)
 const LABEL = 'StrataGate Memory'
 
-const browser = await launchChromium()
-const report = { url: args.url, steps: [], errors: [] }
-let page
-try {
-  page = await openDshWeb(browser, args, report)
+await driveDshWeb(args, async (page, report) => {
 
   // The session's row in the workspace tree (a treeitem holding its title); its workspace may start collapsed.
   const row = page.getByRole('treeitem').filter({ hasText: args.title })
@@ -74,10 +70,4 @@ try {
   report.dsh_gauge = (await page.locator('style[data-plugin-css$="/ContextMeter.module.css"]').count()) > 0
   const dock = page.locator('[data-stratagate-context]')
   report.dock = (await dock.count()) ? (await dock.first().innerText()).trim() : null
-} catch (err) {
-  report.failure = String(err && err.stack ? err.stack : err)
-} finally {
-  if (args.screenshot && page) await page.screenshot({ path: args.screenshot }).catch(() => {})
-  await browser.close()
-}
-process.stdout.write(`${JSON.stringify(report)}\n`)
+})

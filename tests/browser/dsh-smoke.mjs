@@ -9,7 +9,7 @@
 // (dsh-<width>-<tab>.png; dsh-zh-… for a zh locale).
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { launchChromium, openDshWeb } from './harness.mjs'
+import { driveDshWeb } from './harness.mjs'
 import { englishWords, layoutProblems } from './layout.mjs'
 
 const { values: args } = parseArgs({
@@ -56,11 +56,7 @@ async function checkWidths(page, dialog) {
   return out
 }
 
-const browser = await launchChromium()
-const report = { url: args.url, steps: [], errors: [] }
-let page
-try {
-  page = await openDshWeb(browser, args, report)
+await driveDshWeb(args, async (page, report) => {
 
   // DSH's settings shell: a trigger button (aria-haspopup=dialog) in the sidebar opens a modal with a section nav.
   const trigger = page.locator('button[aria-haspopup="dialog"]').filter({ hasText: /Settings|设置/ })
@@ -97,11 +93,4 @@ try {
   report.namespace_row = await name.evaluate((el) => (el.closest('tr, li, [data-namespace]') || el.parentElement).innerText)
   report.text = (await dialog.innerText()).slice(0, 20_000)
   if (args.widths) report.widths = await checkWidths(page, dialog)
-} catch (err) {
-  report.failure = String(err && err.stack ? err.stack : err)
-} finally {
-  // What the browser showed, on success and on failure alike.
-  if (args.screenshot && page) await page.screenshot({ path: args.screenshot }).catch(() => {})
-  await browser.close()
-}
-process.stdout.write(`${JSON.stringify(report)}\n`)
+})

@@ -42,6 +42,27 @@ export async function openDshWeb(browser, { url, locale }, report) {
   return page
 }
 
+/**
+ * One driver run against DSH's web UI: Chromium launched, `body(page, report)` run on `openDshWeb(args)`, and the
+ * report printed as one JSON line. A failure is reported (`report.failure`), not thrown; what the browser showed is
+ * saved to `args.screenshot` on success and on failure alike.
+ */
+export async function driveDshWeb(args, body) {
+  const browser = await launchChromium()
+  const report = { url: args.url, steps: [], errors: [] }
+  let page
+  try {
+    page = await openDshWeb(browser, args, report)
+    await body(page, report)
+  } catch (err) {
+    report.failure = String(err && err.stack ? err.stack : err)
+  } finally {
+    if (args.screenshot && page) await page.screenshot({ path: args.screenshot }).catch(() => {})
+    await browser.close()
+  }
+  process.stdout.write(`${JSON.stringify(report)}\n`)
+}
+
 /** Where screenshots go: $STRATAGATE_SCREENSHOTS, else tests/browser/.screenshots/ (gitignored). */
 export function screenshotDir() {
   const dir = process.env.STRATAGATE_SCREENSHOTS || join(REPO, 'tests', 'browser', '.screenshots')

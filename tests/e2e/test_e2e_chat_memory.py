@@ -8,8 +8,6 @@ is one line naming the ids."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,7 @@ import pytest
 
 from support.dsh import REPO, DshHome
 from support.dsh_model import MEMORY_ROW_HEAD, DshModel, content_text, is_agent_request, is_runtime_context, messages
-from support.dsh_web import running_web
+from support.dsh_web import browser_run, running_web
 from support.model_server import ScriptedModelServer
 
 DRIVER = REPO / "tests" / "browser" / "dsh-chat-row.mjs"
@@ -46,13 +44,8 @@ def memory_rows(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_the_chat_shows_what_memory_recalled(
     web_stratagate: DshHome, model_server: ScriptedModelServer, model: DshModel, tmp_path: Path
 ) -> None:
-    node = shutil.which("node")
-    assert node, "node is needed to drive chromium"
-    work = tmp_path / "project"
-    work.mkdir()
-    shots = Path(os.environ.get("STRATAGATE_SCREENSHOTS") or web_stratagate.logs)
-    shots.mkdir(parents=True, exist_ok=True)
-    shot = shots / "dsh-chat-memory-row.png"
+    run = browser_run(web_stratagate, tmp_path, "dsh-chat-memory-row.png")
+    node, work, shot = run.node, run.work, run.shot
     requests = lambda: len(model_server.requests)  # noqa: E731
     with running_web(web_stratagate, work) as web:
         a = web.create_session(work)

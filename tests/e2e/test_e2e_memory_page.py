@@ -8,14 +8,12 @@ the namespace's counts, fetched through DSH's route to the shim and the sidecar;
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 from support.dsh import REPO, DshHome, wait_http_json
-from support.dsh_web import running_web
+from support.dsh_web import browser_run, running_web
 from support.model_server import ScriptedModelServer
 
 DRIVER = REPO / "tests" / "browser" / "dsh-smoke.mjs"
@@ -26,14 +24,9 @@ WIDTHS = (360, 390, 768, 1280)
 def test_settings_shows_the_memory_page_with_the_namespace_counts(
     web_stratagate: DshHome, model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
-    node = shutil.which("node")
-    assert node, "node is needed to drive chromium"
-    work = tmp_path / "project"
-    work.mkdir()
-    # Saved with the browser tests' screenshots when $STRATAGATE_SCREENSHOTS names a folder, else in the test's logs.
-    shots = Path(os.environ.get("STRATAGATE_SCREENSHOTS") or web_stratagate.logs)
-    shots.mkdir(parents=True, exist_ok=True)
-    shot = shots / "dsh-settings-memory.png"
+    run = browser_run(web_stratagate, tmp_path, "dsh-settings-memory.png")
+    node, work, shot = run.node, run.work, run.shot
+    shots = shot.parent
     with running_web(web_stratagate, work) as web:
         session = web.create_session(work)
         turn = session.send(MESSAGE, requests=lambda: len(model_server.requests))

@@ -17,6 +17,8 @@ Live events come over two WebSocket downlinks, which the stdlib cannot read; we 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import time
 import urllib.error
 import urllib.request
@@ -244,3 +246,24 @@ def running_web(
         yield web
     finally:
         web.stop()
+
+
+@dataclass(frozen=True)
+class BrowserRun:
+    """What a test that drives the DSH web UI in Chromium needs: node, an empty project folder, its screenshot."""
+
+    node: str
+    work: Path
+    shot: Path
+
+
+def browser_run(home: DshHome, tmp_path: Path, screenshot: str) -> BrowserRun:
+    """node (asserted present), ``tmp_path/project`` (created) and the screenshot's path: with the browser tests'
+    screenshots when $STRATAGATE_SCREENSHOTS names a folder, else in the test's logs."""
+    node = shutil.which("node")
+    assert node, "node is needed to drive chromium"
+    work = tmp_path / "project"
+    work.mkdir()
+    shots = Path(os.environ.get("STRATAGATE_SCREENSHOTS") or home.logs)
+    shots.mkdir(parents=True, exist_ok=True)
+    return BrowserRun(node, work, shots / screenshot)
