@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import re
 from itertools import pairwise
+from types import ModuleType
+
+from stratagate.safety import ds_import
 
 # Words that end an assignment in code and are never a credential on their own.
 _CODE_WORDS = frozenset(
@@ -47,11 +50,15 @@ _WORD_OPERATOR_TAIL = re.compile(r"[ \t]+(?:or|and|if|else|is|in|not)\b")
 _FORMAT = re.compile(r"%(?:\([\w.]+\))?[-#+ 0-9.*]*[sdifxXuclpqrv]|\{[\w.:!]*\}")
 
 
+def _heuristic() -> ModuleType:
+    return ds_import.module("detect_secrets.filters.heuristic")
+
+
 def is_placeholder_value(value: str) -> bool:
     """A value that is a template (``{0}:{1}``, ``<password>``, ``${TOKEN}``, ``%s``), one character repeated
     (``xxxxxxxx``, ``BBBBBBBBB``) or has no letter and no run of digits (an OID ``1.3.6.1.5.5.7.3.1``,
     ``*****``; a PIN is digits)."""
-    from detect_secrets.filters import heuristic as h
+    h = _heuristic()
 
     no_letter = h.is_not_alphanumeric_string(value) and _DIGIT_RUN.search(value) is None
     repeated = len(value) >= 3 and len(set(value.lower())) == 1 and (not value.isdigit() or len(value) >= 8)
@@ -60,7 +67,7 @@ def is_placeholder_value(value: str) -> bool:
 
 def _ds_filtered(value: str, rest: str) -> bool:
     """detect-secrets' heuristic filters: does any say this value is no secret?"""
-    from detect_secrets.filters import heuristic as h
+    h = _heuristic()
 
     return (
         is_placeholder_value(value)
@@ -76,7 +83,7 @@ def _call_or_subscript(text: str, start: int, rest: str) -> bool:
     ``z.ZodOptional<z.ZodString>``) or a composite literal (``oauth2.Token{``). The argument must start like code
     (a name, a number; ``()``, ``[:``, ``['key']``; after a dotted, snake_case, camelCase or PascalCase name any
     argument, ``curlx_str(&out)``, or none before the line ends), so "hunter2[)" stays a password."""
-    from detect_secrets.filters import heuristic as h
+    h = _heuristic()
 
     head = _DOTTED_HEAD.match(rest)
     if head is None or head.end() >= len(rest) or rest[head.end()] not in "([{<":

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from stratagate.cachefiles import cache_dir, write_file
+from stratagate.safety import ds_import
 
 FORMAT = "stratagate-detector-data-1"
 """Bump whenever what ``from_package`` extracts changes."""
@@ -59,23 +60,19 @@ def cache_path(key: str, folder: Path | None = None) -> Path:
 
 def from_package(kinds: dict[str, str]) -> DetectorData:
     """Import detect-secrets and take its data: the regex plugins named in ``kinds`` (secret type → our kind)."""
-    from typing import cast
-
-    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.plugins.base import BasePlugin, RegexBasedDetector
-    from detect_secrets.plugins.keyword import DENYLIST
+    regex_based = ds_import.module("detect_secrets.plugins.base").RegexBasedDetector
+    denylist = ds_import.module("detect_secrets.plugins.keyword").DENYLIST
+    plugins = ds_import.module("detect_secrets.core.plugins.util").get_mapping_from_secret_type_to_class()
 
     patterns: list[Pattern] = []
-    # Declared as returning dict[str, type[Plugin]] with Plugin an unbound TypeVar: mypy reads type[Never].
-    plugins = cast(dict[str, type[BasePlugin]], get_mapping_from_secret_type_to_class())
     for secret_type, plugin_class in plugins.items():
         kind = kinds.get(secret_type)
-        if kind is None or not issubclass(plugin_class, RegexBasedDetector):
+        if kind is None or not issubclass(plugin_class, regex_based):
             continue
         for pattern in plugin_class().denylist:
             # detect-secrets reports group 1 when there is one (the value after a keyword), else the match.
             patterns.append(Pattern(kind, pattern.pattern, pattern.flags, 1 if pattern.groups else 0))
-    return DetectorData(patterns, list(DENYLIST))
+    return DetectorData(patterns, [str(k) for k in denylist])
 
 
 def _encode(key: str, data: DetectorData) -> bytes:

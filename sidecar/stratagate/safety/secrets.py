@@ -30,7 +30,7 @@ from functools import cached_property, lru_cache
 from itertools import pairwise
 from typing import Any, NamedTuple, TypeVar
 
-from stratagate.safety import detector_data
+from stratagate.safety import detector_data, ds_import
 from stratagate.safety.codevalue import is_code_value, is_name, is_named_value, is_placeholder_value, key_in_code
 from stratagate.safety.detector_data import Pattern
 
@@ -456,10 +456,8 @@ class _Loaded:
 
 
 _state: _Loaded | None = None
-# One lock for everything that may import detect-secrets: the start-up warm-up (a thread) and the first text that
-# needs the entropy function (the loop) importing its circular package at once can fail one of them with
-# "deadlock detected by _ModuleLock" — and a failing redaction replaces the whole text with an "unscannable"
-# placeholder. Reentrant: building the detector may judge entropy.
+# Reentrant: building the detector may judge entropy. detect-secrets itself is imported through safety/ds_import,
+# whose one lock keeps two threads (the start-up warm-up and the loop) from importing its circular package at once.
 _state_lock = threading.RLock()
 _entropy_fn: Callable[[str], float] | None = None
 
@@ -475,22 +473,23 @@ def _loaded() -> _Loaded:
 
 def _shannon_entropy() -> Callable[[str], float]:
     """detect-secrets' entropy function, imported with the first value it must judge (the package import is the
-    cost: ~0.1 s; the sidecar does it in a thread after its first answer, ``warm``), under ``_state_lock``."""
+    cost: ~0.1 s; the sidecar does it in a thread after its first answer, ``warm``)."""
     global _entropy_fn
     if _entropy_fn is None:
         with _state_lock:
             if _entropy_fn is None:
-                from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
-
-                _entropy_fn = Base64HighEntropyString().calculate_shannon_entropy
+                plugin = ds_import.module("detect_secrets.plugins.high_entropy_strings").Base64HighEntropyString
+                _entropy_fn = plugin().calculate_shannon_entropy
     return _entropy_fn
 
 
 def warm() -> None:
     """Build the detector and import detect-secrets' entropy function now, so that no text redacted on the event loop
-    builds them there (the sidecar calls this in a thread once its first answer is out, App.answered)."""
+    builds them there (the sidecar calls this in a thread once its first answer is out, App.answered); and the
+    heuristic filters safety/codevalue asks."""
     _loaded()
     _shannon_entropy()
+    ds_import.module("detect_secrets.filters.heuristic")
 
 
 def _kind_from_name(name: str) -> str:
