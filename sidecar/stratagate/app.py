@@ -18,6 +18,7 @@ from stratagate.blocks.tail import TailSealer
 from stratagate.config import Settings
 from stratagate.context.last_recall import Recalls
 from stratagate.dsh import host as dsh_host
+from stratagate.events import team as team_events
 from stratagate.jobs import pipeline
 from stratagate.jobs.queue import JobRow, latest_failure
 from stratagate.jobs.runner import JobRunner, PermanentJobError
@@ -28,6 +29,7 @@ from stratagate.search import dense
 from stratagate.search.vectors import DenseIndex
 from stratagate.stalls import StallMonitor
 from stratagate.storage import counts as stored
+from stratagate.storage import lookup
 from stratagate.storage.db import ITEMS_ADDED, TURN_CAPTURED, Database
 from stratagate.storage.schema import SCHEMA_VERSION
 from stratagate.tokens import count_tokens
@@ -35,6 +37,7 @@ from stratagate.tokens import count_tokens
 if TYPE_CHECKING:
     from stratagate.model import ModelGateway
     from stratagate.protocol.toolbox import Toolbox
+    from stratagate.team.sync import TeamSync
 
 log = logging.getLogger("stratagate")
 
@@ -208,6 +211,7 @@ class App:
         self.runner = build_runner(self.db, settings, deps, notify=self._notify)
         # The page's stored settings (user_settings.py): applied over the environment once the database is open.
         self.user_settings = user_settings.Applied.of(settings)
+        self.team: TeamSync | None = None  # team memory's sync (team/sync.py), when a team database is configured
 
     async def tools(self) -> Toolbox:
         """The agent tools (tools.list, tools.call): their modules are imported with the first use, in a thread (a
@@ -250,10 +254,36 @@ class App:
         except Exception:
             log.exception("scheduling maintenance at start failed")
         await self.dense.start()
+        await self._start_team(jobs)
         self._warming = asyncio.create_task(self._warm_when_quiet(), name="warm-ups after the first answer")
         if jobs:  # the sweep seals at once what went idle while the sidecar was down, then every minute or so
             self._sweeping = asyncio.create_task(self._sweep_tails(), name="tail sweep")
         log.info("stratagate %s ready (db=%s, pid=%d)", __version__, self.settings.db, os.getpid())
+
+    async def _start_team(self, jobs: bool) -> None:
+        """Team memory on when a team database is configured (and this process runs the jobs); otherwise the
+        member is cleared, so a memory asked for as ``team`` is refused rather than kept unshared."""
+        if self.settings.team_dsn and self.settings.team_member and jobs:
+            from stratagate.team.sync import TeamSync  # (asyncpg and erase: only a sidecar with a team imports them)
+
+            self.team = TeamSync(self.db, self.settings.team_dsn, self.settings.team_member,
+                                 poll_seconds=self.settings.team_poll_seconds,
+                                 max_attempts=self.settings.job_max_attempts)
+            await self.team.start()
+        elif jobs and (await team_events.state(self.db.reader)).member is not None:
+            async with self.db.transaction() as conn:
+                await team_events.configure(conn, None, None)
+
+    async def join_team(self, namespace: str) -> None:
+        """A session (or an embedded Memory) works in ``namespace``: with team memory on, the namespace takes part
+        from now on (its row is made if it has none), and the sync pulls its project's team memory at once, so the
+        first recall of a new project on this machine already has it."""
+        if self.team is None:
+            return
+        if await lookup.namespace_key(self.db.reader, namespace) is None:
+            async with self.db.transaction() as conn:
+                await lookup.ensure_namespace(conn, namespace)
+        self.team.wake()
 
     def answered(self) -> None:
         """Called once the first answer is written: now build, in threads, what later requests would otherwise wait
@@ -273,6 +303,8 @@ class App:
         # The warm-ups only build caches in memory: a stop right after start does not wait for them (they run in
         # daemon threads, so the process exits at once instead of outliving the host's grace period).
         await self.dense.close()
+        if self.team is not None:
+            await self.team.stop()
         for task in (self._warming, self._sweeping):
             if task is not None:
                 task.cancel()
@@ -330,4 +362,5 @@ class App:
             "loop": self.stalls.info(),
             "tokens": tokens.status(),
             "host": self.host.model_dump(),
+            "team": await self.team.status() if self.team is not None else {"enabled": False},
         }

@@ -109,6 +109,13 @@ def _parser() -> argparse.ArgumentParser:
     onoff.add_argument("--off", dest="user_tier", action="store_const", const=False,
                        help="opt out: share none of its user-scope memories and see none of the others'")
     tier.add_argument("--json", action="store_true", help="print the result as JSON")
+    team = sub.add_parser("team", help="team memory: `status` (outbox, lag, last error); `share` / `unshare` (this "
+                          "project's decisions, changes, preferences and rules are team memory by default, or not)")
+    team.add_argument("action", choices=["status", "share", "unshare"])
+    team.add_argument("--db", type=Path)
+    team.add_argument("--namespace", help="share/unshare: this namespace instead of the current folder's project")
+    team.add_argument("--project", help="share: the project's name on the team server (default: the folder's name)")
+    team.add_argument("--json", action="store_true", help="print JSON")
     stats = sub.add_parser("stats", help="print the maintenance report as JSON (counts, merges, sizes, job health)")
     stats.add_argument("--db", type=Path)
     maintain = sub.add_parser(
@@ -567,6 +574,82 @@ def _print_maintenance(result: dict[str, Any], as_json: bool) -> None:
             print(f"fallback {side} requeued: {n}")
 
 
+def team_command(args: argparse.Namespace, settings: Settings) -> int:
+    """`stratagate team status`: the local sync state through a read-only connection (safe while a sidecar runs),
+    and, when a team database is configured, how many server changes each shared project has not pulled yet."""
+    from stratagate.team.dsn import shown
+    from stratagate.team.sync import status_of
+
+    try:
+        check_db(settings.db, create=args.action != "status")
+    except DbProblem as exc:
+        print(f"stratagate team: {exc}", file=sys.stderr)
+        return 2
+    if args.action != "status":
+        return _team_share(args, settings)
+
+    async def run() -> dict[str, Any]:
+        local = await _read_only(settings.db, f"{settings.db.resolve().as_uri()}?mode=ro", settings.db_lock_timeout_s)
+        server = None
+        try:
+            if settings.team_dsn:
+                import asyncpg
+
+                try:
+                    server = await asyncpg.connect(settings.team_dsn, timeout=10)
+                except Exception as exc:  # shown without the DSN's secrets
+                    error = f"{type(exc).__name__} ({shown(settings.team_dsn)})"
+                    return await status_of(local) | {"reachable": False, "reach_error": error}
+            return await status_of(local, server) | ({"reachable": True} if server is not None else {})
+        finally:
+            if server is not None:
+                await server.close()
+            await local.close()
+
+    result = asyncio.run(run())
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    elif not result["enabled"]:
+        print("team memory: off (set STRATAGATE_TEAM_DSN and STRATAGATE_TEAM_MEMBER, then restart the sidecar)")
+    else:
+        print(f"team memory: on, member {result['member']}, server {result['server']}")
+        print(f"  outbox: {result['outbox']} change(s) not pushed" + (
+            f" (oldest {result['outbox_oldest']})" if result["outbox_oldest"] else ""))
+        print(f"  last push: {result['pushed_at'] or 'never'}; last pull: {result['pulled_at'] or 'never'}")
+        for project, behind in sorted((result.get("behind") or {}).items()):
+            print(f"  {project}: {behind} server change(s) not pulled yet")
+        if result.get("reachable") is False:
+            print(f"  server unreachable now: {result['reach_error']}")
+        if result["last_error"]:
+            print(f"  last error ({result['error_at']}): {result['last_error']}")
+    return 0
+
+
+def _team_share(args: argparse.Namespace, settings: Settings) -> int:
+    from stratagate import namespaces
+    from stratagate.events import team
+    from stratagate.storage import lookup
+
+    namespace = args.namespace or namespaces.resolve(
+        namespaces.ResolveParams(mode="project", cwd=os.getcwd()))["namespace"]
+
+    async def work(db: Any) -> dict[str, Any]:
+        async with db.transaction() as conn:
+            ns = await lookup.ensure_namespace(conn, namespace)
+            await team.set_namespace_team(conn, ns, default=args.action == "share", project=args.project)
+            return await team.namespace_team(conn, ns)
+
+    code, result = _on_db("stratagate team", settings.db, settings.db_lock_timeout_s, work)
+    if code:
+        return code
+    if args.json:
+        print(json.dumps({"namespace": namespace, **result}, indent=2, ensure_ascii=False))
+    else:
+        how = "shared with the team by default" if result["team_default"] else "kept in the project unless said as team"
+        print(f"{namespace}: decisions, changes, preferences and rules {how} (team project {result['team_project']})")
+    return 0
+
+
 def maintenance_command(args: argparse.Namespace, settings: Any) -> int:
     """`stratagate stats` and `stratagate maintain [--dry-run]`: open the database themselves (safe while a sidecar
     runs); stats and a dry run read through a read-only connection."""
@@ -760,6 +843,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "import": lambda args, s: import_command(args, s.db, s.db_lock_timeout_s),
     "stats": maintenance_command,
     "maintain": maintenance_command,
+    "team": team_command,
     "erase": lambda args, s: erase_command(args, s.db, s.job_max_attempts, s.db_lock_timeout_s),
     "tier": lambda args, s: tier_command(args, s.db, s.db_lock_timeout_s),
 }

@@ -196,10 +196,29 @@ class Settings(BaseModel):
                                    en="seconds opening the database waits for another process's lock",
                                    zh="打开数据库时等待其他进程锁的时长（秒）")
 
+    # Team memory (stratagate/team/): the shared PostgreSQL tier. The DSN may hold a password: it is never logged
+    # or shown (team/dsn.py shows the host, port and database only).
+    team_dsn: str | None = row(
+        None, plugin="teamDsn",
+        en="PostgreSQL DSN of the team's shared memory (`postgresql://user@host/db`; TLS options such as `sslmode` "
+           "pass through to asyncpg); unset: no team memory",
+        zh="团队共享记忆的 PostgreSQL DSN（`postgresql://user@host/db`；`sslmode` 等 TLS 选项原样交给 asyncpg）；"
+           "未设置则不使用团队记忆")
+    team_member: str | None = row(
+        None, plugin="teamMember",
+        en="this person's member id in the team (required with `STRATAGATE_TEAM_DSN`; shown beside what they said)",
+        zh="本人在团队中的成员 ID（设置 `STRATAGATE_TEAM_DSN` 时必填；显示在其所说内容旁）")
+    team_poll_seconds: float = row(
+        5.0, gt=0, le=3600,
+        en="seconds between two pulls when the server's notifications do not arrive (they wake the sync at once)",
+        zh="收不到服务器通知时两次拉取之间的秒数（通知到达时立即同步）")
+
     @model_validator(mode="after")
     def _direct_route_needs_a_model(self) -> Settings:
         if self.model_base_url and not self.model:
             raise ValueError("STRATAGATE_MODEL_BASE_URL is set but STRATAGATE_MODEL (the model name) is not")
+        if self.team_dsn and not (self.team_member and self.team_member.strip()):
+            raise ValueError("STRATAGATE_TEAM_DSN is set but STRATAGATE_TEAM_MEMBER (your member id) is not")
         return self
 
     @property

@@ -7,6 +7,7 @@ first write.
 
 from __future__ import annotations
 
+from stratagate.events import team
 from stratagate.events.store import on_status_change
 from stratagate.graph.store import follow_event_status
 
@@ -14,5 +15,7 @@ from stratagate.graph.store import follow_event_status
 def register_hooks() -> None:
     """Facts follow the events that support them: when an event's status changes, so do the facts it alone holds
     up, in the same transaction (the graph is a projection of events; events do not import the graph).
+    A team memory's status change goes to the team outbox in the same transaction (events/team.py).
     Registering twice is harmless."""
     on_status_change(follow_event_status)
+    on_status_change(team.on_status)

@@ -197,6 +197,8 @@ def _event_heading(
     ev: EventRow, successor: EventRow | None, viewer: Viewer, replaced: list[EventRow] | None = None
 ) -> str:
     parts: list[Any] = [ev.public_id, ev.type]
+    if ev.team_member is not None:  # shared through the team database: who said it (and below, when)
+        parts.extend(["team", Named(ev.team_member)])
     if ev.scope == "user":
         # The user tier: said in any project of this DSH home, recalled in every one that shares it.
         if viewer.foreign(ev.namespace_id):

@@ -139,6 +139,7 @@ class Memory:
         app.peer = notices
         try:
             await app.start()
+            await app.join_team(key)
         except Exception as exc:
             with contextlib.suppress(Exception):
                 await app.stop()  # close what did open, or its worker thread outlives the failure

@@ -67,7 +67,7 @@ from stratagate.erase.words import (
 )
 from stratagate.errors import Invalid, NotFound
 from stratagate.events import forgotten as forgotten_mod
-from stratagate.events import lexicon, store, visibility
+from stratagate.events import lexicon, store, team, visibility
 from stratagate.events.models import EventRow
 from stratagate.jobs.queue import BLOCK_SUMMARY, enqueue
 from stratagate.maintenance.store import open_duplicates_of
@@ -148,6 +148,7 @@ async def _erase_event(
         raise NotFound(f"unknown event {ids.make('evt', key)}")
     if ev.status != "forgotten":  # forget first: tombstone, graph facts follow (archived), audited
         ev = await store.forget(conn, ev, actor, "erased")
+    await team.erased_here(conn, ev, actor)  # a team memory's text goes from the team server too
     scrub = Scrubber()
     for text in [ev.title, ev.summary, ev.narrative, *ev.quotes, ev.time_original]:
         scrub.add(text)

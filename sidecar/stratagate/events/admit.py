@@ -59,8 +59,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from stratagate import ids
 from stratagate.errors import Invalid, NotFound
-from stratagate.events import store, visibility
-from stratagate.events.models import Criticality, EventRow, EventType, NewEvent, Origin, Scope
+from stratagate.events import store, team, visibility
+from stratagate.events.models import Criticality, EventRow, EventType, NewEvent, Origin, SaidScope
 from stratagate.events.projection_queue import add_batches
 from stratagate.events.store import Source
 from stratagate.events.temporal import TimeStatus, build_temporal
@@ -93,7 +93,8 @@ class Candidate(BaseModel):
     quotes: list[str] = Field(default_factory=list)
     participants: list[str] = Field(default_factory=list)
     type: EventType = "fact"
-    scope: Scope = "project"
+    scope: SaidScope = "project"
+    """``team``: shared through the team database (events/team.py); stored as a project memory with its member."""
     criticality: Criticality = "routine"
     confidence: float = Field(1.0, ge=0, le=1)
     mentioned_at: datetime
@@ -131,6 +132,7 @@ class Options:
     projection_jobs: bool = True  # False: a job handler returns the batches' jobs as follow-ups instead
     note: dict[str, Any] | None = None  # content-free context for audit rows
     supersede_note: dict[str, Any] | None = None  # the note of the supersessions' audit rows (the page's edit)
+    team: team.Stamp | None = None  # a memory pulled from the team server (stratagate/team/): its uid and member
 
 
 Result = Literal["inserted", "merged", "duplicate", "suppressed"]
@@ -280,7 +282,7 @@ async def _merge(
     return len(added)
 
 
-def _new_event(opts: Options, c: Candidate, fp: str) -> NewEvent:
+def _new_event(opts: Options, c: Candidate, fp: str, member: str | None) -> NewEvent:
     temporal = build_temporal(c.time_original, c.mentioned_at, c.time_status).model_dump(mode="json")
     assert c.title is not None and c.summary is not None and c.narrative is not None  # set by _redacted
     return NewEvent(
@@ -296,17 +298,43 @@ def _new_event(opts: Options, c: Candidate, fp: str) -> NewEvent:
         quotes=c.quotes,
         type=c.type,
         participants=c.participants,
-        scope=c.scope,
+        scope="project" if c.scope == "team" else c.scope,
         criticality=c.criticality,
         confidence=c.confidence,
         **store.temporal_columns(temporal),
         fingerprint=fp,
         claims=c.claims,
+        team_member=member if c.scope == "team" else None,
     )
 
 
-async def _admit_one(conn: Connection, opts: Options, raw: Candidate) -> Outcome:
-    c = _redacted(raw)
+async def _team_scoped(
+    conn: Connection, opts: Options, c: Candidate, cache: dict[str, Any]
+) -> tuple[Candidate, str | None]:
+    """The candidate with its scope settled, and the member of a team memory. A memory from the team server is its
+    member's; ``team`` asked for here is this machine's member's (refused when no team database is configured); a
+    project's decision, change, preference or rule becomes team memory when the project shares them by default."""
+    if opts.team is not None:
+        return c.model_copy(update={"scope": "team"}), opts.team.member
+    if "member" not in cache:
+        cache["member"] = await team.member(conn)
+    mine = cache["member"]
+    if c.scope == "team":
+        if mine is None:
+            raise Invalid("scope 'team' needs a team database: set STRATAGATE_TEAM_DSN and STRATAGATE_TEAM_MEMBER "
+                          "(or the plugin's teamDsn and teamMember) and restart; nothing was stored",
+                          {"scope": "team"})
+        return c, mine
+    if c.scope == "project" and mine is not None and (c.type in team.DEFAULT_TYPES or c.criticality == "safety"):
+        if "default" not in cache:
+            cache["default"] = await team.shares_by_default(conn, opts.namespace_id)
+        if cache["default"]:
+            return c.model_copy(update={"scope": "team"}), mine
+    return c, None
+
+
+async def _admit_one(conn: Connection, opts: Options, raw: Candidate, cache: dict[str, Any]) -> Outcome:
+    c, member = await _team_scoped(conn, opts, _redacted(raw), cache)
     fp = store.fingerprint(c.statement)
     tomb = await _tombstone(conn, opts, c, fp)
     if tomb is not None:
@@ -327,8 +355,11 @@ async def _admit_one(conn: Connection, opts: Options, raw: Candidate) -> Outcome
         if event is not None:
             # Nearly the same words: one memory with both wordings as its sources, not two memories.
             outcome = Outcome(result="merged", near=True, sources_added=await _merge(conn, opts, event, c, "near"))
-    if event is None:
-        event = await store.insert_event(conn, _new_event(opts, c, fp), opts.actor)
+    if event is not None:
+        await team.merged(conn, event, opts.team)
+    else:
+        event = await store.insert_event(conn, _new_event(opts, c, fp, member), opts.actor)
+        await team.created(conn, event, c.statement, opts.team)
         sources = await store.insert_sources(conn, event.id, c.sources)
         outcome = Outcome(result="inserted", sources_added=len(sources))
         if opts.projector is not None:
@@ -360,10 +391,11 @@ async def admit(conn: Connection, candidates: list[Candidate], options: Options)
     statements run on the loop, and readers (the Memory page, recall) must not wait for the whole batch. Writers
     still wait for the transaction, as they must."""
     outcomes = []
+    cache: dict[str, Any] = {}  # the team member and the project's team default, read once per batch
     for i, candidate in enumerate(candidates):
         if i and i % YIELD_EVERY == 0:
             await asyncio.sleep(0)
-        outcomes.append(await _admit_one(conn, options, candidate))
+        outcomes.append(await _admit_one(conn, options, candidate, cache))
     result = Admission(outcomes=outcomes, namespace_id=options.namespace_id)
     inserted = [o.event.id for o in outcomes if o.result == "inserted" and o.event is not None]
     await _queue_projection(conn, options, inserted, result)
@@ -392,13 +424,17 @@ async def admit_new(conn: Connection, candidates: list[Candidate], options: Opti
     There is no tombstone, duplicate or target check: a candidate that names targets, or whose fingerprint an event
     of the namespace already has or another candidate of the batch repeats, raises :class:`Invalid` and nothing of
     the batch is kept (the caller's transaction rolls back). Near duplicates are the caller's to avoid."""
-    cs = [_redacted(c) for c in candidates]
+    cache: dict[str, Any] = {}
+    scoped = [await _team_scoped(conn, options, _redacted(c), cache) for c in candidates]
+    cs = [c for c, _ in scoped]
     fps = [store.fingerprint(c.statement) for c in cs]
     repeated = len(set(fps)) < len(fps) or await store.stored_fingerprints(conn, options.namespace_id, fps)
     if repeated or any(c.supersedes or c.conflicts_with for c in cs):
         raise Invalid("a bulk admission takes only new memories with no targets; use admit()")
-    rows = await store.insert_events(conn, [_new_event(options, c, fp) for c, fp in zip(cs, fps, strict=True)],
-                                     options.actor)
+    rows = await store.insert_events(
+        conn, [_new_event(options, c, fp, m) for (c, m), fp in zip(scoped, fps, strict=True)], options.actor)
+    for row, c in zip(rows, cs, strict=True):
+        await team.created(conn, row, c.statement, options.team)
     await store.insert_new_sources(conn, [(row.id, src) for row, c in zip(rows, cs, strict=True) for src in c.sources])
     outcomes = []
     for row, c in zip(rows, cs, strict=True):

@@ -15,6 +15,10 @@ from stratagate.events.visibility import Tier, Viewer, tier_of
 
 EventType = Literal["decision", "preference", "plan", "change", "fact", "event"]
 Scope = Literal["user", "project", "session"]
+"""How an event is stored. A team memory is stored with scope ``project`` and ``team_member`` set."""
+SaidScope = Literal["user", "project", "session", "team"]
+"""What a caller may ask for (memory_remember, imports): ``team`` is shared through the team database
+(stratagate/team/) and seen in the project's namespace on every member's machine."""
 Criticality = Literal["routine", "preference", "identity", "safety"]
 Status = Literal["active", "superseded", "disputed", "forgotten", "archived"]
 Origin = Literal["remember", "extraction", "import"]
@@ -53,6 +57,8 @@ class NewEvent(BaseModel):
     fingerprint: str
     claims: list[dict[str, Any]] = Field(default_factory=list)
     """events.claims.Claim dumps: what the event states about nodes; the graph projection reads them."""
+    team_member: str | None = None
+    """Set on a team memory: the member who said it (events/team.py)."""
 
 
 class EventRow(NewEvent):
@@ -95,12 +101,18 @@ class EventRow(NewEvent):
 
     @property
     def tier(self) -> Tier:
-        return tier_of(self.scope)
+        return "team" if self.team_member is not None else tier_of(self.scope)
+
+    @property
+    def shown_scope(self) -> str:
+        return "team" if self.team_member is not None else self.scope
 
     def tier_fields(self, viewer: Viewer) -> dict[str, Any]:
         """What a tool result adds so the agent sees where a memory lives: its tier, and the namespace it was said
         in when that is not the viewer's (a user-tier memory of another project)."""
         out: dict[str, Any] = {"tier": self.tier}
+        if self.team_member is not None:
+            out["member"] = self.team_member
         if viewer.foreign(self.namespace_id):
             out["from_namespace"] = self.namespace_name
         return out
@@ -136,8 +148,9 @@ class EventRow(NewEvent):
             "quotes": self.quotes,
             "type": self.type,
             "participants": self.participants,
-            "scope": self.scope,
+            "scope": self.shown_scope,
             "session": self.session_key if self.scope == "session" else None,
+            **({"member": self.team_member} if self.team_member is not None else {}),
             "criticality": self.criticality,
             "confidence": self.confidence,
             "origin": self.origin,

@@ -515,6 +515,29 @@ async def settle(conn: Connection, ev: EventRow, actor: Actor, note: Any = None)
     return await _set(conn, ev, actor, "event.settled", note, status="active", prior_status=None)
 
 
+async def mirror_status(
+    conn: Connection, ev: EventRow, actor: Actor, status: Status, successor_id: int | None, note: Any = None
+) -> EventRow:
+    """Bring ``ev`` to a status another machine gave it (team memory: stratagate/team/apply.py), with the same
+    side effects as the change made here: a forget writes the tombstone, leaving ``forgotten`` removes it, a
+    supersession caps the weight; audited with ``note``, the status hooks run (the graph follows)."""
+    if ev.status == status and (status != "superseded" or ev.successor_id == successor_id):
+        return ev
+    if status == "forgotten":
+        return await forget(conn, ev, actor, None)
+    if ev.status == "forgotten":
+        ev = await restore(conn, ev, actor)
+        if ev.status == status and (status != "superseded" or ev.successor_id == successor_id):
+            return ev
+    if status == "superseded":
+        return await _set(conn, ev, actor, "event.superseded", note, status="superseded", prior_status=ev.status,
+                          successor_id=successor_id, weight_cap=SUPERSEDED_WEIGHT_CAP)
+    if status == "active":
+        return await _set(conn, ev, actor, "event.settled", note, status="active", prior_status=None,
+                          successor_id=None, weight_cap=None)
+    return await _set(conn, ev, actor, f"event.{status}", note, status=status, prior_status=ev.status)
+
+
 async def set_pinned(conn: Connection, ev: EventRow, actor: Actor, pinned: bool) -> EventRow:
     return await _set(conn, ev, actor, "event.pinned" if pinned else "event.unpinned", None, pinned=int(pinned))
 
@@ -655,8 +678,10 @@ async def search(
     if f.type is not None:
         where.append("e.type = ?")
         params.append(f.type)
-    if f.scope is not None:
-        where.append("e.scope = ?")
+    if f.scope == "team":
+        where.append("e.team_member IS NOT NULL")
+    elif f.scope is not None:
+        where.append("e.scope = ? AND e.team_member IS NULL")
         params.append(f.scope)
     for person in f.participants:
         where.append("EXISTS (SELECT 1 FROM json_each(e.participants) p WHERE lower(p.value) = lower(?))")

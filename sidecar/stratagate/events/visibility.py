@@ -22,7 +22,7 @@ from typing import Any, Literal
 from stratagate.storage import lookup
 from stratagate.storage.sqlite import Connection
 
-Tier = Literal["user", "project", "session"]
+Tier = Literal["user", "project", "session", "team"]
 
 
 def tier_of(scope: str) -> Tier:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 from stratagate import ids
 from stratagate.app import App
 from stratagate.errors import NotFound
-from stratagate.events.models import EventRow, EventType, Scope, Status
+from stratagate.events.models import EventRow, EventType, SaidScope, Status
 from stratagate.page import longterm_queries as q
 from stratagate.page.audit_view import AuditEntry, Limit, Offset, entry_views
 from stratagate.page.foreign import hide_foreign
@@ -43,7 +43,7 @@ class PageEvent(Result):
     summary: str
     status: Status
     pinned: bool
-    scope: Scope
+    scope: SaidScope
     tier: str
     origin: str
     session: str | None
@@ -90,7 +90,7 @@ class EventsListParams(BaseModel):
     q: str | None = Field(None, max_length=2000, description="Words to find (the event full-text index).")
     status: str = Field(DEFAULT_STATUSES, max_length=200, description="Comma list of statuses.")
     type: EventType | None = None
-    scope: Scope | None = None
+    scope: SaidScope | None = None
     session: Name | None = Field(None, description="Only events said in this session.")
     limit: Limit = 50
     offset: Offset = 0
@@ -173,7 +173,7 @@ async def event_views(app: App, ns: int, events: list[EventRow]) -> list[dict[st
             "summary": ev.summary,
             "status": ev.status,
             "pinned": ev.pinned,
-            "scope": ev.scope,
+            "scope": ev.shown_scope,
             "tier": ev.tier,
             "origin": ev.origin,
             "session": ev.session_key,

@@ -45,8 +45,10 @@ async def list_events(
     if event_type is not None:
         where.append("e.type = ?")
         params.append(event_type)
-    if scope is not None:
-        where.append("e.scope = ?")
+    if scope == "team":
+        where.append("e.team_member IS NOT NULL")
+    elif scope is not None:
+        where.append("e.scope = ? AND e.team_member IS NULL")
         params.append(scope)
     if session is not None:
         where.append("s.key = ?")

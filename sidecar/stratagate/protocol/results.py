@@ -84,6 +84,7 @@ class InfoResult(Result):
     loop: LoopInfo
     tokens: TokensInfo
     host: dict[str, Any]  # the DSH the sidecar runs under and the verdict (dsh/host.py HostCheck)
+    team: dict[str, Any]  # team memory's sync (team/sync.py status_of): enabled, member, server, outbox, lag, error
 
 
 class StatsEvents(Result):

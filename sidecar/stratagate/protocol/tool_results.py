@@ -153,6 +153,8 @@ class EventCard(Result):
     """user / project / session (events/visibility.py); every event tool sets it."""
     from_namespace: str | None = None
     """Only for a user-tier event of another namespace: the namespace it was said in."""
+    member: str | None = None
+    """Only for a team memory: the member who said it."""
     session: str | None
     criticality: str
     confidence: Number
@@ -246,6 +248,7 @@ class EventHit(Result):
     scope: str
     tier: str
     from_namespace: str | None = None
+    member: str | None = None
     criticality: str
     status: str
     pinned: bool

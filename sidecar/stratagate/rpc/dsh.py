@@ -146,6 +146,7 @@ async def namespace_for_session(app: App, p: SessionNamespaceParams) -> dict[str
     # A namespace mode set on the Memory page (or STRATAGATE_NAMESPACE_MODE) wins over the shim's plugin config.
     mode = app.settings.namespace_mode
     result: SessionNamespace = session_namespace(p.model_copy(update={"mode": mode}) if mode else p)
+    await app.join_team(result.namespace)
     return result.model_dump()
 
 

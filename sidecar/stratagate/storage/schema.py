@@ -16,6 +16,7 @@ from stratagate.storage.schema_recall import RECALL_SQL
 from stratagate.storage.schema_search import SEARCH_SQL
 from stratagate.storage.schema_shapes import SHAPES_SQL
 from stratagate.storage.schema_tail import TAIL_SQL
+from stratagate.storage.schema_team import TEAM_SQL
 
 MIGRATION_1 = """
 CREATE TABLE namespaces(
@@ -354,6 +355,6 @@ INSERT INTO graph_fts(graph_fts) VALUES ('optimize');
 
 MIGRATIONS: list[str] = [
     MIGRATION_1, MIGRATION_2, MIGRATION_3, EVIDENCE_SQL, DENSE_SQL, PRIVACY_SQL, LEASES_SQL, CONTEXT_SQL, MAINTAIN_SQL,
-    RECALL_SQL, ERASE_SQL, TAIL_SQL, SHAPES_SQL, SEARCH_SQL, FALLBACKS_SQL, GRAPH_MERGE_SQL,
+    RECALL_SQL, ERASE_SQL, TAIL_SQL, SHAPES_SQL, SEARCH_SQL, FALLBACKS_SQL, GRAPH_MERGE_SQL, TEAM_SQL,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

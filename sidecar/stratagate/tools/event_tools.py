@@ -14,7 +14,7 @@ from stratagate.errors import Invalid, NotFound
 from stratagate.events import store, visibility
 from stratagate.events.admit import Candidate, Options, admit
 from stratagate.events.claims import Claim
-from stratagate.events.models import Criticality, EventRow, EventType, Scope, Status
+from stratagate.events.models import Criticality, EventRow, EventType, SaidScope, Status
 from stratagate.events.store import Source
 from stratagate.events.temporal import TimeStatus
 from stratagate.events.visibility import Viewer
@@ -94,8 +94,9 @@ class RememberArgs(BaseModel):
         None, min_length=1, max_length=200, description="A short title; default: the start of the text."
     )
     type: EventType = Field("fact", description="decision, preference, plan, change, fact or event.")
-    scope: Scope = Field(
-        "project", description="'project' (this memory space), 'user', or 'session' (only this session can see it)."
+    scope: SaidScope = Field(
+        "project", description="'project' (this memory space), 'user', 'session' (only this session can see it), or "
+        "'team' (shared with the team through its database, when one is configured)."
     )
     criticality: Criticality = Field("routine", description="routine, preference, identity or safety.")
     tags: list[Tag] = Field(default_factory=list, max_length=12, description="Up to 12 short tags.")
@@ -308,7 +309,7 @@ class SearchEventsArgs(BaseModel):
     )
     type: EventType | None = Field(None, description="Only events of this type.")
     include_inactive: bool = Field(False, description="Also show superseded events (default: active and disputed).")
-    scope: Scope | None = Field(None, description="Only events of this scope.")
+    scope: SaidScope | None = Field(None, description="Only events of this scope ('team': shared team memory).")
     participants: list[Tag] = Field(
         default_factory=list, max_length=8, description="Only events naming all of these participants."
     )
@@ -367,7 +368,7 @@ async def search_events(ctx: ToolContext, args: SearchEventsArgs) -> dict[str, A
             "title": ev.title,
             "summary": ev.summary,
             "type": ev.type,
-            "scope": ev.scope,
+            "scope": ev.shown_scope,
             **ev.tier_fields(viewer),
             "criticality": ev.criticality,
             "status": ev.status,

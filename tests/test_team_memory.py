@@ -1,0 +1,326 @@
+"""Team memory on a real PostgreSQL server: two machines (two memories with their own SQLite files, as two DSH
+homes) share one project's team decisions through the server — found, recalled, superseded, forgotten, erased and
+disputed across them — while transcripts stay on the machine that captured them, and nothing is lost or doubled
+when the server goes away and comes back.
+
+Each machine's sync runs its own loop; ``TeamSync.round()`` waits for a whole round that began after the call (push,
+then pull to the server's head), so a test orders "A pushed" before "B pulled" without timing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from stratagate import Memory
+from stratagate.config import Settings
+from stratagate.errors import RpcError
+from stratagate.events import team
+from stratagate.team import server
+from stratagate.team.dsn import shown
+from stratagate.team.sync import TeamSync
+from support.postgres import PostgresServer
+from support.sidecar import REPO
+
+
+class Machine:
+    def __init__(self, memory: Memory):
+        self.memory = memory
+
+    @property
+    def sync(self) -> TeamSync:
+        sync = self.memory._app.team
+        assert sync is not None
+        return sync
+
+    async def find(self, query: str, **filters: Any) -> list[Any]:
+        return list((await self.memory.search(query, **filters)).hits)
+
+    async def recalled(self, prompt: str) -> str:
+        return (await self.memory.recall(prompt)).text
+
+
+def settings(tmp_path: Path, name: str, dsn: str | None, member: str) -> Settings:
+    return Settings(db=tmp_path / name / "memory.db", model_route="none", team_dsn=dsn, team_member=member,
+                    team_poll_seconds=3600)  # a round only when woken: by a local change, a notification or a test
+
+
+async def machine(tmp_path: Path, name: str, dsn: str | None, member: str) -> Machine:
+    folder = tmp_path / name / "work" / "shop"  # the same project folder name on both machines: one team project
+    folder.mkdir(parents=True)
+    return Machine(await Memory.open(workspace=folder, settings=settings(tmp_path, name, dsn, member)))
+
+
+@pytest.fixture
+async def pair(tmp_path: Path, team_dsn: str) -> AsyncIterator[tuple[Machine, Machine]]:
+    a = await machine(tmp_path, "a", team_dsn, "alice")
+    b = await machine(tmp_path, "b", team_dsn, "bob")
+    try:
+        yield a, b
+    finally:
+        await a.memory.close()
+        await b.memory.close()
+
+
+async def exchange(*machines: Machine) -> None:
+    """Each pushes and pulls, twice over: every change made before is everywhere after."""
+    async with asyncio.timeout(120):  # a sync that keeps failing fails the test, never hangs it
+        for _ in range(2):
+            for m in machines:
+                await m.sync.round()
+
+
+async def test_a_team_decision_on_a_is_found_and_recalled_on_b(pair: tuple[Machine, Machine]) -> None:
+    a, b = pair
+    said = await a.memory.remember("We decided to deploy the shop with Helm charts on the staging cluster",
+                                   type="decision", scope="team")
+    assert said.scope == "team" and said.member == "alice"
+    await exchange(a, b)
+    found = await b.find("Helm charts deploy")
+    assert [e.title for e in found] == [said.title]
+    assert found[0].scope == "team"
+    text = await b.recalled("how do we deploy the shop?")
+    assert "Helm charts" in text and '· team · "alice" ·' in text
+    # A project memory stays on its machine.
+    await a.memory.remember("The staging cluster password rotation is handled by Vault", type="fact")
+    await exchange(a, b)
+    assert await b.find("Vault rotation") == []
+
+
+async def test_supersession_on_b_is_seen_on_a_and_forget_on_a_leaves_b(pair: tuple[Machine, Machine]) -> None:
+    a, b = pair
+    old = await a.memory.remember("We use npm for the shop's packages", type="decision", scope="team")
+    await exchange(a, b)
+    (on_b,) = await b.find("npm packages")
+    new = await b.memory.remember("We switched from npm to pnpm for the shop's packages", type="change",
+                                  scope="team", supersedes=[on_b.id])
+    await exchange(a, b)
+    got = await a.memory.get(old.id)
+    assert got.status == "superseded"
+    (current,) = await a.find("pnpm", include_inactive=False)
+    assert current.title == new.title and current.scope == "team"
+    # A forget on A: gone from B's recall and search.
+    await a.memory.forget(current.id, reason="not decided after all")
+    await exchange(a, b)
+    assert await b.find("pnpm") == []
+    assert "pnpm" not in await b.recalled("which package manager does the shop use?")
+
+
+async def test_an_erase_on_a_removes_the_text_from_b_and_from_the_server(
+    pair: tuple[Machine, Machine], team_dsn: str
+) -> None:
+    a, b = pair
+    said = await a.memory.remember("The shop's payment provider is Quokkapay since the March review",
+                                   type="decision", scope="team")
+    await exchange(a, b)
+    assert len(await b.find("Quokkapay")) == 1
+    await a.memory.forget(said.id, erase=True)
+    await exchange(a, b)
+    assert await b.find("Quokkapay") == [] and "Quokkapay" not in await b.recalled("payment provider")
+    assert "Quokkapay" not in await server_text(team_dsn)
+
+
+async def test_concurrent_changes_of_one_decision_become_a_dispute_on_both(
+    pair: tuple[Machine, Machine], postgres_server: PostgresServer
+) -> None:
+    a, b = pair
+    base = await a.memory.remember("The shop's database is MySQL 8", type="decision", scope="team")
+    await exchange(a, b)
+    (on_b,) = await b.find("MySQL")
+    postgres_server.stop()  # both change it while neither can reach the server
+    try:
+        await a.memory.remember("The shop moved its database to PostgreSQL 16", type="change", scope="team",
+                                supersedes=[base.id])
+        await b.memory.remember("The shop moved its database to MariaDB 11", type="change", scope="team",
+                                supersedes=[on_b.id])
+        assert (await status(a))["outbox"] == 2 and (await status(b))["outbox"] == 2
+    finally:
+        postgres_server.start()
+    await exchange(a, b)
+    assert (await a.memory.get(base.id)).status == "disputed"
+    assert (await b.memory.get(on_b.id)).status == "disputed"
+    assert "DISPUTED" in await b.recalled("which database does the shop use?")
+    # Nothing lost, nothing doubled: each machine has both successors once, and the outboxes are empty.
+    for m in (a, b):
+        titles = sorted(e.title for e in await m.find("shop moved its database") if "moved" in e.title)
+        assert titles == ["The shop moved its database to MariaDB 11", "The shop moved its database to PostgreSQL 16"]
+        assert (await status(m))["outbox"] == 0
+
+
+async def test_while_the_server_is_down_memory_works_and_the_outbox_drains_once_it_is_back(
+    pair: tuple[Machine, Machine], postgres_server: PostgresServer, team_dsn: str
+) -> None:
+    a, b = pair
+    postgres_server.stop()
+    try:
+        for i in range(5):
+            await a.memory.remember(f"Team rule {i}: review every migration {i} twice", type="decision", scope="team")
+            await b.memory.remember(f"Team note {i}: the release train {i} leaves on Thursday", type="decision",
+                                    scope="team")
+        assert len(await a.find("review migration twice")) == 5  # local memory works offline
+        st = await status(a)
+        assert st["outbox"] == 5
+    finally:
+        postgres_server.start()
+    await exchange(a, b)
+    for m in (a, b):
+        assert len(await m.find("review migration twice")) == 5
+        assert len(await m.find("release train Thursday")) == 5
+    async with pg(team_dsn) as conn:
+        assert await conn.fetchval("SELECT count(*) FROM team_events") == 10
+        assert await conn.fetchval("SELECT count(DISTINCT op_id) FROM team_changes") == await conn.fetchval(
+            "SELECT count(*) FROM team_changes")
+
+
+async def test_a_push_repeated_after_a_crash_is_stored_once(tmp_path: Path, team_dsn: str) -> None:
+    """The crash between the server's commit and the local delete: the same operations pushed again."""
+    a = await machine(tmp_path, "a", team_dsn, "alice")
+    try:
+        await a.sync.stop()  # no loop: this test pushes by hand
+        await a.memory.remember("Deploys freeze on Fridays", type="decision", scope="team")
+        app = a.memory._app
+        ops = await team.pending(app.db.reader, 100)
+        me = server.Identity("alice", (await team.state(app.db.reader)).replica)
+        async with pg(team_dsn) as conn:
+            from stratagate.team import server_schema
+
+            await server_schema.ensure(conn)
+            await server.push(conn, me, [(op, "shop") for op in ops])
+            await server.push(conn, me, [(op, "shop") for op in ops])
+            assert await conn.fetchval("SELECT count(*) FROM team_changes") == len(ops) == 1
+            assert await conn.fetchval("SELECT count(*) FROM team_events") == 1
+    finally:
+        await a.memory.close()
+
+
+async def test_no_transcript_or_block_text_reaches_the_server(pair: tuple[Machine, Machine], team_dsn: str) -> None:
+    a, b = pair
+    await a.memory.capture_turn("Please look at the flamingoquartz module before lunch",
+                                "I looked at flamingoquartz: it parses the cart totals.")
+    await a.memory.remember("We decided the cart totals are computed in cents", type="decision", scope="team")
+    await exchange(a, b)
+    text = await server_text(team_dsn)
+    assert "computed in cents" in text and "flamingoquartz" not in text and "before lunch" not in text
+
+
+async def test_team_scope_without_a_team_database_is_refused_clearly(tmp_path: Path) -> None:
+    a = await machine(tmp_path, "a", None, "alice")
+    try:
+        with pytest.raises(RpcError, match="scope 'team' needs a team database"):
+            await a.memory.remember("We deploy on Mondays", type="decision", scope="team")
+        assert await a.find("deploy Mondays") == []
+    finally:
+        await a.memory.close()
+
+
+async def test_a_project_that_shares_by_default_makes_its_decisions_team_memory(pair: tuple[Machine, Machine]) -> None:
+    a, b = pair
+    app = a.memory._app
+    async with app.db.transaction() as conn:
+        from stratagate.storage import lookup
+
+        ns = await lookup.ensure_namespace(conn, a.memory.namespace)
+        await team.set_namespace_team(conn, ns, default=True)
+    decision = await a.memory.remember("We decided to pin Node 20 for the shop", type="decision")
+    fact = await a.memory.remember("The shop's repository has 40 packages", type="fact")
+    assert decision.scope == "team" and fact.scope == "project"
+    await exchange(a, b)
+    assert [e.title for e in await b.find("pin Node")] == [decision.title]
+    assert await b.find("repository packages") == []
+
+
+async def test_a_bad_server_is_reported_without_its_password(tmp_path: Path, postgres_server: PostgresServer) -> None:
+    dsn = postgres_server.dsn("postgres").replace("stratagate@", "stratagate:hunter2secretpw@").replace(
+        "/postgres", "/no_such_team_db")
+    a = await machine(tmp_path, "a", dsn, "alice")
+    try:
+        said = await a.memory.remember("We review pull requests within a day", type="decision", scope="team")
+        assert said.scope == "team"
+        st = await status(a)
+        assert st["outbox"] == 1 and st["server"] == shown(dsn) and "hunter2" not in st["server"]
+        info = await a.memory._app.info()
+        assert "hunter2secretpw" not in json.dumps(info)
+    finally:
+        await a.memory.close()
+
+
+def test_a_dsn_is_shown_without_secrets() -> None:
+    assert shown("postgresql://team:s3cr3t@db.example.com:5433/shop?sslmode=require&password=x") == (
+        "postgresql://team@db.example.com:5433/shop")
+    assert shown("not a dsn") == "(unreadable DSN)"
+
+
+# --- helpers -------------------------------------------------------------------------------------------------------
+
+
+async def status(m: Machine) -> dict[str, Any]:
+    from stratagate.team.sync import status_of
+
+    return await status_of(m.memory._app.db.reader)
+
+
+class pg:
+    def __init__(self, dsn: str):
+        self.dsn = dsn
+
+    async def __aenter__(self) -> Any:
+        self.conn = await asyncpg.connect(self.dsn)
+        return self.conn
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.conn.close()
+
+
+async def server_text(dsn: str) -> str:
+    """Every row of every table of the server's public schema, as text."""
+    async with pg(dsn) as conn:
+        rows = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        tables = [r["tablename"] for r in rows]
+        out = []
+        for t in tables:
+            out += [str(dict(r)) for r in await conn.fetch(f'SELECT * FROM "{t}"')]
+    return "\n".join(out)
+
+
+async def test_team_status_command_shows_the_outbox_and_the_lag(
+    pair: tuple[Machine, Machine], team_dsn: str, tmp_path: Path
+) -> None:
+    a, b = pair
+    await a.sync.stop()  # A's changes stay in its outbox
+    await a.memory.remember("Every release gets a changelog entry", type="decision", scope="team")
+    await b.memory.remember("Hotfixes go through the release branch", type="decision", scope="team")
+    await b.sync.round()  # on the server; A has not pulled it
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATAGATE_")}
+    env |= {"PYTHONPATH": str(REPO / "sidecar"), "STRATAGATE_TEAM_DSN": team_dsn, "STRATAGATE_TEAM_MEMBER": "alice"}
+    db = str(a.memory._app.settings.db)
+    out = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "stratagate", "team", "status", "--db", db,
+                                  "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    st = json.loads(out.stdout)
+    assert st["enabled"] and st["member"] == "alice" and st["outbox"] == 1 and st["behind"] == {"shop": 1}
+    text = (await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "stratagate", "team", "status", "--db", db],
+                                    env=env, capture_output=True, text=True, timeout=120)).stdout
+    assert "outbox: 1 change(s) not pushed" in text and "shop: 1 server change(s) not pulled yet" in text
+
+
+def test_team_share_command_sets_the_project_default(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATAGATE_")}
+    env["PYTHONPATH"] = str(REPO / "sidecar")
+    db = str(tmp_path / "memory.db")
+    base = [sys.executable, "-m", "stratagate", "team"]
+    out = subprocess.run([*base, "share", "--db", db, "--namespace", "project:shop:0123456789abcdef", "--json"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"namespace": "project:shop:0123456789abcdef", "team_default": True,
+                                      "team_project": "shop"}
+    out = subprocess.run([*base, "unshare", "--db", db, "--namespace", "project:shop:0123456789abcdef",
+                          "--project", "shop-team"], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "kept in the project" in out.stdout and "team project shop-team" in out.stdout
