@@ -122,10 +122,14 @@ async def test_an_erase_on_a_removes_the_text_from_b_and_from_the_server(
                                    type="decision", scope="team")
     await exchange(a, b)
     assert len(await b.find("Quokkapay")) == 1
+    async with pg(team_dsn) as conn:  # the server's own full-text search finds it too
+        assert [r["title"] for r in await server.search(conn, "shop", "quokkapay", 5)] == [said.title]
     await a.memory.forget(said.id, erase=True)
     await exchange(a, b)
     assert await b.find("Quokkapay") == [] and "Quokkapay" not in await b.recalled("payment provider")
     assert "Quokkapay" not in await server_text(team_dsn)
+    async with pg(team_dsn) as conn:
+        assert await server.search(conn, "shop", "quokkapay", 5) == []
 
 
 async def test_concurrent_changes_of_one_decision_become_a_dispute_on_both(

@@ -118,7 +118,7 @@ async def last_seq(conn: Any, projects: list[str]) -> dict[str, int]:
 
 
 async def search(conn: Any, project: str, query: str, limit: int) -> list[dict[str, Any]]:
-    """The server's own full-text search over team memory's redacted texts (``stratagate team search``)."""
+    """The server's own full-text search over a project's team memory (redacted texts only; erased ones excluded)."""
     rows = await conn.fetch(
         "SELECT uid, member, status, body->>'title' AS title, body->>'summary' AS summary,"
         " ts_rank(search, plainto_tsquery('simple', $2)) AS rank FROM team_events"

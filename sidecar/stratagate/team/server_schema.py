@@ -3,7 +3,7 @@
 - ``team_events``: one row per team memory: project, member, its redacted content (``body``: texts and typed
   fields, the same keys as events/team.py ``content``), its current status and successor, ``erased``, and a
   ``version`` that each applied change raises. ``search`` is a generated tsvector over the redacted texts (the
-  server's own full-text search, ``stratagate team search``).
+  server's own full-text search: ``server.search``; an erased memory's text is gone from it too).
 - ``team_changes``: the append-only log every machine pulls from, by ``seq`` (its cursor). ``op_id`` is the pushing
   machine's outbox id: pushing one twice (a crash between the server's commit and the local delete) stores it once.
   ``replica`` says which machine made the change, so a machine can tell its own changes from others'.
