@@ -328,3 +328,31 @@ def test_team_share_command_sets_the_project_default(tmp_path: Path) -> None:
     out = subprocess.run([*base, "unshare", "--db", db, "--namespace", "project:shop:0123456789abcdef",
                           "--project", "shop-team"], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "kept in the project" in out.stdout and "team project shop-team" in out.stdout
+
+
+async def test_a_round_that_fails_midway_does_not_hold_up_the_next_wait(tmp_path: Path, team_dsn: str) -> None:
+    """A round cut off by the server going away never completes; ``round()`` asked afterwards waits for the next
+    round that does (not for one more than will ever run: that hung a CI run)."""
+    from stratagate.storage.db import Database
+
+    failed = asyncio.Event()
+
+    class FailsOnce(TeamSync):
+        async def sync_once(self, conn: Any) -> dict[str, int]:
+            if not failed.is_set():
+                failed.set()
+                raise ConnectionError("the server went away mid-round")
+            return await super().sync_once(conn)
+
+    db = Database(tmp_path / "memory.db")
+    await db.open()
+    sync = FailsOnce(db, team_dsn, "alice", poll_seconds=3600)
+    try:
+        await sync.start()
+        async with asyncio.timeout(120):
+            await failed.wait()
+            done = await sync.round()
+        assert done >= 2 and (await team.state(db.reader)).last_error is None  # the success cleared the error
+    finally:
+        await sync.stop()
+        await db.close()

@@ -51,4 +51,4 @@ def test_importing_every_module_registers_no_hook_and_the_app_registers_the_grap
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert "stratagate.graph" in seen["imported"] and "stratagate.graph.store" in seen["imported"]
     assert seen["after_imports"] == []
-    assert seen["after_app"] == ["stratagate.graph.store.follow_event_status"]
+    assert seen["after_app"] == ["stratagate.graph.store.follow_event_status", "stratagate.events.team.on_status"]

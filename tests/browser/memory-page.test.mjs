@@ -274,6 +274,8 @@ describe('the Memory page in chromium (standalone viewer)', () => {
   test('export JSON and Markdown download the namespace', async (t) => {
     const page = await openPage(t)
     await openTab(page, 'overview')
+    // This sidecar has no team database: the overview says so, and how to turn team memory on.
+    assert.match(await page.locator(tid('team-status')).innerText(), /^off: set the plugin options teamDsn and teamMember/)
     const download = async (button) => {
       const [file] = await Promise.all([page.waitForEvent('download', WAIT), page.locator(tid(button)).click()])
       return { name: file.suggestedFilename(), text: readFileSync(await file.path(), 'utf8') }

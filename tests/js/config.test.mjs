@@ -67,7 +67,7 @@ describe('config', () => {
 describe('options from plugin/settings.json (generated from the sidecar\'s settings table)', () => {
   it('names every option, its default and the variables of the options the sidecar reads', () => {
     assert.deepEqual(Object.keys(DEFAULTS).sort(), Object.keys(OPTIONS).sort())
-    assert.deepEqual({ ...ENV_MAP }, { database: 'STRATAGATE_DB', blockTurns: 'STRATAGATE_BLOCK_TURNS', sessionIdleMinutes: 'STRATAGATE_SESSION_IDLE_MINUTES', context: 'STRATAGATE_CONTEXT_CONFIG' })
+    assert.deepEqual({ ...ENV_MAP }, { database: 'STRATAGATE_DB', blockTurns: 'STRATAGATE_BLOCK_TURNS', sessionIdleMinutes: 'STRATAGATE_SESSION_IDLE_MINUTES', context: 'STRATAGATE_CONTEXT_CONFIG', teamDsn: 'STRATAGATE_TEAM_DSN', teamMember: 'STRATAGATE_TEAM_MEMBER' })
     assert.deepEqual(OPTIONS.namespaceMode.choices, ['project', 'session', 'global'])
     assert.equal(OPTIONS.namespaceMode.sidecar, false, 'the mode travels with each namespace request, not as a variable')
     assert.deepEqual([OPTIONS.activationTimeoutMs.min, OPTIONS.activationTimeoutMs.max], [50, 60_000])

@@ -172,6 +172,20 @@ describe('labels', () => {
     assert.deepEqual(around.sort(I.byMessageOrder).map((m) => m.id), ['msg_1', 'msg_3', 'msg_4', 'msg_10'])
   })
 
+  it('team memory reads as lines: off with how to turn it on, else member, server, what is not synced, the error', () => {
+    const en = (k, v) => I.translate('en', k, v)
+    const zh = (k, v) => I.translate('zh', k, v)
+    assert.deepEqual([...I.teamLines({ enabled: false }, en)], [en('team.off')])
+    assert.match(I.teamLines(undefined, zh)[0], /teamDsn/)
+    const on = { enabled: true, member: 'alice', server: 'postgresql://shop@db:5432/team', outbox: 0, connected: true, behind: { shop: 0 } }
+    assert.deepEqual([...I.teamLines(on, en)], ['on · alice · postgresql://shop@db:5432/team', 'in sync'])
+    const lagging = { ...on, outbox: 3, behind: { shop: 2, api: 0 }, last_error: 'ConnectionRefusedError: [Errno 111]' }
+    assert.deepEqual([...I.teamLines(lagging, en)], [
+      'on · alice · postgresql://shop@db:5432/team', '3 change(s) not pushed yet', 'shop: 2 server change(s) not pulled yet',
+      'last error: ConnectionRefusedError: [Errno 111]',
+    ])
+  })
+
   it('dense search reads as one line', () => {
     assert.equal(I.denseLine({ state: 'ready', model: 'all-MiniLM-L6-v2', dim: 384, vectors: { event: 6 } }), 'ready · all-MiniLM-L6-v2 · 384d')
     assert.equal(I.denseLine({ other: 1 }), '{"other":1}')

@@ -91,13 +91,17 @@ async def configure(conn: Connection, member: str | None, server: str | None) ->
 
 
 async def record_sync(conn: Connection, *, pushed: bool = False, pulled: bool = False,
-                      error: str | None = None) -> None:
+                      error: str | None = None, cleared: bool = False) -> None:
+    """The sync's news: a push or pull done (either clears the last error), an error, or a whole round done after
+    an error (``cleared``)."""
     now = now_iso()
     if error is not None:
         await conn.execute("UPDATE team_state SET last_error = ?, error_at = ? WHERE id = 1", (error, now))
         return
     sets = [s for s, on in (("pushed_at = ?", pushed), ("pulled_at = ?", pulled)) if on]
-    if sets:
+    if cleared and not sets:
+        await conn.execute("UPDATE team_state SET last_error = NULL, error_at = NULL WHERE id = 1")
+    elif sets:
         await conn.execute(f"UPDATE team_state SET {', '.join(sets)}, last_error = NULL, error_at = NULL WHERE id = 1",
                            [now] * len(sets))
 

@@ -112,6 +112,7 @@ class OverviewResult(Result):
     last_error: str | None
     dense: dict[str, Any]  # system.info's dense section, documented there
     host: dict[str, Any]  # system.info's host section: the DSH version and whether StrataGate supports it
+    team: dict[str, Any]  # system.info's team section: team memory's sync (never the DSN's secrets)
     jobs: JobCounts
     failed_jobs: list[Job]
     namespaces: list[NamespaceSummary]
@@ -169,6 +170,7 @@ async def overview(app: App, _p: Empty) -> OverviewResult:
         last_error=info["last_job_error"],
         dense=info["dense"],
         host=info["host"],
+        team=info["team"],
         jobs=JobCounts(**info["counts"]["jobs"]),
         failed_jobs=[job_view(j) for j in failed],
         namespaces=await _namespaces(app),

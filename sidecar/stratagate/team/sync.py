@@ -30,7 +30,7 @@ log = logging.getLogger("stratagate.team")
 
 PUSH_BATCH = 200
 PULL_BATCH = 500
-BACKOFF_CAP = 30.0
+BACKOFF_CAP = 10.0  # after an outage the server is found again within this long, or at once on a local change
 
 
 class TeamSync:
@@ -44,9 +44,10 @@ class TeamSync:
         self._task: asyncio.Task[None] | None = None
         self._conn: Any = None
         self.connected = False
-        self.rounds = 0  # rounds completed
-        self._started = 0  # rounds begun
+        self.rounds = 0  # the number of the last round completed (a failed round keeps it)
+        self._started = 0  # the number of the last round begun
         self._round_done = asyncio.Condition()
+        self._errored = False
 
     async def start(self) -> None:
         async with self.db.transaction() as conn:
@@ -67,8 +68,9 @@ class TeamSync:
 
     async def round(self) -> int:
         """Wake the sync and wait for a whole round that began after this call (push, then pull to the server's
-        head): what was committed here before is on the server, and what the server had then is here. The number
-        of rounds completed."""
+        head): what was committed here before is on the server, and what the server had then is here. Rounds are
+        numbered as they begin; one that fails (the server went away mid-round) never completes, and a later one
+        that completes counts. Returns the number of the round completed."""
         target = self._started + 1
         self._wake.set()
         async with self._round_done:
@@ -103,8 +105,14 @@ class TeamSync:
                     log.info("team sync connected to %s", shown(self.dsn))
                 self._wake.clear()  # before the round: a change committed during it wakes the next one
                 self._started += 1
+                number = self._started
                 await self.sync_once(self._conn)
+                if self._errored:  # the first whole round after a failure: the error is over
+                    async with self.db.transaction() as local:
+                        await team.record_sync(local, cleared=True)
+                    self._errored = False
                 async with self._round_done:
+                    self.rounds = number
                     self._round_done.notify_all()
                 delay = 1.0
                 with contextlib.suppress(TimeoutError):
@@ -123,6 +131,7 @@ class TeamSync:
         # The DSN may be quoted by a driver error: its secrets never reach the log or the database.
         text = redact_shown(str(exc).replace(self.dsn, shown(self.dsn)))[:500]
         message = f"{type(exc).__name__}: {text}"
+        self._errored = True
         log.warning("team sync failed (%s); memory works locally, the outbox keeps every change", message)
         with contextlib.suppress(Exception):
             async with self.db.transaction() as conn:
@@ -132,7 +141,6 @@ class TeamSync:
         """One round: push everything pending, then pull every shared namespace up to the server's head."""
         pushed = await self.push(conn)
         pulled = await self.pull(conn)
-        self.rounds += 1
         return {"pushed": pushed, "pulled": pulled}
 
     async def push(self, conn: Any) -> int:

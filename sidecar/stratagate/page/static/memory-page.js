@@ -77,6 +77,13 @@
     'overview.lastError': 'Last error',
     'overview.noError': 'No error recorded',
     'overview.dense': 'Dense search',
+    'overview.team': 'Team memory',
+    'team.off': 'off: set the plugin options teamDsn and teamMember (or STRATAGATE_TEAM_DSN and STRATAGATE_TEAM_MEMBER) and restart',
+    'team.on': 'on · {member} · {server}',
+    'team.outbox': '{n} change(s) not pushed yet',
+    'team.behind': '{project}: {n} server change(s) not pulled yet',
+    'team.synced': 'in sync',
+    'team.error': 'last error: {error}',
     'overview.host': 'DeepSeek Harness',
     'overview.host.supported': 'DSH {dsh} (supported)',
     'overview.host.unsupported': 'DSH {dsh} is not a version StrataGate supports (supported: {supported}); memory may not work. Install the supported DSH: README, "Getting DSH".',
@@ -540,6 +547,13 @@
     'overview.lastError': '最近错误',
     'overview.noError': '没有记录到错误',
     'overview.dense': '向量检索',
+    'overview.team': '团队记忆',
+    'team.off': '关闭：在插件配置中设置 teamDsn 和 teamMember（或 STRATAGATE_TEAM_DSN 和 STRATAGATE_TEAM_MEMBER）后重启',
+    'team.on': '开启 · {member} · {server}',
+    'team.outbox': '{n} 条更改尚未推送',
+    'team.behind': '{project}：服务器上 {n} 条更改尚未拉取',
+    'team.synced': '已同步',
+    'team.error': '最近错误：{error}',
     'overview.host': '宿主 DSH',
     'overview.host.supported': 'DSH {dsh}（受支持）',
     'overview.host.unsupported': 'DSH {dsh} 不是 StrataGate 支持的版本（支持：{supported}），记忆可能无法工作。请按 README 安装受支持的 DSH。',
@@ -1268,6 +1282,21 @@
     return parts.length ? parts.join(' · ') : JSON.stringify(dense)
   }
 
+  /**
+   * Team memory's sync in lines (system.info's `team`): on or off, the member and the server (never its password:
+   * the sidecar sends host, port and database only), what is not pushed or not pulled yet, the last error.
+   */
+  function teamLines(team, T) {
+    if (!team || !team.enabled) return [T('team.off')]
+    const lines = [T('team.on', { member: team.member || '—', server: team.server || '—' })]
+    const behind = Object.entries(team.behind || {}).filter(([, n]) => n > 0)
+    if (team.outbox > 0) lines.push(T('team.outbox', { n: team.outbox }))
+    for (const [project, n] of behind) lines.push(T('team.behind', { project, n }))
+    if (!(team.outbox > 0) && !behind.length && team.connected) lines.push(T('team.synced'))
+    if (team.last_error) lines.push(T('team.error', { error: team.last_error }))
+    return lines
+  }
+
   /** How far a node label centred under x must move so its (estimated) width stays inside the canvas. */
   function labelShift(text, x, width) {
     let w = 0
@@ -1786,6 +1815,8 @@
       if (!dense || typeof dense !== 'object') return data(denseLine(dense))
       return [dense.state ? label('dense.', dense.state) : null, dense.model ? [' · ', code(dense.model)] : null, dense.dim ? ' · ' + T('dense.dim', { n: dense.dim }) : null]
     }
+    /** A line with the option and variable names it tells the user to set as code (never translated nor broken). */
+    const optionNames = (line) => String(line).split(/(teamDsn|teamMember|STRATAGATE_[A-Z_]+)/).map((part, i) => (i % 2 ? code(part) : part))
     /** The DSH this sidecar runs in and the sidecar's verdict on it (dsh/host.py); nothing for `stratagate ui`. */
     const hostRow = (h) => {
       if (!h || h.verdict === 'standalone') return null
@@ -1824,6 +1855,9 @@
               el('dd', { testid: 'model-route' }, code(ov.model_route || '—', true)),
               ov.dense ? [el('dt', {}, T('overview.dense')), el('dd', { title: compactJson(ov.dense) }, denseView(ov.dense))] : null,
               hostRow(ov.host),
+              el('dt', {}, T('overview.team')),
+              el('dd', { testid: 'team-status', class: ov.team && ov.team.last_error ? 'sgm-warn' : (ov.team && ov.team.enabled ? '' : 'sgm-muted') },
+                teamLines(ov.team, T).map((line, i) => [i ? el('br') : null, optionNames(line)])),
               el('dt', {}, T('overview.lastError')),
               el('dd', { class: ov.last_error ? 'sgm-warn' : 'sgm-muted' }, ov.last_error ? data(typeof ov.last_error === 'string' ? ov.last_error : compactJson(ov.last_error)) : T('overview.noError')),
             ),
@@ -3150,7 +3184,7 @@
 
   const api = {
     mount,
-    _internals: { I18N, TABS, TAB_AREAS, EVENT_STATUSES, pickLang, translate, inLang, statusChip, humanBytes, humanDuration, shortTime, localTime, dateLocale, dateInputText, parseDateInput, happenedText, knownLabel, changeRows, refetchPlan, fieldErrors, queryString, layoutGraph, labelShift, undoTarget, denseLine, isBookkeeping, byMessageOrder },
+    _internals: { I18N, TABS, TAB_AREAS, EVENT_STATUSES, pickLang, translate, inLang, statusChip, humanBytes, humanDuration, shortTime, localTime, dateLocale, dateInputText, parseDateInput, happenedText, knownLabel, changeRows, refetchPlan, fieldErrors, queryString, layoutGraph, labelShift, undoTarget, denseLine, teamLines, isBookkeeping, byMessageOrder },
   }
   root.StrataGateMemoryPage = api
 
