@@ -356,3 +356,57 @@ async def test_a_round_that_fails_midway_does_not_hold_up_the_next_wait(tmp_path
     finally:
         await sync.stop()
         await db.close()
+
+
+async def test_the_graph_on_b_holds_the_facts_of_a_team_memory_and_follows_its_status(
+    pair: tuple[Machine, Machine]
+) -> None:
+    """A team memory carries its claims: each machine projects them into its own graph, and a forget on A takes the
+    fact out of B's current state (the graph follows its events' status)."""
+    from stratagate.embedded.results import Evidence
+    from stratagate.protocol.tool_results import SearchGraphResult
+
+    class GraphSearch(SearchGraphResult, Evidence):
+        """memory_search_graph's result with its evidence batch (as Memory's own results carry it)."""
+
+    a, b = pair
+    said = await a.memory.remember("The shop caches sessions in Redis", type="decision", scope="team", claims=[
+        {"subject": "this project", "predicate": "uses", "object": "Redis", "object_kind": "tool"}])
+    await exchange(a, b)
+    await b.memory.settle()  # B's graph projection job
+
+    async def redis_facts() -> list[str]:
+        found = await b.memory._tool("memory_search_graph", {"query": "Redis"}, GraphSearch)
+        return [f.statement for hit in found.hits for f in hit.current_state]
+
+    assert any("redis" in s.lower() for s in await redis_facts())
+    await a.memory.forget(said.id)
+    await exchange(a, b)
+    await b.memory.settle()
+    assert not any("redis" in s.lower() for s in await redis_facts())
+
+
+async def test_the_evidence_gate_and_use_receipts_work_on_a_team_memory_and_stay_on_the_machine(
+    pair: tuple[Machine, Machine], team_dsn: str
+) -> None:
+    from stratagate.protocol.tool_results import AssessResult, RecordUseResult
+
+    a, b = pair
+    await a.memory.remember("We decided to ship the shop's mobile app through TestFlight first", type="decision",
+                            scope="team")
+    await exchange(a, b)
+    async with pg(team_dsn) as conn:
+        changes = await conn.fetchval("SELECT count(*) FROM team_changes")
+    found = await b.memory.search("TestFlight mobile app")
+    (hit,) = found.hits
+    assessed = await b.memory._tool("memory_assess", {
+        "batch_id": found.batch_id, "verdict": "sufficient", "evidence_refs": [hit.id],
+        "fit": "It says how the mobile app ships.", "next_strategy": "answer"}, AssessResult)
+    assert assessed.verdict == "sufficient" and assessed.evidence_refs == [hit.id]
+    used = await b.memory._tool("memory_record_use", {"batch_id": found.batch_id, "evidence_refs": [hit.id]},
+                                RecordUseResult)
+    assert [c.ref for c in used.counted] == [hit.id] and [r.id for r in used.reinforced] == [hit.id]
+    await exchange(a, b)
+    async with pg(team_dsn) as conn:  # reinforcement stays per machine: nothing of it went to the server
+        assert await conn.fetchval("SELECT count(*) FROM team_changes") == changes
+    assert (await status(b))["outbox"] == 0

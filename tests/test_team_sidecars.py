@@ -17,6 +17,7 @@ from support.postgres import PostgresServer
 from support.sidecar import SidecarClient
 
 DEADLINE_S = 120  # a bound on a wait for a condition, never a measured time (bench/bench_team.py measures)
+OUTAGE_S = 60  # how long the server is down while both sidecars write
 
 
 async def start(tmp_path: Path, name: str, dsn: str, member: str) -> tuple[SidecarClient, str]:
@@ -80,7 +81,8 @@ async def test_an_outage_and_a_sigkill_mid_push_lose_and_double_nothing(
     b, ns_b = await start(tmp_path, "b", team_dsn, "bob")
     many, few = 400, 20
     try:
-        postgres_server.stop()  # both write while the server is down
+        postgres_server.stop()  # both write while the server is down, for a minute
+        stopped = asyncio.get_running_loop().time()
         for i in range(few):
             await b.tool(ns_b, "s1", "memory_remember", {
                 "text": f"Bob's team rule {i}: the nightly job {i} must finish before six", "type": "decision",
@@ -89,7 +91,17 @@ async def test_an_outage_and_a_sigkill_mid_push_lose_and_double_nothing(
             await a.tool(ns_a, "s1", "memory_remember", {
                 "text": f"Alice's team rule {i}: service s{i} owns its own schema", "type": "decision",
                 "scope": "team"})
-        assert (await a.call("system.info"))["team"]["outbox"] == many
+        paced = 0  # then one more on each side every second until the server has been down for OUTAGE_S
+        while asyncio.get_running_loop().time() - stopped < OUTAGE_S:
+            for client, ns, text in (
+                (a, ns_a, f"Alice's offline note {paced}: the cache warmer c{paced} runs every hour"),
+                (b, ns_b, f"Bob's offline note {paced}: ticket T-{paced} waits for the QA review"),
+            ):
+                await client.tool(ns, "s1", "memory_remember", {"text": text, "type": "decision", "scope": "team"})
+            paced += 1
+            await asyncio.sleep(1)  # the pace of the writes over the outage, not a wait for anything
+        assert (await a.call("system.info"))["team"]["outbox"] == many + paced
+        assert (await b.call("system.info"))["team"]["last_error"]  # it said the server was unreachable
         postgres_server.start()
         # A's push is under way (a batch of its outbox is committed on the server, which notifies): kill it there.
         listener = await asyncpg.connect(team_dsn)
@@ -110,7 +122,7 @@ async def test_an_outage_and_a_sigkill_mid_push_lose_and_double_nothing(
         await a.kill9()
         a, ns_a = await start(tmp_path, "a", team_dsn, "alice")
 
-        total = many + few
+        total = many + few + 2 * paced
         for client, db in ((a, tmp_path / "a" / "memory.db"), (b, tmp_path / "b" / "memory.db")):
             await until(client, lambda db=db: asyncio.to_thread(lambda: len(local_team_events(db)) == total))
             titles = await asyncio.to_thread(local_team_events, db)
