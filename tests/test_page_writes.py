@@ -503,7 +503,8 @@ async def test_settings_get_set_apply_live_persist_and_undo(tmp_path: Path, mode
         assert status == 200
         assert got["settings"] == {"namespace_mode": "project", "block_turns": 6, "model_route": "auto",
                                    "activation_recent_tokens": 500, "activation_session_tokens": 1200,
-                                   "activation_longterm_tokens": 900, "context_mode": "cost"}
+                                   "activation_longterm_tokens": 900, "context_mode": "cost", "team_dsn": None,
+                                   "team_member": None}
         fields = {f["name"]: f for f in got["fields"]}
         assert fields["block_turns"] == {
             "name": "block_turns", "type": "int", "min": 1, "max": 1000, "default": 6, "source": "default",

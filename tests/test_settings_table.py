@@ -105,7 +105,7 @@ def test_every_row_is_complete_and_names_are_unique():
         assert r.env is None or r.env.startswith("STRATAGATE_"), r.name
         if r.page is not None:
             assert r.page.en.strip() and r.page.zh.strip(), f"{r.name}: page label in English and Chinese"
-            assert r.type in ("int", "choice"), f"{r.name}: the page edits int and choice settings"
+            assert r.type in ("int", "choice", "string"), f"{r.name}: the page edits int, choice and string settings"
     for key in ("name", "env", "plugin"):
         values = [getattr(r, key) for r in table if getattr(r, key) is not None]
         assert len(values) == len(set(values)), f"duplicate {key}"
@@ -116,7 +116,8 @@ def test_every_row_is_complete_and_names_are_unique():
 
 def test_the_page_edits_what_the_table_marks_and_the_reply_is_typed_by_it():
     assert user_settings.app_fields() == ("namespace_mode", "block_turns", "model_route", "activation_recent_tokens",
-                                          "activation_session_tokens", "activation_longterm_tokens")
+                                          "activation_session_tokens", "activation_longterm_tokens", "team_dsn",
+                                          "team_member")
     assert user_settings.context_fields() == {"context_mode": "mode"}
     assert list(SettingsValues.model_fields) == [r.name for r in user_settings.page_rows()]
 

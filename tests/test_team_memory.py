@@ -24,8 +24,8 @@ from stratagate import Memory
 from stratagate.config import Settings
 from stratagate.errors import RpcError
 from stratagate.events import team
+from stratagate.safety.dsn import shown
 from stratagate.team import server
-from stratagate.team.dsn import shown
 from stratagate.team.sync import TeamSync
 from support.postgres import PostgresServer
 from support.sidecar import REPO
@@ -48,12 +48,12 @@ class Machine:
         return (await self.memory.recall(prompt)).text
 
 
-def settings(tmp_path: Path, name: str, dsn: str | None, member: str) -> Settings:
+def settings(tmp_path: Path, name: str, dsn: str | None, member: str | None) -> Settings:
     return Settings(db=tmp_path / name / "memory.db", model_route="none", team_dsn=dsn, team_member=member,
                     team_poll_seconds=3600)  # a round only when woken: by a local change, a notification or a test
 
 
-async def machine(tmp_path: Path, name: str, dsn: str | None, member: str) -> Machine:
+async def machine(tmp_path: Path, name: str, dsn: str | None, member: str | None) -> Machine:
     folder = tmp_path / name / "work" / "shop"  # the same project folder name on both machines: one team project
     folder.mkdir(parents=True)
     return Machine(await Memory.open(workspace=folder, settings=settings(tmp_path, name, dsn, member)))
@@ -410,3 +410,48 @@ async def test_the_evidence_gate_and_use_receipts_work_on_a_team_memory_and_stay
     async with pg(team_dsn) as conn:  # reinforcement stays per machine: nothing of it went to the server
         assert await conn.fetchval("SELECT count(*) FROM team_changes") == changes
     assert (await status(b))["outbox"] == 0
+
+
+async def test_the_memory_page_turns_team_memory_on_and_never_stores_or_shows_a_password(
+    tmp_path: Path, team_dsn: str
+) -> None:
+    """The page's Settings tab sets the team database and member (applied at once: the sync starts), refuses a DSN
+    with a password (memory.db holds no credential), and shows and audits an environment DSN without its password."""
+    a = await machine(tmp_path, "a", None, None)
+    try:
+        page = a.memory._call
+        refused = None
+        try:
+            await page("page.settings.set", {"settings": {
+                "team_member": "alice", "team_dsn": team_dsn.replace("stratagate@", "stratagate:pw123secret@")}})
+        except RpcError as exc:
+            refused = exc
+        assert refused is not None and "never stores a password" in str(refused)
+        with pytest.raises(RpcError, match="STRATAGATE_TEAM_MEMBER"):  # a database needs a member
+            await page("page.settings.set", {"settings": {"team_dsn": team_dsn}})
+        got = await page("page.settings.set", {"settings": {"team_dsn": team_dsn, "team_member": "alice"}})
+        assert got["settings"]["team_dsn"] == team_dsn and got["settings"]["team_member"] == "alice"
+        assert a.memory._app.team is not None  # on without a restart
+        said = await a.memory.remember("We decided to keep the shop's API versioned by date", type="decision",
+                                       scope="team")
+        await a.sync.round()
+        async with pg(team_dsn) as conn:
+            assert await conn.fetchval("SELECT count(*) FROM team_events") == 1
+        # Reset from the page: team memory is off again, and the decision stays a team memory here.
+        off = await page("page.settings.set", {"settings": {"team_dsn": None, "team_member": None}})
+        assert off["settings"]["team_dsn"] is None and a.memory._app.team is None
+        assert (await a.memory.get(said.id)).scope == "team"
+    finally:
+        await a.memory.close()
+    # A DSN with a password from the environment: the page and the audit show it without.
+    secret_dsn = team_dsn.replace("stratagate@", "stratagate:pw123secret@")
+    b = await machine(tmp_path, "b", secret_dsn, "bob")
+    try:
+        shown_now = await b.memory._call("page.settings.get", {})
+        assert "pw123secret" not in json.dumps(shown_now) and shown_now["settings"]["team_dsn"] == shown(secret_dsn)
+        await b.memory._call("page.settings.set", {"settings": {"team_member": "bobby"}})
+        audit = await b.memory._app.db.reader.execute_fetchall("SELECT before, after FROM audit_log")
+        assert "pw123secret" not in json.dumps([tuple(r) for r in audit])
+        assert b.memory._app.team is not None and b.memory._app.team.member == "bobby"
+    finally:
+        await b.memory.close()

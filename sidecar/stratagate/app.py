@@ -212,6 +212,7 @@ class App:
         # The page's stored settings (user_settings.py): applied over the environment once the database is open.
         self.user_settings = user_settings.Applied.of(settings)
         self.team: TeamSync | None = None  # team memory's sync (team/sync.py), when a team database is configured
+        self._jobs = True  # does this process run the jobs (start's ``jobs``): only then does it sync team memory
 
     async def tools(self) -> Toolbox:
         """The agent tools (tools.list, tools.call): their modules are imported with the first use, in a thread (a
@@ -247,6 +248,7 @@ class App:
         # tokens (they await this) or once the first answer is out (App.answered): never before the first answer
         # unless that answer needs it.
         self.tokens_ready = OnDemand(count_tokens, "warm up")
+        self._jobs = jobs
         if jobs:
             await self.runner.start()
         try:  # queue the maintenance job if it is overdue; a failure here must not keep the sidecar from serving
@@ -259,6 +261,18 @@ class App:
         if jobs:  # the sweep seals at once what went idle while the sidecar was down, then every minute or so
             self._sweeping = asyncio.create_task(self._sweep_tails(), name="tail sweep")
         log.info("stratagate %s ready (db=%s, pid=%d)", __version__, self.settings.db, os.getpid())
+
+    async def settings_changed(self, after: dict[str, Any]) -> None:
+        """The page changed settings (assigned in place already): what a stage cannot read at its next use is
+        restarted here — team memory's sync when its database or member changed."""
+        if any(name in after.get("settings", {}) for name in user_settings.TEAM_FIELDS):
+            await self.restart_team()
+
+    async def restart_team(self) -> None:
+        if self.team is not None:
+            await self.team.stop()
+            self.team = None
+        await self._start_team(self._jobs)
 
     async def _start_team(self, jobs: bool) -> None:
         """Team memory on when a team database is configured (and this process runs the jobs); otherwise the

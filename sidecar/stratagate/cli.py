@@ -577,7 +577,7 @@ def _print_maintenance(result: dict[str, Any], as_json: bool) -> None:
 def team_command(args: argparse.Namespace, settings: Settings) -> int:
     """`stratagate team status`: the local sync state through a read-only connection (safe while a sidecar runs),
     and, when a team database is configured, how many server changes each shared project has not pulled yet."""
-    from stratagate.team.dsn import shown
+    from stratagate.safety.dsn import shown
     from stratagate.team.sync import status_of
 
     try:

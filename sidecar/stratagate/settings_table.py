@@ -199,15 +199,16 @@ class Settings(BaseModel):
     # Team memory (stratagate/team/): the shared PostgreSQL tier. The DSN may hold a password: it is never logged
     # or shown (team/dsn.py shows the host, port and database only).
     team_dsn: str | None = row(
-        None, plugin="teamDsn",
+        None, plugin="teamDsn", page=("Team database", "团队数据库"),
         en="PostgreSQL DSN of the team's shared memory (`postgresql://user@host/db`; TLS options such as `sslmode` "
-           "pass through to asyncpg); unset: no team memory",
-        zh="团队共享记忆的 PostgreSQL DSN（`postgresql://user@host/db`；`sslmode` 等 TLS 选项原样交给 asyncpg）；"
-           "未设置则不使用团队记忆")
+           "pass through to asyncpg); unset: no team memory. The page never stores a password: put it in "
+           "`~/.pgpass` or `PGPASSWORD`",
+        zh="团队共享记忆的 `PostgreSQL` 连接串（`postgresql://user@host/db`；`sslmode` 等加密选项原样交给 `asyncpg`）；"
+           "未设置则不使用团队记忆。页面从不保存密码：请写在 `~/.pgpass` 或 `PGPASSWORD` 中")
     team_member: str | None = row(
-        None, plugin="teamMember",
+        None, plugin="teamMember", page=("Your member id", "你的成员标识"),
         en="this person's member id in the team (required with `STRATAGATE_TEAM_DSN`; shown beside what they said)",
-        zh="本人在团队中的成员 ID（设置 `STRATAGATE_TEAM_DSN` 时必填；显示在其所说内容旁）")
+        zh="本人在团队中的成员标识（设置 `STRATAGATE_TEAM_DSN` 时必填；显示在其所说内容旁）")
     team_poll_seconds: float = row(
         5.0, gt=0, le=3600,
         en="seconds between two pulls when the server's notifications do not arrive (they wake the sync at once)",

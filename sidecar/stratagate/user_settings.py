@@ -27,11 +27,14 @@ from pydantic import BaseModel, ValidationError
 from stratagate.config import Settings
 from stratagate.context import settings as context_settings
 from stratagate.errors import Invalid, explain_validation
+from stratagate.safety.dsn import has_password, masked
 from stratagate.settings_table import ContextPage, Row, Text, rows_of
 from stratagate.storage.db import Database
 from stratagate.storage.sqlite import Connection
 
 META_KEY = "page_settings"
+TEAM_FIELDS = ("team_dsn", "team_member")
+"""The page settings that turn team memory on or off: the App restarts its sync when one changes (App.restart_team)."""
 CONTEXT_PREFIX = "context_"
 """A page row of the context group names the context engine's key after this prefix (``context_mode`` → ``mode``)."""
 
@@ -61,11 +64,11 @@ class FieldSpec(BaseModel):
     """How the page renders and checks one setting; its label and help in English and Chinese."""
 
     name: str
-    type: Literal["int", "choice"]
+    type: Literal["int", "choice", "string"]
     min: int | None = None
     max: int | None = None
     choices: list[str] | None = None
-    default: Any
+    default: Any = None  # (absent from the reply when there is none: the team database)
     source: Source
     label: Text
     help: Text
@@ -90,8 +93,10 @@ def _spec(r: Row, source: Source) -> FieldSpec:
                               "help": r.help}
     if r.choices:
         return FieldSpec(type="choice", choices=r.choices, **common)
+    if r.type == "string":
+        return FieldSpec(type="string", **common)
     if r.type != "int":
-        raise TypeError(f"the page edits int and choice settings only: {r.name} is {r.type}")
+        raise TypeError(f"the page edits int, choice and string settings only: {r.name} is {r.type}")
     low = None if r.minimum is None else int(r.minimum) + (1 if r.exclusive_minimum else 0)
     high = None if r.maximum is None else int(r.maximum) - (1 if r.exclusive_maximum else 0)
     return FieldSpec(type="int", min=low, max=high, **common)
@@ -173,7 +178,7 @@ async def snapshot(db: Database, settings: Settings, applied: Applied) -> dict[s
             default = fields[r.name].default
             source = "page" if r.name in applied.stored else "env" if applied.baseline[r.name] != default else "default"
             # None: the plugin option's default applies (namespace_mode: the shim's mode, project by default).
-            values[r.name] = r.plugin_default if value is None else value
+            values[r.name] = r.plugin_default if value is None else shown_value(r.name, value)
         specs.append(_spec(r, source))
     return {"settings": values, "fields": [s.model_dump(exclude_none=True) for s in specs]}
 
@@ -186,14 +191,34 @@ def validate_changes(settings: Settings, changes: dict[str, Any]) -> dict[str, A
     if unknown:
         raise Invalid(f"unknown setting {unknown[0]!r} (known: {', '.join(names)})", {"unknown": unknown})
     out: dict[str, Any] = {}
-    for name, value in changes.items():
+    probe = settings.model_copy()  # one probe: settings checked together (a team database needs a member)
+    for name in sorted(changes, key=lambda n: n == "team_dsn"):
+        value = changes[name]
+        if isinstance(value, str) and name in TEAM_FIELDS:
+            value = value.strip() or None  # an emptied field resets the setting
+        if name == "team_dsn" and value is not None and has_password(value):
+            raise Invalid("settings.team_dsn: the page never stores a password (memory.db holds no credential): "
+                          "give the DSN without it and put the password in ~/.pgpass or PGPASSWORD, or set "
+                          "STRATAGATE_TEAM_DSN / the plugin's teamDsn", {"setting": name})
         if value is None:
-            out[name] = None
+            out[name] = None  # a reset: the environment's value (or none) applies again
         elif name in context:
             out[name] = _check_context(name, context[name], value)
         else:
-            out[name] = check(settings, name, value)
+            out[name] = check(probe, name, value)
+            setattr(probe, name, out[name])
     return out
+
+
+def shown_value(name: str, value: Any) -> Any:
+    """A setting's value as the page and the audit show it: a team DSN without its password."""
+    return masked(value) if name == "team_dsn" and isinstance(value, str) else value
+
+
+def for_audit(change: dict[str, Any]) -> dict[str, Any]:
+    """A ``{settings, stored}`` change record with every DSN shown without its password (the stored ones never
+    hold one; the environment's may)."""
+    return {part: {k: shown_value(k, v) for k, v in values.items()} for part, values in change.items()}
 
 
 async def _write_context(

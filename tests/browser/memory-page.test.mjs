@@ -439,7 +439,7 @@ describe('the Memory page in chromium (standalone viewer)', () => {
     const page = await openPage(t)
     await openTab(page, 'settings')
     const legends = await page.locator('.sgm-settings-group > legend').allInnerTexts()
-    assert.deepEqual(legends, ['Memory', 'Recall', 'Context window'])
+    assert.deepEqual(legends, ['Memory', 'Recall', 'Context window', 'Team memory'])
     const advanced = page.locator(tid('settings-advanced'))
     assert.equal(await advanced.evaluate((el) => el.open), false)
     // No internal name is shown as a label (they are tooltips only).
@@ -463,6 +463,16 @@ describe('the Memory page in chromium (standalone viewer)', () => {
     await page.waitForFunction(() => document.querySelector('[data-testid=settings-advanced]')?.open === true, null, WAIT)
     assert.ok(await page.locator(tid('context-digest_line')).isVisible())
     await page.screenshot({ path: join(screenshotDir(), 'settings-grouped.png'), fullPage: true })
+    // A team database with a password is refused under its field, and nothing is stored.
+    await page.locator(tid('setting-team_member')).fill('alice')
+    await page.locator(tid('setting-team_dsn')).fill('postgresql://shop:hunter2pw@127.0.0.1:1/shop_team')
+    const refused = page.waitForResponse((r) => r.url().endsWith(`${API}/settings`) && r.request().method() === 'POST')
+    await page.locator(tid('settings-save')).click()
+    assert.equal((await refused).status(), 400)
+    await page.getByText('the page never stores a password').first().waitFor(WAIT)
+    const stored = (await api('/settings')).settings
+    assert.equal(stored.team_dsn, null)
+    assert.equal(stored.team_member, null)
   })
 
   for (const width of [360, 390, 768, 1280, 1440]) {

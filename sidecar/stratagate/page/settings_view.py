@@ -27,7 +27,10 @@ def values_model(settings_cls: type[user_settings.Settings] = user_settings.Sett
     """The reply's ``settings``: one key per page row of the settings table, typed as the row (never null: an unset
     value reads as the plugin option's default)."""
     rows = user_settings.page_rows(settings_cls)
-    fields: dict[str, Any] = {r.name: (without_none(r.annotation)[0], ...) for r in rows}
+    # (A setting with no default, the team database, reads as null when unset.)
+    fields: dict[str, Any] = {
+        r.name: (without_none(r.annotation)[0] | (None if r.plugin_default is None else without_none(r.annotation)[0]),
+                 ...) for r in rows}
     return create_model("SettingsValues", __base__=Result, **fields)
 
 
@@ -63,7 +66,9 @@ async def change_settings(conn: Connection, app: App, changes: dict[str, Any]) -
     before, after = await user_settings.write(conn, app.settings, app.user_settings, valid)
     if not after["settings"]:
         return None
-    await audit(conn, None, ACTOR, "settings.changed", "settings", "page", before, after)
+    # (The audit shows a team DSN without its password: the environment's may hold one.)
+    await audit(conn, None, ACTOR, "settings.changed", "settings", "page", user_settings.for_audit(before),
+                user_settings.for_audit(after))
     return after
 
 
@@ -75,6 +80,7 @@ async def settings_set(app: App, p: SettingsSetParams) -> dict[str, Any]:
             after = await change_settings(conn, app, p.settings)
         if after is not None:
             user_settings.assign(app.settings, app.user_settings, after)
+            await app.settings_changed(after)
     return await user_settings.snapshot(app.db, app.settings, app.user_settings) | {"audit_ids": audit_ids}
 
 

@@ -186,6 +186,7 @@ async def undo(app: App, p: UndoParams) -> dict[str, Any]:
         if action == "settings.changed":
             if after is not None:
                 user_settings.assign(app.settings, app.user_settings, after)
+                await app.settings_changed(after)
         elif action == "import.created":
             # The removal runs its own transaction (imports/store.py), then the undo is marked.
             await remove_import(app.db, parse_import_id(str(entry["subject_id"])), p.namespace, actor=ACTOR)

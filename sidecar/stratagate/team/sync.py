@@ -20,11 +20,11 @@ from stratagate.erase import erase_subject
 from stratagate.errors import Invalid
 from stratagate.events import team
 from stratagate.ids import make
+from stratagate.safety.dsn import shown
 from stratagate.safety.secrets import redact_shown
 from stratagate.storage import lookup
 from stratagate.storage.db import Database
 from stratagate.team import apply, server, server_schema
-from stratagate.team.dsn import shown
 
 log = logging.getLogger("stratagate.team")
 

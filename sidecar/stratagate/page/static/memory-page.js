@@ -425,6 +425,8 @@
     'settings.group.recallHelp': 'How much memory is put in front of the model at each step.',
     'settings.group.context': 'Context window',
     'settings.group.contextHelp': 'How StrataGate keeps the conversation inside the model’s context window.',
+    'settings.group.team': 'Team memory',
+    'settings.group.teamHelp': 'Share this project’s team memories with your team through a PostgreSQL database. Transcripts and everything else stay on this machine. Saving restarts the sync.',
     'settings.group.advanced': 'Advanced',
     'settings.group.advancedHelp': 'Thresholds of the context engine. The mode above sets all of them; changing one here makes the mode “custom”.',
     'settings.choice.project': 'per project',
@@ -895,6 +897,8 @@
     'settings.group.recallHelp': '每一步放到模型面前的记忆有多少。',
     'settings.group.context': '上下文窗口',
     'settings.group.contextHelp': 'StrataGate 如何让对话保持在模型的上下文窗口之内。',
+    'settings.group.team': '团队记忆',
+    'settings.group.teamHelp': '通过团队的数据库与团队共享本项目的团队记忆。对话记录和其他一切都留在本机。保存后同步会重新启动。',
     'settings.group.advanced': '高级',
     'settings.group.advancedHelp': '上下文引擎的阈值。上面的模式会设定全部阈值；在这里改动任何一项，模式即变为“自定义”。',
     'settings.choice.project': '按项目',
@@ -2942,7 +2946,7 @@
     // The Settings tab in groups, each setting once: Memory, Recall, Context window (the page's settings and the
     // context engine's switches), and Advanced, folded (the engine's thresholds). Plain labels and help in the page's
     // language; internal names only in a tooltip.
-    const SETTING_GROUPS = { namespace_mode: 'memory', block_turns: 'memory', model_route: 'memory', activation_recent_tokens: 'recall', activation_session_tokens: 'recall', activation_longterm_tokens: 'recall', context_mode: 'context' }
+    const SETTING_GROUPS = { namespace_mode: 'memory', block_turns: 'memory', model_route: 'memory', activation_recent_tokens: 'recall', activation_session_tokens: 'recall', activation_longterm_tokens: 'recall', context_mode: 'context', team_dsn: 'team', team_member: 'team' }
     const CONTEXT_SWITCHES = ['enabled', 'auto_fold', 'reminders', 'cost_aware', 'mid_turn_cards']
     let advancedOpen = false // kept across the tab's live refreshes
     function renderSettings(body, d, ctx, markDirty, markClean) {
@@ -2953,7 +2957,7 @@
       const numericField = {}
       const errors = {}
       const general = el('p', { class: 'sgm-error-text', role: 'alert' })
-      const groups = { memory: [], recall: [], context: [], advanced: [] }
+      const groups = { memory: [], recall: [], context: [], team: [], advanced: [] }
       for (const f of fields) {
         const id = nextId('set')
         const errId = id + '-err'
@@ -2972,6 +2976,8 @@
             testid: 'setting-' + f.name,
             name: f.name,
             type: numeric ? 'number' : 'text',
+            autocomplete: f.type === 'string' ? 'off' : undefined,
+            spellcheck: f.type === 'string' ? 'false' : undefined,
             min: f.min === undefined ? undefined : String(f.min),
             max: f.max === undefined ? undefined : String(f.max),
             step: numeric ? '1' : undefined,
@@ -3028,7 +3034,7 @@
       const advanced = groups.advanced.length
         ? el('details', { class: 'sgm-settings-advanced', testid: 'settings-advanced', open: advancedOpen, on: { toggle: (e) => (advancedOpen = e.currentTarget.open) } }, el('summary', {}, T('settings.group.advanced')), el('p', { class: 'sgm-muted sgm-small' }, T('settings.group.advancedHelp')), el('div', { class: 'sgm-settings' }, groups.advanced))
         : null
-      const form = el('form', { class: 'sgm-settings-form', testid: 'settings-form', novalidate: true }, group('memory', groups.memory), group('recall', groups.recall), group('context', groups.context), advanced, general, el('div', { class: 'sgm-actions' }, save))
+      const form = el('form', { class: 'sgm-settings-form', testid: 'settings-form', novalidate: true }, group('memory', groups.memory), group('recall', groups.recall), group('context', groups.context), group('team', groups.team), advanced, general, el('div', { class: 'sgm-actions' }, save))
       form.addEventListener('submit', async (e) => {
         e.preventDefault()
         general.textContent = ''
@@ -3041,7 +3047,8 @@
         for (const f of fields) {
           const raw = inputs[f.name].value
           if (raw === initial[f.name]) continue
-          changed[f.name] = numericField[f.name] ? (raw.trim() === '' ? null : Number(raw)) : raw
+          // A number or text field left empty resets the setting to its default (null).
+          changed[f.name] = numericField[f.name] ? (raw.trim() === '' ? null : Number(raw)) : f.type === 'string' && raw.trim() === '' ? null : raw
         }
         const ctxChanged = {}
         for (const [name, input] of Object.entries(ctxInputs)) {
