@@ -70,18 +70,13 @@ class TeamState(NamedTuple):
     error_at: str | None
 
 
-class NotConfigured(Exception):
-    """A team memory was asked for on a machine with no team database (no member id): nothing is stored."""
-
-
 async def _rows(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
     return list(await conn.execute_fetchall(sql, params))
 
 
 async def state(conn: Connection) -> TeamState:
-    rows = await _rows(conn,
-        "SELECT member, replica, server, pushed_at, pulled_at, last_error, error_at FROM team_state WHERE id = 1"
-    )
+    rows = await _rows(
+        conn, "SELECT member, replica, server, pushed_at, pulled_at, last_error, error_at FROM team_state WHERE id = 1")
     return TeamState(*rows[0])
 
 
@@ -138,8 +133,8 @@ async def set_namespace_team(conn: Connection, namespace_id: int, *, default: bo
 
 
 async def namespace_team(conn: Connection, namespace_id: int) -> dict[str, Any]:
-    rows = await _rows(conn, "SELECT name, team_default, team_project FROM namespaces WHERE id = ?",
-                                       (namespace_id,))
+    rows = await _rows(
+        conn, "SELECT name, team_default, team_project FROM namespaces WHERE id = ?", (namespace_id,))
     name, default, project = rows[0]
     return {"team_default": bool(default), "team_project": project or default_project(name)}
 
@@ -147,8 +142,8 @@ async def namespace_team(conn: Connection, namespace_id: int) -> dict[str, Any]:
 async def shared_namespaces(conn: Connection) -> list[tuple[int, str]]:
     """(namespace id, team project) of every namespace that takes part: project and global ones (a session-mode
     namespace lives for one session)."""
-    rows = await _rows(conn,
-        "SELECT id, name, team_project FROM namespaces WHERE name NOT LIKE 'session:%' ORDER BY id")
+    rows = await _rows(
+        conn, "SELECT id, name, team_project FROM namespaces WHERE name NOT LIKE 'session:%' ORDER BY id")
     return [(int(r[0]), r[2] or default_project(r[1])) for r in rows]
 
 
@@ -156,8 +151,7 @@ async def shared_namespaces(conn: Connection) -> list[tuple[int, str]]:
 
 
 async def uids_of(conn: Connection, event_id: int) -> list[tuple[str, int]]:
-    rows = await _rows(conn, "SELECT uid, version FROM team_links WHERE event_id = ? ORDER BY uid",
-                                       (event_id,))
+    rows = await _rows(conn, "SELECT uid, version FROM team_links WHERE event_id = ? ORDER BY uid", (event_id,))
     return [(str(r[0]), int(r[1])) for r in rows]
 
 
@@ -250,8 +244,8 @@ class Op(NamedTuple):
 
 
 async def pending(conn: Connection, limit: int) -> list[Op]:
-    rows = await _rows(conn,
-        "SELECT id, op_id, namespace_id, uid, kind, body, base_version, created_at FROM team_outbox ORDER BY id"
+    rows = await _rows(
+        conn, "SELECT id, op_id, namespace_id, uid, kind, body, base_version, created_at FROM team_outbox ORDER BY id"
         " LIMIT ?", (limit,))
     return [Op(int(r[0]), r[1], int(r[2]), r[3], r[4], json.loads(r[5]), int(r[6]), r[7]) for r in rows]
 
