@@ -308,33 +308,41 @@ def _new_event(opts: Options, c: Candidate, fp: str, member: str | None) -> NewE
     )
 
 
-async def _team_scoped(
-    conn: Connection, opts: Options, c: Candidate, cache: dict[str, Any]
-) -> tuple[Candidate, str | None]:
+@dataclass(frozen=True)
+class _Team:
+    """Read once per batch: this machine's team member (None: no team database) and whether the namespace shares
+    its decisions, changes, preferences and rules by default."""
+
+    member: str | None
+    by_default: bool
+
+    @classmethod
+    async def of(cls, conn: Connection, opts: Options) -> _Team:
+        if opts.team is not None:
+            return cls(opts.team.member, False)
+        mine = await team.member(conn)
+        return cls(mine, mine is not None and await team.shares_by_default(conn, opts.namespace_id))
+
+
+def _team_scoped(opts: Options, c: Candidate, t: _Team) -> tuple[Candidate, str | None]:
     """The candidate with its scope settled, and the member of a team memory. A memory from the team server is its
     member's; ``team`` asked for here is this machine's member's (refused when no team database is configured); a
     project's decision, change, preference or rule becomes team memory when the project shares them by default."""
     if opts.team is not None:
         return c.model_copy(update={"scope": "team"}), opts.team.member
-    if "member" not in cache:
-        cache["member"] = await team.member(conn)
-    mine = cache["member"]
     if c.scope == "team":
-        if mine is None:
+        if t.member is None:
             raise Invalid("scope 'team' needs a team database: set STRATAGATE_TEAM_DSN and STRATAGATE_TEAM_MEMBER "
                           "(or the plugin's teamDsn and teamMember) and restart; nothing was stored",
                           {"scope": "team"})
-        return c, mine
-    if c.scope == "project" and mine is not None and (c.type in team.DEFAULT_TYPES or c.criticality == "safety"):
-        if "default" not in cache:
-            cache["default"] = await team.shares_by_default(conn, opts.namespace_id)
-        if cache["default"]:
-            return c.model_copy(update={"scope": "team"}), mine
+        return c, t.member
+    if t.by_default and c.scope == "project" and (c.type in team.DEFAULT_TYPES or c.criticality == "safety"):
+        return c.model_copy(update={"scope": "team"}), t.member
     return c, None
 
 
-async def _admit_one(conn: Connection, opts: Options, raw: Candidate, cache: dict[str, Any]) -> Outcome:
-    c, member = await _team_scoped(conn, opts, _redacted(raw), cache)
+async def _admit_one(conn: Connection, opts: Options, raw: Candidate, t: _Team) -> Outcome:
+    c, member = _team_scoped(opts, _redacted(raw), t)
     fp = store.fingerprint(c.statement)
     tomb = await _tombstone(conn, opts, c, fp)
     if tomb is not None:
@@ -391,11 +399,11 @@ async def admit(conn: Connection, candidates: list[Candidate], options: Options)
     statements run on the loop, and readers (the Memory page, recall) must not wait for the whole batch. Writers
     still wait for the transaction, as they must."""
     outcomes = []
-    cache: dict[str, Any] = {}  # the team member and the project's team default, read once per batch
+    t = await _Team.of(conn, options)
     for i, candidate in enumerate(candidates):
         if i and i % YIELD_EVERY == 0:
             await asyncio.sleep(0)
-        outcomes.append(await _admit_one(conn, options, candidate, cache))
+        outcomes.append(await _admit_one(conn, options, candidate, t))
     result = Admission(outcomes=outcomes, namespace_id=options.namespace_id)
     inserted = [o.event.id for o in outcomes if o.result == "inserted" and o.event is not None]
     await _queue_projection(conn, options, inserted, result)
@@ -424,8 +432,8 @@ async def admit_new(conn: Connection, candidates: list[Candidate], options: Opti
     There is no tombstone, duplicate or target check: a candidate that names targets, or whose fingerprint an event
     of the namespace already has or another candidate of the batch repeats, raises :class:`Invalid` and nothing of
     the batch is kept (the caller's transaction rolls back). Near duplicates are the caller's to avoid."""
-    cache: dict[str, Any] = {}
-    scoped = [await _team_scoped(conn, options, _redacted(c), cache) for c in candidates]
+    t = await _Team.of(conn, options)
+    scoped = [_team_scoped(options, _redacted(c), t) for c in candidates]
     cs = [c for c, _ in scoped]
     fps = [store.fingerprint(c.statement) for c in cs]
     repeated = len(set(fps)) < len(fps) or await store.stored_fingerprints(conn, options.namespace_id, fps)

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from stratagate import ids
 from stratagate.events import common_terms, lexicon
 from stratagate.events.models import SUPERSEDED_WEIGHT_CAP, EventRow, NewEvent, Status
+from stratagate.events.visibility import scope_condition
 from stratagate.events.visibility import where as visible_where
 from stratagate.storage.db import ITEMS_ADDED, Actor, audit, audit_rows, on_commit
 from stratagate.storage.sqlite import Connection
@@ -521,13 +522,16 @@ async def mirror_status(
     """Bring ``ev`` to a status another machine gave it (team memory: stratagate/team/apply.py), with the same
     side effects as the change made here: a forget writes the tombstone, leaving ``forgotten`` removes it, a
     supersession caps the weight; audited with ``note``, the status hooks run (the graph follows)."""
-    if ev.status == status and (status != "superseded" or ev.successor_id == successor_id):
+    def reached(e: EventRow) -> bool:
+        return e.status == status and (status != "superseded" or e.successor_id == successor_id)
+
+    if reached(ev):
         return ev
     if status == "forgotten":
         return await forget(conn, ev, actor, None)
     if ev.status == "forgotten":
         ev = await restore(conn, ev, actor)
-        if ev.status == status and (status != "superseded" or ev.successor_id == successor_id):
+        if reached(ev):
             return ev
     if status == "superseded":
         return await _set(conn, ev, actor, "event.superseded", note, status="superseded", prior_status=ev.status,
@@ -678,11 +682,10 @@ async def search(
     if f.type is not None:
         where.append("e.type = ?")
         params.append(f.type)
-    if f.scope == "team":
-        where.append("e.team_member IS NOT NULL")
-    elif f.scope is not None:
-        where.append("e.scope = ? AND e.team_member IS NULL")
-        params.append(f.scope)
+    if f.scope is not None:
+        condition, values = scope_condition(f.scope)
+        where.append(condition)
+        params.extend(values)
     for person in f.participants:
         where.append("EXISTS (SELECT 1 FROM json_each(e.participants) p WHERE lower(p.value) = lower(?))")
         params.append(person)

@@ -69,6 +69,14 @@ def where(namespace_id: int | None, session_id: int | None, alias: str = "e") ->
     return sql, [namespace_id, session_id, namespace_id, namespace_id]
 
 
+def scope_condition(scope: str, alias: str = "e") -> tuple[str, list[Any]]:
+    """Events of one scope as a filter shows it: ``team`` is a team memory (stored as a project memory with its
+    member, events/team.py), and ``project`` the project memories that are not team memories."""
+    if scope == "team":
+        return f"{alias}.team_member IS NOT NULL", []
+    return f"{alias}.scope = ? AND {alias}.team_member IS NULL", [scope]
+
+
 def where_any_session(namespace_id: int | None, alias: str = "e") -> tuple[str, list[Any]]:
     """As :func:`where`, but every session of the viewer's own namespace counts (forgotten words stay hidden from
     every session of the namespace, only their ids are not shown: events/forgotten.py)."""

@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from stratagate.events import visibility
 from stratagate.events.models import EventRow
 from stratagate.storage.sqlite import Connection
 
@@ -45,11 +46,10 @@ async def list_events(
     if event_type is not None:
         where.append("e.type = ?")
         params.append(event_type)
-    if scope == "team":
-        where.append("e.team_member IS NOT NULL")
-    elif scope is not None:
-        where.append("e.scope = ? AND e.team_member IS NULL")
-        params.append(scope)
+    if scope is not None:
+        condition, values = visibility.scope_condition(scope)
+        where.append(condition)
+        params.extend(values)
     if session is not None:
         where.append("s.key = ?")
         params.append(session)

@@ -24,13 +24,12 @@ class SettingField(user_settings.FieldSpec, Result):
 
 
 def values_model(settings_cls: type[user_settings.Settings] = user_settings.Settings) -> type[Result]:
-    """The reply's ``settings``: one key per page row of the settings table, typed as the row (never null: an unset
-    value reads as the plugin option's default)."""
-    rows = user_settings.page_rows(settings_cls)
-    # (A setting with no default, the team database, reads as null when unset.)
-    fields: dict[str, Any] = {
-        r.name: (without_none(r.annotation)[0] | (None if r.plugin_default is None else without_none(r.annotation)[0]),
-                 ...) for r in rows}
+    """The reply's ``settings``: one key per page row of the settings table, typed as the row (an unset value reads
+    as the plugin option's default; null only for a setting that has none)."""
+    fields: dict[str, Any] = {}
+    for r in user_settings.page_rows(settings_cls):
+        base = without_none(r.annotation)[0]
+        fields[r.name] = (base | None if r.plugin_default is None else base, ...)  # no default (the team's): null
     return create_model("SettingsValues", __base__=Result, **fields)
 
 
