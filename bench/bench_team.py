@@ -10,6 +10,8 @@ Run from the repo root:  PYTHONPATH=$PWD/sidecar .venv/bin/python bench/bench_te
   is an hour). Reported: p50, p99 and max over the trials, and whether B's search and recall return the last one.
 - **Push**: a third memory with its sync stopped admits ``--push`` team memories in bulk (each one an outbox
   ``create``), then one ``TeamSync.push`` sends them: wall and this process's CPU, changes per second.
+- **Pull**: a fourth memory of the same project pulls everything on the server (each change admitted through the
+  admission path, its graph projection queued): wall, CPU, changes per second.
 """
 
 from __future__ import annotations
@@ -113,9 +115,24 @@ async def push_throughput(root: Path, dsn: str, count: int) -> dict[str, float]:
         finally:
             await conn.close()
         assert pushed == count and (await team.outbox_size(c._app.db.reader))[0] == 0
-        return {"changes": count, "wall_s": wall, "cpu_s": cpu, "per_s": count / wall}
+        out = {"changes": count, "wall_s": wall, "cpu_s": cpu, "per_s": count / wall}
     finally:
         await c.close()
+    d = await open_machine(root, "d", dsn, "dave")  # another machine of the project pulls them all
+    try:
+        assert d._app.team is not None
+        await d._app.team.stop()
+        conn = await asyncpg.connect(dsn)
+        try:
+            cpu, wall = time.process_time(), time.perf_counter()
+            pulled = await d._app.team.pull(conn)
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        finally:
+            await conn.close()
+        assert pulled >= count
+        return out | {"pulled": pulled, "pull_wall_s": wall, "pull_cpu_s": cpu}
+    finally:
+        await d.close()
 
 
 async def main() -> None:
@@ -135,6 +152,9 @@ async def main() -> None:
             push = await push_throughput(root, dsn, args.push)
             print(f"push of {push['changes']:,} outbox changes: {push['wall_s']:.2f} s wall, {push['cpu_s']:.2f} s "
                   f"CPU (sidecar side), {push['per_s']:,.0f} changes/s")
+            print(f"pull of {push['pulled']:,} changes by another machine (each one admitted): "
+                  f"{push['pull_wall_s']:.2f} s wall, {push['pull_cpu_s']:.2f} s CPU, "
+                  f"{push['pulled'] / push['pull_wall_s']:,.0f} changes/s")
     finally:
         server.cleanup()
 

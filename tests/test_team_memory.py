@@ -125,7 +125,10 @@ async def test_an_erase_on_a_removes_the_text_from_b_and_from_the_server(
     async with pg(team_dsn) as conn:  # the server's own full-text search finds it too
         assert [r["title"] for r in await server.search(conn, "shop", "quokkapay", 5)] == [said.title]
     await a.memory.forget(said.id, erase=True)
+    # B pulls the erase and a later memory in one batch: the erase runs on its own, the rest after it.
+    later = await a.memory.remember("The shop's refunds go through the support desk", type="decision", scope="team")
     await exchange(a, b)
+    assert [e.title for e in await b.find("refunds support desk")] == [later.title]
     assert await b.find("Quokkapay") == [] and "Quokkapay" not in await b.recalled("payment provider")
     assert "Quokkapay" not in await server_text(team_dsn)
     async with pg(team_dsn) as conn:

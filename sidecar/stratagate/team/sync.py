@@ -30,6 +30,7 @@ log = logging.getLogger("stratagate.team")
 
 PUSH_BATCH = 200
 PULL_BATCH = 500
+APPLY_BATCH = 20
 BACKOFF_CAP = 10.0  # after an outage the server is found again within this long, or at once on a local change
 
 
@@ -170,31 +171,42 @@ class TeamSync:
                 batch = await server.changes(conn, project, after, PULL_BATCH)
                 if not batch:
                     break
-                for change in batch:
-                    await self._apply_one(namespace_id, change, st.replica)
-                    after = change.seq
+                await self._apply(namespace_id, batch, st.replica)
+                after = batch[-1].seq
                 total += len(batch)
         if total:
             async with self.db.transaction() as local:
                 await team.record_sync(local, pulled=True)
         return total
 
-    async def _apply_one(self, namespace_id: int, change: server.Change, replica: str) -> None:
-        with team.applying_from_server():
-            async with self.db.transaction() as local:
-                outcome = await apply.apply(local, namespace_id, change, replica)
-                if outcome == "applied":
-                    await team.advance(local, namespace_id, change.seq)
-        if outcome == "erase":
-            event_id = await team.event_of(self.db.reader, change.uid)
-            name = await lookup.namespace_name(self.db.reader, namespace_id)
-            if event_id is not None and name is not None:
-                with team.applying_from_server(), contextlib.suppress(Invalid):  # Invalid: erased already (a crash
-                    await erase_subject(self.db, name, make("evt", event_id), team.TEAM_ACTOR,  # after the erase,
-                                        max_attempts=self.max_attempts)  # before the cursor moved)
-            async with self.db.transaction() as local:
-                await team.saw_version(local, change.uid, change.version)
-                await team.advance(local, namespace_id, change.seq)
+    async def _apply(self, namespace_id: int, batch: list[server.Change], replica: str) -> None:
+        """Apply ``batch`` in order, up to APPLY_BATCH changes per local transaction with their cursor step (so each
+        is applied once, and a capture waits for at most one short transaction); an erase runs on its own."""
+        i = 0
+        while i < len(batch):
+            erase = None
+            with team.applying_from_server():
+                async with self.db.transaction() as local:
+                    for change in batch[i:i + APPLY_BATCH]:
+                        if await apply.apply(local, namespace_id, change, replica) == "erase":
+                            erase = change
+                            break
+                        await team.advance(local, namespace_id, change.seq)
+                        i += 1
+            if erase is not None:
+                await self._erase(namespace_id, erase)
+                i += 1
+
+    async def _erase(self, namespace_id: int, change: server.Change) -> None:
+        event_id = await team.event_of(self.db.reader, change.uid)
+        name = await lookup.namespace_name(self.db.reader, namespace_id)
+        if event_id is not None and name is not None:
+            with team.applying_from_server(), contextlib.suppress(Invalid):  # Invalid: erased already (a crash
+                await erase_subject(self.db, name, make("evt", event_id), team.TEAM_ACTOR,  # after the erase,
+                                    max_attempts=self.max_attempts)  # before the cursor moved)
+        async with self.db.transaction() as local:
+            await team.saw_version(local, change.uid, change.version)
+            await team.advance(local, namespace_id, change.seq)
 
     async def status(self) -> dict[str, Any]:
         return await status_of(self.db.reader, self._conn if self.connected else None) | {
