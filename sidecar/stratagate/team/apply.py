@@ -1,12 +1,13 @@
 """A change pulled from the team server, applied to this machine's memory.
 
-Each change is applied in one local transaction together with the namespace's cursor, so a change is applied exactly
-once whatever is killed when. A ``create`` goes through the one admission path (events/admit.py) with the ``team``
-actor: redaction, tombstones (a memory forgotten or erased here is not brought back), duplicates (the same words
-said here already: one event, both uids linked) and graph projection apply as for any memory. A ``status`` goes
-through the store's own functions (events/store.py ``mirror_status``), so tombstones and the graph follow. Changes
-this machine made itself only raise the version it has seen. An ``erase`` runs the full erase (erase/), in its own
-transaction: the caller applies it between two cursor steps.
+Each change is applied inside the caller's local transaction together with its step of the namespace's cursor (the
+sync puts up to 20 in one), so a change is applied exactly once whatever is killed when. A ``create`` goes through the
+one admission path (events/admit.py) as the ``system`` actor, its audit note naming the uid and member: redaction,
+tombstones (a memory forgotten or erased here is not brought back), duplicates (the same words said here already:
+one event, both uids linked) and graph projection apply as for any memory. A ``status`` goes through the store's own
+functions (events/store.py ``mirror_status``), so tombstones and the graph follow. Changes this machine made itself
+only raise the version it has seen. An ``erase`` runs the full erase (erase/), in its own transaction: the caller
+applies it between two cursor steps.
 """
 
 from __future__ import annotations
